@@ -1,0 +1,59 @@
+/* bench_matmul: GFLOP/s of the three matmul layouts on the chosen device.
+ * usage: bench_matmul [M N K [reps]]   (default 4096 768 768, 5 reps)
+ * Prints one line per layout; scripts/bench_matmul.sh puts numpy beside it.
+ * Times come from timestamp queries around the dispatches (wall clock when
+ * the queue has none); the first dispatch, which compiles the shader on
+ * lavapipe, is not timed. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "vktrain/gpu.h"
+#include "vktrain/ops.h"
+#include "vktrain/util.h"
+
+typedef void (*matmul_fn)(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t,
+                          uint32_t, uint32_t, int);
+
+int main(int argc, char **argv)
+{
+    uint32_t M = 4096, N = 768, K = 768;
+    int reps = 5;
+    if (argc >= 4)
+        M = (uint32_t)atoi(argv[1]), N = (uint32_t)atoi(argv[2]), K = (uint32_t)atoi(argv[3]);
+    if (argc >= 5)
+        reps = atoi(argv[4]);
+    struct gpu_options opt = {.device_index = -1, .quiet = 1};
+    struct gpu *g = gpu_create(&opt);
+    size_t big = (size_t)M * (N > K ? N : K) > (size_t)N * K ? (size_t)M * (N > K ? N : K) : (size_t)N * K;
+    float *host = vkt_malloc(big * sizeof(float), "bench data");
+    for (size_t i = 0; i < big; i++)
+        host[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    struct gpu_buffer *a = gpu_buffer_create(g, big * sizeof(float), "a");
+    struct gpu_buffer *b = gpu_buffer_create(g, big * sizeof(float), "b");
+    struct gpu_buffer *c = gpu_buffer_create(g, big * sizeof(float), "c");
+    gpu_upload(g, a, 0, host, big * sizeof(float));
+    gpu_upload(g, b, 0, host, big * sizeof(float));
+    static const char *names[] = {"nt  Y = X.W^T ", "nn  dX = dY.W ", "tn  dW += dY^T.X"};
+    matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn};
+    const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
+    printf("device: %s (%s kernels), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family, M, N, K, reps);
+    for (int l = 0; l < 3; l++) {
+        fns[l](g, a, b, c, M, N, K, l == 2);
+        gpu_submit(g);
+        double t0 = vkt_now();
+        int timer = gpu_timer_start(g);
+        for (int r = 0; r < reps; r++)
+            fns[l](g, a, b, c, M, N, K, l == 2);
+        gpu_timer_stop(g, timer);
+        gpu_submit(g);
+        double wall = vkt_now() - t0, ms = gpu_timer_ms(g, timer);
+        double secs = ms > 0 ? ms * 1e-3 : wall;
+        printf("vktrain %-18s %8.2f GFLOP/s\n", names[l], 2.0 * M * N * K * reps / secs * 1e-9);
+    }
+    gpu_buffer_destroy(g, a);
+    gpu_buffer_destroy(g, b);
+    gpu_buffer_destroy(g, c);
+    free(host);
+    gpu_destroy(g);
+    return 0;
+}

@@ -1,0 +1,124 @@
+/* gpu: the Vulkan runtime. It knows Vulkan and nothing of transformers.
+ *
+ * Owns the instance, the chosen physical device, one compute queue, buffers
+ * (device-local with staging, or host-visible where memory is unified),
+ * pipelines made from the embedded SPIR-V, and one command buffer that
+ * collects dispatches until gpu_submit() sends them in one batch and waits.
+ * Barriers are inserted only where a dispatch touches a buffer an earlier
+ * unbarriered dispatch wrote (or writes one it read).
+ *
+ * Every Vulkan failure is fatal and names the call, the VkResult and what
+ * was being done. */
+#ifndef VKTRAIN_GPU_H
+#define VKTRAIN_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gpu;
+struct gpu_buffer;
+struct gpu_kernel;
+
+/* Which family of kernels suits the device: CPU drivers (lavapipe) read
+ * through texel buffers, GPUs use shared-memory tiling over storage buffers. */
+enum gpu_kernel_class { GPU_KERNELS_TEXEL, GPU_KERNELS_TILED };
+
+struct gpu_options {
+    int device_index;      /* -1: VKTRAIN_DEVICE or automatic choice */
+    int local_rank;        /* automatic choice takes local_rank modulo devices */
+    int validate;          /* 1: Khronos validation layer (also VKTRAIN_VALIDATE=1) */
+    int quiet;             /* 1: do not print the chosen device */
+};
+
+#define GPU_MAX_HEAPS 16
+struct gpu_device_info {
+    int index;
+    char name[256];
+    const char *type;      /* "discrete", "integrated", "virtual", "cpu", "other" */
+    int type_rank;         /* discrete 4 > integrated 3 > virtual 2 > cpu 1 > other 0 */
+    uint32_t vendor_id, device_id;
+    char driver_name[256], driver_info[256];
+    uint32_t api_version;
+    uint32_t subgroup_size;
+    int subgroup_arithmetic, subgroup_shuffle, subgroup_ballot;
+    uint32_t shared_memory;            /* maxComputeSharedMemorySize */
+    uint32_t max_storage_buffer_range;
+    uint32_t max_texel_buffer_elements;
+    uint32_t max_workgroup_invocations;
+    uint32_t max_workgroup_count[3];
+    int float16, int64, texel_vec4;    /* shaderFloat16, shaderInt64, RGBA32F uniform texel buffers */
+    int usable;                        /* Vulkan >= 1.2 with a compute queue */
+    const char *unusable_reason;
+    uint32_t heap_count;
+    uint64_t heap_size[GPU_MAX_HEAPS];
+    int heap_device_local[GPU_MAX_HEAPS];
+};
+
+/* Lists every Vulkan device; returns the count, *out to free(). */
+int gpu_list_devices(struct gpu_device_info **out, int validate);
+/* The index gpu_create would pick for these options, or -1 if none is usable. */
+int gpu_pick_device(const struct gpu_device_info *devs, int n, const struct gpu_options *opt);
+
+struct gpu *gpu_create(const struct gpu_options *opt);
+/* Waits for the device and frees everything. Fatal if the validation layer
+ * reported anything during the gpu's life. */
+void gpu_destroy(struct gpu *g);
+const struct gpu_device_info *gpu_info(const struct gpu *g);
+enum gpu_kernel_class gpu_kernel_class(const struct gpu *g);
+/* Forces a kernel family (tests run both on one device; a rank may be given
+ * another family to simulate a mixed-vendor cluster). */
+void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
+/* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256
+ * within the device's limits. */
+uint32_t gpu_workgroup_1d(const struct gpu *g);
+
+/* Buffers. The name appears in every error about the buffer. */
+struct gpu_buffer *gpu_buffer_create(struct gpu *g, size_t bytes, const char *name);
+void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b);
+size_t gpu_buffer_size(const struct gpu_buffer *b);
+const char *gpu_buffer_name(const struct gpu_buffer *b);
+/* Synchronous copies: pending dispatches are submitted and finished first. */
+void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *src, size_t bytes);
+void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void *dst, size_t bytes);
+/* Records a fill of the whole buffer with zero bytes. */
+void gpu_zero(struct gpu *g, struct gpu_buffer *b);
+
+/* Kernels: a pipeline from an embedded shader, created once and cached. */
+enum gpu_binding_kind {
+    GPU_BIND_STORAGE,    /* std430 storage buffer */
+    GPU_BIND_TEXEL_VEC4, /* uniform texel buffer, VK_FORMAT_R32G32B32A32_SFLOAT */
+    GPU_BIND_TEXEL_F32,  /* uniform texel buffer, VK_FORMAT_R32_SFLOAT */
+};
+#define GPU_MAX_BINDINGS 8
+#define GPU_MAX_SPEC 8
+struct gpu_kernel_desc {
+    const char *shader;  /* embedded module name */
+    int n_bindings;
+    enum gpu_binding_kind bindings[GPU_MAX_BINDINGS];
+    uint32_t push_size;  /* bytes of push constants */
+    int n_spec;          /* specialization constants, ids 0..n_spec-1 */
+    uint32_t spec[GPU_MAX_SPEC];
+};
+struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d);
+/* Largest buffer a texel binding of this kind can view (bytes). */
+size_t gpu_texel_limit(const struct gpu *g, enum gpu_binding_kind kind);
+
+struct gpu_arg {
+    struct gpu_buffer *buf;
+    int write;           /* the dispatch writes it */
+    size_t offset, range;/* bytes; range 0 = to the end of the buffer */
+};
+/* Records one dispatch of gx*gy*gz workgroups. */
+void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args,
+                  const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
+/* Submits everything recorded since the last submit and waits for it. */
+void gpu_submit(struct gpu *g);
+
+/* Timers from timestamp queries around recorded work. gpu_timer_ms is valid
+ * after the gpu_submit that ran both ends; it returns -1 when the queue has
+ * no timestamps. */
+int gpu_timer_start(struct gpu *g);
+void gpu_timer_stop(struct gpu *g, int timer);
+double gpu_timer_ms(struct gpu *g, int timer);
+
+#endif

@@ -1,0 +1,37 @@
+/* util: messages and the one place where a fatal error ends the process.
+ *
+ * Every module reports an unrecoverable error through vkt_fatal() with its
+ * context (which key, file:line, tensor, Vulkan call). vkt_fatal prints it
+ * once, with the rank when running under MPI, and calls the exit hook the
+ * dist module installs (MPI_Abort), so a failing rank never hangs the job.
+ * Nothing here knows Vulkan, MPI or transformers. */
+#ifndef VKTRAIN_UTIL_H
+#define VKTRAIN_UTIL_H
+
+#include <stddef.h>
+
+#if defined(__GNUC__)
+#define VKT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define VKT_PRINTF(a, b)
+#endif
+
+/* Prefix for messages: "vktrain" alone, or "vktrain[rank r]" when world > 1. */
+void vkt_set_rank(int rank, int world);
+/* Called by vkt_fatal instead of exit(1), e.g. MPI_Abort. Must not return. */
+void vkt_set_exit_hook(void (*hook)(int code));
+
+void vkt_info(const char *fmt, ...) VKT_PRINTF(1, 2);
+void vkt_warn(const char *fmt, ...) VKT_PRINTF(1, 2);
+_Noreturn void vkt_fatal(const char *fmt, ...) VKT_PRINTF(1, 2);
+
+/* Allocation that never returns NULL: out of memory is fatal with a reason. */
+void *vkt_malloc(size_t n, const char *what);
+void *vkt_calloc(size_t count, size_t size, const char *what);
+void *vkt_realloc(void *p, size_t n, const char *what);
+char *vkt_strdup(const char *s);
+
+/* Monotonic clock in seconds. */
+double vkt_now(void);
+
+#endif

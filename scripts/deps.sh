@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages vktrain needs that are missing, and nothing
+# when all are present. Usage: scripts/deps.sh build|train|test|bench
+set -euo pipefail
+
+build=(cmake make gcc pkg-config libvulkan-dev glslc mesa-vulkan-drivers
+       libyaml-dev libjansson-dev libopenmpi-dev openmpi-bin)
+case "${1:-build}" in
+  build) want=("${build[@]}") ;;
+  train) want=("${build[@]}" fortunes fortunes-min python3-matplotlib) ;;
+  test)  want=("${build[@]}" vulkan-validationlayers fortunes fortunes-min
+               python3 python3-numpy python3-torch python3-matplotlib) ;;
+  bench) want=("${build[@]}" python3 python3-numpy libopenblas0-pthread) ;;
+  *) echo "usage: $0 build|train|test|bench" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "vktrain: installing missing Debian packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "vktrain: error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds with warnings as errors, and runs every
+# test with ctest. The run has the Khronos validation layer on
+# (VKTRAIN_VALIDATE=1): any validation message fails the test that caused
+# it. VKTRAIN_TEST_VALIDATE=0 runs without it. Extra arguments go to ctest
+# (e.g. -R ops).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh test
+scripts/build.sh -DVKTRAIN_WERROR=ON
+export VKTRAIN_VALIDATE="${VKTRAIN_TEST_VALIDATE:-1}"
+# lavapipe: the tests are small; two threads per process is what we have.
+export LP_NUM_THREADS="${LP_NUM_THREADS:-2}"
+ctest --test-dir build --output-on-failure "$@"

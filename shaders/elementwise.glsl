@@ -1,0 +1,8 @@
+// elementwise: the shape shared by the 1-D elementwise kernels. The
+// workgroup size is specialization constant 0 (from the device's subgroup
+// size); invocations stride over the grid so any n fits the dispatch limits.
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform Push { uint n; float a; } p;
+
+#define FOR_EACH_ELEMENT(i) \
+    for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)

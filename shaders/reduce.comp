@@ -1,0 +1,48 @@
+#version 450
+// variant: sum -DSQUARE=0
+// variant: sumsq -DSQUARE=1
+// out[out_index + g] = sum over this workgroup's chunk of x (or x*x).
+//
+// Workgroup g owns x[g*chunk, min((g+1)*chunk, n)). Each invocation sums
+// its strided share with Kahan compensation, then the workgroup adds the
+// partial sums in a fixed tree, so the result depends only on n, chunk and
+// the workgroup size: the same input gives the same bits. Two dispatches
+// (chunks, then the partials with SQUARE=0) reduce any n; see op_reduce.c
+// for the error bound.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; } p;
+layout(std430, binding = 0) readonly buffer BX { float x[]; };
+layout(std430, binding = 1) buffer BO { float o[]; };
+
+shared float part[WG];
+
+void main()
+{
+    uint g = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint begin = g * p.chunk, end = min(begin + p.chunk, p.n);
+    precise float s = 0.0, c = 0.0;
+    for (uint i = begin + t; i < end; i += WG) {
+#if SQUARE
+        precise float v = x[i] * x[i];
+#else
+        precise float v = x[i];
+#endif
+        precise float y = v - c;
+        precise float s2 = s + y;
+        c = (s2 - s) - y;
+        s = s2;
+    }
+    part[t] = s;
+    barrier();
+    // WG need not be a power of two: fold the top into the largest power below.
+    uint pow2 = 1u;
+    while (pow2 * 2u <= WG) pow2 *= 2u;
+    if (t + pow2 < WG) part[t] += part[t + pow2];
+    barrier();
+    for (uint h = pow2 / 2u; h > 0u; h /= 2u) {
+        if (t < h) part[t] += part[t + h];
+        barrier();
+    }
+    if (t == 0u) o[p.out_index + g] = part[0];
+}

@@ -1,0 +1,73 @@
+/* cli_devices: `vktrain devices`, the Vulkan devices with the limits and
+ * features vktrain cares about, and which one would be chosen. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vktrain/cli.h"
+#include "vktrain/gpu.h"
+
+static const char *vendor_name(uint32_t id)
+{
+    switch (id) {
+    case 0x1002: return "AMD";
+    case 0x10DE: return "NVIDIA";
+    case 0x8086: return "Intel";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x106B: return "Apple";
+    case 0x10005: return "Mesa";
+    default: return "unknown";
+    }
+}
+
+static const char *yes(int v) { return v ? "yes" : "no"; }
+
+int cli_devices(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: vktrain devices\n\nLists the Vulkan devices and marks the one `vktrain train` "
+                   "would use\n(automatic: discrete > integrated > virtual > cpu; VKTRAIN_DEVICE=N overrides).\n");
+            return 0;
+        }
+        fprintf(stderr, "vktrain: error: `devices` takes no argument, got '%s'\n", argv[i]);
+        return 2;
+    }
+    struct gpu_device_info *d;
+    int n = gpu_list_devices(&d, 0);
+    struct gpu_options opt = {.device_index = -1};
+    int pick = gpu_pick_device(d, n, &opt);
+    printf("%d Vulkan device(s)\n", n);
+    for (int i = 0; i < n; i++) {
+        const struct gpu_device_info *x = &d[i];
+        printf("\n%s device %d: %s\n", i == pick ? "*" : " ", x->index, x->name);
+        printf("    type                 %s\n", x->type);
+        printf("    vendor               %s (0x%04x), device 0x%04x\n", vendor_name(x->vendor_id), x->vendor_id,
+               x->device_id);
+        printf("    driver               %s (%s)\n", x->driver_name, x->driver_info);
+        printf("    Vulkan               %u.%u.%u\n", (unsigned)((x->api_version >> 22) & 0x7f),
+               (unsigned)((x->api_version >> 12) & 0x3ff), (unsigned)(x->api_version & 0xfff));
+        printf("    subgroup size        %u (arithmetic %s, shuffle %s, ballot %s)\n", x->subgroup_size,
+               yes(x->subgroup_arithmetic), yes(x->subgroup_shuffle), yes(x->subgroup_ballot));
+        printf("    shared memory        %u KiB\n", x->shared_memory / 1024);
+        printf("    maxStorageBufferRange %u MiB\n", x->max_storage_buffer_range >> 20);
+        printf("    maxTexelBufferElements %u\n", x->max_texel_buffer_elements);
+        printf("    workgroup            %u invocations, count %u x %u x %u\n", x->max_workgroup_invocations,
+               x->max_workgroup_count[0], x->max_workgroup_count[1], x->max_workgroup_count[2]);
+        printf("    features             float16 %s, int64 %s, RGBA32F texel buffers %s\n", yes(x->float16),
+               yes(x->int64), yes(x->texel_vec4));
+        for (uint32_t h = 0; h < x->heap_count; h++)
+            printf("    memory heap %u        %.1f GiB%s\n", h, (double)x->heap_size[h] / (1 << 30),
+                   x->heap_device_local[h] ? " device-local" : "");
+        printf("    kernels              %s\n", strcmp(x->type, "cpu") ? "tiled (shared memory)" : "texel (CPU driver)");
+        if (!x->usable)
+            printf("    unusable: it %s\n", x->unusable_reason);
+    }
+    if (pick >= 0)
+        printf("\n* = chosen: device %d (%s)\n", pick, d[pick].name);
+    else
+        printf("\nno usable device\n");
+    free(d);
+    return pick >= 0 ? 0 : 1;
+}

@@ -1,0 +1,469 @@
+/* gpu_device: the Vulkan instance, the list of devices with the facts users
+ * and kernels need, the choice of device, and gpu_create/gpu_destroy.
+ * Owns the VkInstance and VkDevice; never records or submits work. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.h"
+#include "vktrain/util.h"
+
+const char *gpu_vk_result_name(VkResult r)
+{
+    switch (r) {
+#define NAME(x) case x: return #x;
+    NAME(VK_SUCCESS) NAME(VK_NOT_READY) NAME(VK_TIMEOUT) NAME(VK_EVENT_SET)
+    NAME(VK_EVENT_RESET) NAME(VK_INCOMPLETE) NAME(VK_ERROR_OUT_OF_HOST_MEMORY)
+    NAME(VK_ERROR_OUT_OF_DEVICE_MEMORY) NAME(VK_ERROR_INITIALIZATION_FAILED)
+    NAME(VK_ERROR_DEVICE_LOST) NAME(VK_ERROR_MEMORY_MAP_FAILED)
+    NAME(VK_ERROR_LAYER_NOT_PRESENT) NAME(VK_ERROR_EXTENSION_NOT_PRESENT)
+    NAME(VK_ERROR_FEATURE_NOT_PRESENT) NAME(VK_ERROR_INCOMPATIBLE_DRIVER)
+    NAME(VK_ERROR_TOO_MANY_OBJECTS) NAME(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    NAME(VK_ERROR_FRAGMENTED_POOL) NAME(VK_ERROR_UNKNOWN)
+    NAME(VK_ERROR_OUT_OF_POOL_MEMORY) NAME(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    NAME(VK_ERROR_FRAGMENTATION) NAME(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+    NAME(VK_PIPELINE_COMPILE_REQUIRED)
+#undef NAME
+    default: return "VkResult(unknown)";
+    }
+}
+
+void gpu_vk_fail(const char *call, VkResult r, const char *what, ...)
+{
+    char ctx[512];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(ctx, sizeof ctx, what, ap);
+    va_end(ap);
+    const char *paren = strchr(call, '(');
+    int n = paren ? (int)(paren - call) : (int)strlen(call);
+    vkt_fatal("Vulkan call %.*s failed with %s while %s", n, call, gpu_vk_result_name(r), ctx);
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+                                                    VkDebugUtilsMessageTypeFlagsEXT type,
+                                                    const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                    void *user)
+{
+    (void)type;
+    if (sev < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+        return VK_FALSE;
+    ++*(int *)user;
+    vkt_warn("Vulkan validation: %s", data->pMessage);
+    return VK_FALSE;
+}
+
+static int has_layer(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, NULL);
+    VkLayerProperties *p = vkt_calloc(n, sizeof *p, "layer list");
+    vkEnumerateInstanceLayerProperties(&n, p);
+    int found = 0;
+    for (uint32_t i = 0; i < n; i++)
+        found |= !strcmp(p[i].layerName, name);
+    free(p);
+    return found;
+}
+
+static int has_instance_ext(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceExtensionProperties(NULL, &n, NULL);
+    VkExtensionProperties *p = vkt_calloc(n, sizeof *p, "extension list");
+    vkEnumerateInstanceExtensionProperties(NULL, &n, p);
+    int found = 0;
+    for (uint32_t i = 0; i < n; i++)
+        found |= !strcmp(p[i].extensionName, name);
+    free(p);
+    return found;
+}
+
+VkInstance gpu_instance_create(int validate, VkDebugUtilsMessengerEXT *messenger, int *messages)
+{
+    const char *env = getenv("VKTRAIN_VALIDATE");
+    if (env && *env && strcmp(env, "0"))
+        validate = 1;
+    uint32_t version = 0;
+    if (vkEnumerateInstanceVersion(&version) != VK_SUCCESS || version < VK_API_VERSION_1_2)
+        vkt_fatal("the Vulkan loader supports only Vulkan %u.%u; vktrain needs 1.2 or newer",
+                  VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version));
+
+    const char *layers[1] = {"VK_LAYER_KHRONOS_validation"};
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    VkInstanceCreateFlags flags = 0;
+    if (validate) {
+        if (!has_layer(layers[0]))
+            vkt_fatal("validation was requested (VKTRAIN_VALIDATE=1) but the layer %s is not "
+                      "installed (Debian: apt-get install vulkan-validationlayers)", layers[0]);
+        exts[n_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    }
+    if (has_instance_ext("VK_KHR_portability_enumeration")) {
+        exts[n_ext++] = "VK_KHR_portability_enumeration";
+        flags |= 0x00000001; /* VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR */
+    }
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vktrain",
+        .pEngineName = "vktrain",
+        .apiVersion = VK_API_VERSION_1_2,
+    };
+    VkDebugUtilsMessengerCreateInfoEXT dbg = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_validation,
+        .pUserData = messages,
+    };
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = validate ? &dbg : NULL,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = validate ? 1 : 0,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = n_ext,
+        .ppEnabledExtensionNames = exts,
+    };
+    VkInstance inst;
+    VK_CHECK(vkCreateInstance(&ci, NULL, &inst), "creating the Vulkan instance");
+    *messenger = VK_NULL_HANDLE;
+    if (validate) {
+        PFN_vkCreateDebugUtilsMessengerEXT create =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(inst, "vkCreateDebugUtilsMessengerEXT");
+        VK_CHECK(create(inst, &dbg, NULL, messenger), "installing the validation message handler");
+    }
+    return inst;
+}
+
+static const char *type_name(VkPhysicalDeviceType t, int *rank)
+{
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: *rank = 4; return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: *rank = 3; return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: *rank = 2; return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: *rank = 1; return "cpu";
+    default: *rank = 0; return "other";
+    }
+}
+
+static int compute_queue_family(VkPhysicalDevice p)
+{
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(p, &n, NULL);
+    VkQueueFamilyProperties *q = vkt_calloc(n, sizeof *q, "queue families");
+    vkGetPhysicalDeviceQueueFamilyProperties(p, &n, q);
+    int best = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT))
+            continue;
+        /* A compute-only family first: on GPUs it is the async compute engine. */
+        if (best < 0 || !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            best = (int)i;
+        if (!(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+            break;
+    }
+    free(q);
+    return best;
+}
+
+void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct gpu_device_info *d)
+{
+    (void)inst;
+    memset(d, 0, sizeof *d);
+    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
+                                            .pNext = &sub};
+    VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+                                         .pNext = &drv};
+    vkGetPhysicalDeviceProperties2(p, &props);
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    const VkPhysicalDeviceLimits *L = &props.properties.limits;
+
+    d->index = index;
+    snprintf(d->name, sizeof d->name, "%s", props.properties.deviceName);
+    d->type = type_name(props.properties.deviceType, &d->type_rank);
+    d->vendor_id = props.properties.vendorID;
+    d->device_id = props.properties.deviceID;
+    d->api_version = props.properties.apiVersion;
+    if (d->api_version >= VK_API_VERSION_1_2) {
+        vkGetPhysicalDeviceFeatures2(p, &feats);
+        snprintf(d->driver_name, sizeof d->driver_name, "%s", drv.driverName);
+        snprintf(d->driver_info, sizeof d->driver_info, "%s", drv.driverInfo);
+    }
+    d->subgroup_size = sub.subgroupSize ? sub.subgroupSize : 1;
+    d->subgroup_arithmetic = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    d->subgroup_shuffle = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    d->subgroup_ballot = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+    d->shared_memory = L->maxComputeSharedMemorySize;
+    d->max_storage_buffer_range = L->maxStorageBufferRange;
+    d->max_texel_buffer_elements = L->maxTexelBufferElements;
+    d->max_workgroup_invocations = L->maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++)
+        d->max_workgroup_count[i] = L->maxComputeWorkGroupCount[i];
+    d->float16 = f12.shaderFloat16;
+    d->int64 = feats.features.shaderInt64;
+    VkFormatProperties fp;
+    vkGetPhysicalDeviceFormatProperties(p, VK_FORMAT_R32G32B32A32_SFLOAT, &fp);
+    d->texel_vec4 = !!(fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
+
+    VkPhysicalDeviceMemoryProperties mem;
+    vkGetPhysicalDeviceMemoryProperties(p, &mem);
+    d->heap_count = mem.memoryHeapCount < GPU_MAX_HEAPS ? mem.memoryHeapCount : GPU_MAX_HEAPS;
+    for (uint32_t i = 0; i < d->heap_count; i++) {
+        d->heap_size[i] = mem.memoryHeaps[i].size;
+        d->heap_device_local[i] = !!(mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT);
+    }
+
+    d->usable = 1;
+    if (d->api_version < VK_API_VERSION_1_2) {
+        d->usable = 0;
+        d->unusable_reason = "supports only Vulkan < 1.2";
+    } else if (compute_queue_family(p) < 0) {
+        d->usable = 0;
+        d->unusable_reason = "has no compute queue";
+    } else if (!d->texel_vec4) {
+        d->usable = 0;
+        d->unusable_reason = "cannot read RGBA32F uniform texel buffers";
+    }
+}
+
+static VkPhysicalDevice *physical_devices(VkInstance inst, uint32_t *n)
+{
+    VK_CHECK(vkEnumeratePhysicalDevices(inst, n, NULL), "counting Vulkan devices");
+    VkPhysicalDevice *p = vkt_calloc(*n, sizeof *p, "device list");
+    VK_CHECK(vkEnumeratePhysicalDevices(inst, n, p), "listing Vulkan devices");
+    return p;
+}
+
+int gpu_list_devices(struct gpu_device_info **out, int validate)
+{
+    int messages = 0;
+    VkDebugUtilsMessengerEXT messenger;
+    VkInstance inst = gpu_instance_create(validate, &messenger, &messages);
+    uint32_t n = 0;
+    VkPhysicalDevice *p = physical_devices(inst, &n);
+    *out = vkt_calloc(n, sizeof **out, "device info");
+    for (uint32_t i = 0; i < n; i++)
+        gpu_device_info_fill(inst, p[i], (int)i, &(*out)[i]);
+    free(p);
+    if (messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(inst, "vkDestroyDebugUtilsMessengerEXT");
+        destroy(inst, messenger, NULL);
+    }
+    vkDestroyInstance(inst, NULL);
+    return (int)n;
+}
+
+int gpu_pick_device(const struct gpu_device_info *devs, int n, const struct gpu_options *opt)
+{
+    int want = opt ? opt->device_index : -1;
+    const char *env = getenv("VKTRAIN_DEVICE");
+    if (want < 0 && env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end || v < 0)
+            vkt_fatal("VKTRAIN_DEVICE='%s' is not a device index (see `vktrain devices`)", env);
+        want = (int)v;
+    }
+    if (want >= 0) {
+        if (want >= n)
+            vkt_fatal("device index %d requested but only %d Vulkan device(s) exist (see `vktrain devices`)",
+                      want, n);
+        if (!devs[want].usable)
+            vkt_fatal("device %d (%s) cannot be used: it %s", want, devs[want].name,
+                      devs[want].unusable_reason);
+        return want;
+    }
+    /* Automatic: the best type present; local rank picks among devices of it. */
+    int best_rank = -1, count = 0;
+    for (int i = 0; i < n; i++)
+        if (devs[i].usable && devs[i].type_rank > best_rank)
+            best_rank = devs[i].type_rank;
+    for (int i = 0; i < n; i++)
+        count += devs[i].usable && devs[i].type_rank == best_rank;
+    if (!count)
+        return -1;
+    int k = (opt ? opt->local_rank : 0) % count;
+    for (int i = 0; i < n; i++)
+        if (devs[i].usable && devs[i].type_rank == best_rank && k-- == 0)
+            return i;
+    return -1;
+}
+
+struct gpu *gpu_create(const struct gpu_options *opt)
+{
+    struct gpu *g = vkt_calloc(1, sizeof *g, "the gpu context");
+    g->instance = gpu_instance_create(opt ? opt->validate : 0, &g->messenger, &g->validation_messages);
+    uint32_t n = 0;
+    VkPhysicalDevice *p = physical_devices(g->instance, &n);
+    if (n == 0)
+        vkt_fatal("no Vulkan device found (on a machine without a GPU install Mesa's lavapipe: "
+                  "apt-get install mesa-vulkan-drivers)");
+    struct gpu_device_info *devs = vkt_calloc(n, sizeof *devs, "device info");
+    for (uint32_t i = 0; i < n; i++)
+        gpu_device_info_fill(g->instance, p[i], (int)i, &devs[i]);
+    int pick = gpu_pick_device(devs, (int)n, opt);
+    if (pick < 0)
+        vkt_fatal("no usable Vulkan device: %s %s", devs[0].name, devs[0].unusable_reason);
+    g->phys = p[pick];
+    g->info = devs[pick];
+    free(devs);
+    free(p);
+
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(g->phys, &props);
+    g->limits = props.limits;
+    g->timestamp_period = props.limits.timestampPeriod;
+    vkGetPhysicalDeviceMemoryProperties(g->phys, &g->mem);
+
+    const char *kenv = getenv("VKTRAIN_KERNELS");
+    if (kenv && !strcmp(kenv, "texel"))
+        g->kclass = GPU_KERNELS_TEXEL;
+    else if (kenv && !strcmp(kenv, "tiled"))
+        g->kclass = GPU_KERNELS_TILED;
+    else if (kenv && *kenv)
+        vkt_fatal("VKTRAIN_KERNELS='%s' is not a kernel family (texel or tiled)", kenv);
+    else
+        g->kclass = !strcmp(g->info.type, "cpu") ? GPU_KERNELS_TEXEL : GPU_KERNELS_TILED;
+
+    g->queue_family = (uint32_t)compute_queue_family(g->phys);
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(g->phys, &nq, NULL);
+    VkQueueFamilyProperties *qf = vkt_calloc(nq, sizeof *qf, "queue families");
+    vkGetPhysicalDeviceQueueFamilyProperties(g->phys, &nq, qf);
+    g->timestamps_ok = qf[g->queue_family].timestampValidBits > 0;
+    free(qf);
+
+    uint32_t n_dext = 0;
+    vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, NULL);
+    VkExtensionProperties *dext = vkt_calloc(n_dext, sizeof *dext, "device extensions");
+    vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, dext);
+    const char *enable[1];
+    uint32_t n_enable = 0;
+    for (uint32_t i = 0; i < n_dext; i++)
+        if (!strcmp(dext[i].extensionName, "VK_KHR_portability_subset"))
+            enable[n_enable++] = "VK_KHR_portability_subset";
+    free(dext);
+
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo qci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = g->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &prio,
+    };
+    VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &qci,
+        .enabledExtensionCount = n_enable,
+        .ppEnabledExtensionNames = enable,
+    };
+    VK_CHECK(vkCreateDevice(g->phys, &dci, NULL, &g->device), "creating the logical device on %s",
+             g->info.name);
+    vkGetDeviceQueue(g->device, g->queue_family, 0, &g->queue);
+
+    /* Unified memory: integrated and CPU devices whose device-local memory
+     * can be mapped; discrete GPUs go through a staging buffer. */
+    if (g->info.type_rank == 3 || g->info.type_rank == 1) {
+        VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        for (uint32_t i = 0; i < g->mem.memoryTypeCount; i++)
+            if ((g->mem.memoryTypes[i].propertyFlags & want) == want)
+                g->unified = 1;
+    }
+
+    VkCommandPoolCreateInfo pci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = g->queue_family,
+    };
+    VK_CHECK(vkCreateCommandPool(g->device, &pci, NULL, &g->cmd_pool), "creating the command pool");
+    VkCommandBufferAllocateInfo cai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = g->cmd_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    VK_CHECK(vkAllocateCommandBuffers(g->device, &cai, &g->cmd), "allocating the command buffer");
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VK_CHECK(vkCreateFence(g->device, &fci, NULL, &g->fence), "creating the submit fence");
+
+    VkDescriptorPoolSize sizes[2] = {
+        {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, GPU_POOL_SETS * GPU_MAX_BINDINGS},
+        {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, GPU_POOL_SETS * GPU_MAX_BINDINGS},
+    };
+    VkDescriptorPoolCreateInfo dpci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = GPU_POOL_SETS,
+        .poolSizeCount = 2,
+        .pPoolSizes = sizes,
+    };
+    VK_CHECK(vkCreateDescriptorPool(g->device, &dpci, NULL, &g->desc_pool), "creating the descriptor pool");
+
+    if (g->timestamps_ok) {
+        VkQueryPoolCreateInfo qpci = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2 * GPU_MAX_TIMERS,
+        };
+        VK_CHECK(vkCreateQueryPool(g->device, &qpci, NULL, &g->query_pool), "creating the timestamp pool");
+    }
+    g->epoch = 1;
+    if (!(opt && opt->quiet))
+        vkt_info("device %d: %s (%s, %s kernels)", g->info.index, g->info.name, g->info.type,
+                 g->kclass == GPU_KERNELS_TEXEL ? "texel" : "tiled");
+    return g;
+}
+
+void gpu_destroy(struct gpu *g)
+{
+    if (!g)
+        return;
+    vkDeviceWaitIdle(g->device);
+    if (g->staging)
+        gpu_buffer_destroy(g, g->staging);
+    for (int i = 0; i < g->n_kernels; i++) {
+        vkDestroyPipeline(g->device, g->kernels[i].pipeline, NULL);
+        vkDestroyPipelineLayout(g->device, g->kernels[i].layout, NULL);
+        vkDestroyDescriptorSetLayout(g->device, g->kernels[i].set_layout, NULL);
+    }
+    if (g->query_pool)
+        vkDestroyQueryPool(g->device, g->query_pool, NULL);
+    vkDestroyDescriptorPool(g->device, g->desc_pool, NULL);
+    vkDestroyFence(g->device, g->fence, NULL);
+    vkDestroyCommandPool(g->device, g->cmd_pool, NULL);
+    vkDestroyDevice(g->device, NULL);
+    if (g->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+            g->instance, "vkDestroyDebugUtilsMessengerEXT");
+        destroy(g->instance, g->messenger, NULL);
+    }
+    vkDestroyInstance(g->instance, NULL);
+    int messages = g->validation_messages;
+    free(g->transient);
+    free(g);
+    if (messages)
+        vkt_fatal("the Vulkan validation layer reported %d message(s) (above)", messages);
+}
+
+const struct gpu_device_info *gpu_info(const struct gpu *g) { return &g->info; }
+enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; }
+void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
+
+uint32_t gpu_workgroup_1d(const struct gpu *g)
+{
+    uint32_t s = g->info.subgroup_size, max = g->info.max_workgroup_invocations;
+    uint32_t wg = 256 < max ? 256 : max;
+    wg -= wg % s;
+    return wg ? wg : s;
+}

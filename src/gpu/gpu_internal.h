@@ -1,0 +1,100 @@
+/* gpu_internal: the structures shared by the files of src/gpu. Nothing
+ * outside src/gpu includes this; the interface is include/vktrain/gpu.h. */
+#ifndef VKTRAIN_GPU_INTERNAL_H
+#define VKTRAIN_GPU_INTERNAL_H
+
+#include <vulkan/vulkan.h>
+
+#include "vktrain/gpu.h"
+
+/* Fatal unless the call returned VK_SUCCESS; `what` says what was being done. */
+#define VK_CHECK(call, ...)                                                    \
+    do {                                                                       \
+        VkResult vk_check_r_ = (call);                                         \
+        if (vk_check_r_ != VK_SUCCESS)                                         \
+            gpu_vk_fail(#call, vk_check_r_, __VA_ARGS__);                      \
+    } while (0)
+
+_Noreturn void gpu_vk_fail(const char *call, VkResult r, const char *what, ...);
+const char *gpu_vk_result_name(VkResult r);
+
+struct gpu_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    size_t size;
+    void *mapped;           /* non-NULL when host-visible */
+    VkBufferView view_vec4; /* created on first texel use */
+    VkBufferView view_f32;
+    char name[64];
+    uint32_t written_epoch; /* barrier epoch of the last write / read */
+    uint32_t read_epoch;
+};
+
+struct gpu_kernel {
+    char shader[64];
+    uint32_t spec[GPU_MAX_SPEC];
+    int n_spec;
+    int n_bindings;
+    enum gpu_binding_kind bindings[GPU_MAX_BINDINGS];
+    uint32_t push_size;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+};
+
+#define GPU_MAX_KERNELS 128
+#define GPU_MAX_TIMERS 64
+#define GPU_POOL_SETS 1024
+
+struct gpu {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    struct gpu_device_info info;
+    VkPhysicalDeviceMemoryProperties mem;
+    VkPhysicalDeviceLimits limits;
+    enum gpu_kernel_class kclass;
+    int unified;            /* device-local memory is host-visible */
+
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    int recording;          /* cmd has been begun */
+    uint32_t n_recorded;    /* commands since the last submit */
+    VkDescriptorPool desc_pool;
+    uint32_t sets_used;
+    VkBufferView *transient;  /* views of sub-ranges, freed at submit */
+    int n_transient, cap_transient;
+
+    /* Hazard tracking: buffers touched since the last barrier carry the
+     * current epoch; a new epoch starts at every barrier. */
+    uint32_t epoch;
+
+    struct gpu_kernel kernels[GPU_MAX_KERNELS];
+    int n_kernels;
+
+    VkQueryPool query_pool;
+    float timestamp_period;
+    int timestamps_ok;
+    int n_timers;
+    uint64_t timer_ticks[2 * GPU_MAX_TIMERS];
+    unsigned char query_pending[2 * GPU_MAX_TIMERS]; /* written in the recording */
+
+    struct gpu_buffer *staging; /* for discrete memory uploads/downloads */
+
+    int validation_messages;
+};
+
+VkInstance gpu_instance_create(int validate, VkDebugUtilsMessengerEXT *messenger, int *messages);
+void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct gpu_device_info *d);
+/* Begins the command buffer if it is not recording yet. */
+void gpu_cmd_ensure(struct gpu *g);
+/* Records a barrier first if touching these buffers (write[i]: written)
+ * would race with commands recorded since the last barrier. */
+void gpu_hazard(struct gpu *g, struct gpu_buffer *const *bufs, const int *write, int n);
+void gpu_buffer_views_destroy(struct gpu *g, struct gpu_buffer *b);
+
+#endif

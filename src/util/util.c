@@ -1,0 +1,95 @@
+/* util: message prefixes, fatal errors, checked allocation, the clock.
+ * Owns the process-wide rank prefix and exit hook; never touches Vulkan. */
+#include "vktrain/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static char prefix[48] = "vktrain";
+static void (*exit_hook)(int code);
+
+void vkt_set_rank(int rank, int world)
+{
+    if (world > 1)
+        snprintf(prefix, sizeof prefix, "vktrain[rank %d]", rank);
+    else
+        snprintf(prefix, sizeof prefix, "vktrain");
+}
+
+void vkt_set_exit_hook(void (*hook)(int code)) { exit_hook = hook; }
+
+static void vmessage(const char *kind, const char *fmt, va_list ap)
+{
+    char line[4096];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "%s: %s%s\n", prefix, kind, line);
+    fflush(stderr);
+}
+
+void vkt_info(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("", fmt, ap);
+    va_end(ap);
+}
+
+void vkt_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void vkt_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("error: ", fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    if (exit_hook)
+        exit_hook(1);
+    exit(1);
+}
+
+void *vkt_malloc(size_t n, const char *what)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        vkt_fatal("out of host memory allocating %zu bytes for %s", n, what);
+    return p;
+}
+
+void *vkt_calloc(size_t count, size_t size, const char *what)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        vkt_fatal("out of host memory allocating %zu x %zu bytes for %s", count, size, what);
+    return p;
+}
+
+void *vkt_realloc(void *p, size_t n, const char *what)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        vkt_fatal("out of host memory reallocating %zu bytes for %s", n, what);
+    return q;
+}
+
+char *vkt_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(vkt_malloc(n, "a string"), s, n);
+}
+
+double vkt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

@@ -1,0 +1,80 @@
+/* gpu_testing: small helpers for the tests that run shaders against the C
+ * reference: checks that count failures, float<->double buffer moves, and
+ * the normalized error mse(a,b)/mse(b,0) that every op test reports. */
+#ifndef VKTRAIN_GPU_TESTING_H
+#define VKTRAIN_GPU_TESTING_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "vktrain/gpu.h"
+#include "vktrain/util.h"
+
+static int test_failures;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, "\n");                                             \
+            test_failures++;                                                   \
+        }                                                                      \
+    } while (0)
+
+/* Σ(a−b)² / Σ b², or Σ(a−b)² when b is all zero. */
+static inline double normalized_error(const float *a, const double *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+static inline struct gpu_buffer *buffer_from_doubles(struct gpu *g, const double *x, size_t n, const char *name)
+{
+    float *f = vkt_malloc(n * sizeof *f, name);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)x[i];
+    struct gpu_buffer *b = gpu_buffer_create(g, n * sizeof *f, name);
+    gpu_upload(g, b, 0, f, n * sizeof *f);
+    free(f);
+    return b;
+}
+
+/* The float values a buffer was given, widened: the reference's input. */
+static inline double *doubles_of_floats(const double *x, size_t n)
+{
+    double *d = vkt_malloc(n * sizeof *d, "test doubles");
+    for (size_t i = 0; i < n; i++)
+        d[i] = (double)(float)x[i];
+    return d;
+}
+
+static inline float *download_floats(struct gpu *g, struct gpu_buffer *b, size_t n)
+{
+    float *f = vkt_malloc(n * sizeof *f, "test download");
+    gpu_download(g, b, 0, f, n * sizeof *f);
+    return f;
+}
+
+static inline struct gpu *test_gpu(void)
+{
+    struct gpu_options opt = {.device_index = -1, .quiet = 1};
+    return gpu_create(&opt);
+}
+
+static inline int test_summary(const char *name)
+{
+    if (test_failures)
+        fprintf(stderr, "%s: %d check(s) failed\n", name, test_failures);
+    else
+        printf("%s: all checks passed\n", name);
+    return test_failures ? 1 : 0;
+}
+
+#endif

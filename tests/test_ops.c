@@ -1,0 +1,170 @@
+/* test_ops: the foundation ops against the C reference (tests/ref), on
+ * shapes that are not multiples of any tile (1 included), in both kernel
+ * families (texel and tiled) on the same device.
+ *
+ * Tolerances:
+ *   matmul: normalized error mse(gpu, ref)/mse(ref, 0) < 1e-10. fp32 dot
+ *     products of length K err by about sqrt(K)·2^-24 relative; at K ≤ 300
+ *     that is ≤ 1e-12 in this measure, so 1e-10 leaves margin yet catches
+ *     any indexing mistake (which gives errors near 1).
+ *   add, scale, copy, axpy: exact (the same fp32 roundings as C, never fused).
+ *   sum, sumsq: |gpu − exact| ≤ (4 + log2 WG + log2 G)·2^-24·Σ|x_i| (the
+ *     bound derived in src/ops/op_reduce.c), and bit-identical on a rerun. */
+#include <math.h>
+#include <string.h>
+
+#include "gpu_testing.h"
+#include "ref_ops.h"
+#include "vktrain/ops.h"
+
+static struct ref_rng rng;
+
+static double *random_doubles(size_t n)
+{
+    double *x = vkt_malloc(n * sizeof *x, "test data");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)(float)(2.0 * ref_rng_uniform(&rng) - 1.0);
+    return x;
+}
+
+enum layout { NT, NN, TN };
+static const char *layout_name[] = {"nt", "nn", "tn"};
+
+static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
+{
+    /* nt: a = X (M,K), b = W (N,K), c = Y (M,N)
+     * nn: a = dY (M,N), b = W (N,K), c = dX (M,K)
+     * tn: a = dY (M,N), b = X (M,K), c = dW (N,K) */
+    size_t na = (size_t)M * (l == NT ? K : N), nb = (size_t)(l == TN ? M : N) * K;
+    size_t nc = l == NT ? (size_t)M * N : l == NN ? (size_t)M * K : (size_t)N * K;
+    double *a = random_doubles(na), *b = random_doubles(nb), *c0 = random_doubles(nc);
+    double *ref = vkt_calloc(nc, sizeof *ref, "reference");
+    if (accumulate)
+        memcpy(ref, c0, nc * sizeof *ref);
+    double *tmp = vkt_calloc(nc, sizeof *tmp, "reference");
+    switch (l) {
+    case NT:
+        ref_matmul_forward(tmp, a, b, NULL, M, K, N);
+        for (size_t i = 0; i < nc; i++)
+            ref[i] += tmp[i];
+        break;
+    case NN: {
+        double *unused_inp = vkt_calloc((size_t)M * K, sizeof(double), "reference");
+        ref_matmul_backward(ref, NULL, NULL, a, unused_inp, b, M, K, N);
+        free(unused_inp);
+        break;
+    }
+    case TN:
+        ref_matmul_backward(NULL, ref, NULL, a, b, NULL, M, K, N);
+        break;
+    }
+    struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a"), *bb = buffer_from_doubles(g, b, nb, "b");
+    struct gpu_buffer *bc = buffer_from_doubles(g, c0, nc, "c");
+    if (l == NT)
+        op_matmul_nt(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    else if (l == NN)
+        op_matmul_nn(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    else
+        op_matmul_tn(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    float *out = download_floats(g, bc, nc);
+    double err = normalized_error(out, ref, nc);
+    CHECK(err < 1e-10, "matmul_%s %s M=%d N=%d K=%d acc=%d: normalized error %.3g", layout_name[l],
+          gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", M, N, K, accumulate, err);
+    free(out);
+    gpu_buffer_destroy(g, ba);
+    gpu_buffer_destroy(g, bb);
+    gpu_buffer_destroy(g, bc);
+    free(a), free(b), free(c0), free(ref), free(tmp);
+}
+
+static void test_elementwise(struct gpu *g, size_t n)
+{
+    double *x = random_doubles(n), *y = random_doubles(n);
+    struct gpu_buffer *bx = buffer_from_doubles(g, x, n, "x"), *by = buffer_from_doubles(g, y, n, "y");
+    struct gpu_buffer *bz = gpu_buffer_create(g, n * sizeof(float), "z");
+    struct gpu_buffer *bw = gpu_buffer_create(g, n * sizeof(float), "w");
+    /* One batch, with dependent ops: z = x + y; w = z; w *= 0.75; w += -1.5·x. */
+    op_add(g, bx, by, bz, n);
+    op_copy(g, bz, bw, n);
+    op_scale(g, bw, 0.75f, n);
+    op_axpy(g, -1.5f, bx, bw, n);
+    float *z = download_floats(g, bz, n), *w = download_floats(g, bw, n);
+    size_t bad_z = 0, bad_w = 0;
+    for (size_t i = 0; i < n; i++) {
+        float ez = (float)x[i] + (float)y[i];
+        float ew = ez * 0.75f + -1.5f * (float)x[i]; /* C11: no contraction */
+        bad_z += z[i] != ez;
+        bad_w += w[i] != ew;
+    }
+    CHECK(bad_z == 0, "add n=%zu: %zu elements differ from C", n, bad_z);
+    CHECK(bad_w == 0, "copy/scale/axpy chain n=%zu: %zu elements differ from C", n, bad_w);
+    free(z), free(w), free(x), free(y);
+    gpu_buffer_destroy(g, bx);
+    gpu_buffer_destroy(g, by);
+    gpu_buffer_destroy(g, bz);
+    gpu_buffer_destroy(g, bw);
+}
+
+static void test_reduce(struct gpu *g, size_t n)
+{
+    float *x = vkt_malloc(n * sizeof *x, "reduce input");
+    double exact = 0, exact_sq = 0, abs_sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)(2.0 * ref_rng_uniform(&rng) - 0.9); /* biased: the sum is not ~0 */
+        exact += x[i];
+        exact_sq += (double)x[i] * x[i];
+        abs_sum += fabs(x[i]);
+    }
+    struct gpu_buffer *bx = gpu_buffer_create(g, n * sizeof *x, "reduce x");
+    gpu_upload(g, bx, 0, x, n * sizeof *x);
+    size_t groups = op_reduce_scratch(g, n);
+    struct gpu_buffer *scratch = gpu_buffer_create(g, groups * sizeof(float), "reduce scratch");
+    struct gpu_buffer *out = gpu_buffer_create(g, 4 * sizeof(float), "reduce out");
+    op_sum(g, bx, n, scratch, out, 0);
+    op_sumsq(g, bx, n, scratch, out, 1);
+    op_sum(g, bx, n, scratch, out, 2);
+    op_sumsq(g, bx, n, scratch, out, 3);
+    float r[4];
+    gpu_download(g, out, 0, r, sizeof r);
+    double levels = 4 + log2((double)gpu_workgroup_1d(g)) + log2((double)groups);
+    double u = ldexp(1.0, -24);
+    double bound = levels * u * abs_sum, bound_sq = levels * u * exact_sq;
+    CHECK(fabs(r[0] - exact) <= bound, "sum n=%zu: %.9g vs exact %.9g, error %.3g > bound %.3g", n, r[0], exact,
+          fabs(r[0] - exact), bound);
+    CHECK(fabs(r[1] - exact_sq) <= bound_sq, "sumsq n=%zu: %.9g vs exact %.9g, error %.3g > bound %.3g", n, r[1],
+          exact_sq, fabs(r[1] - exact_sq), bound_sq);
+    CHECK(!memcmp(&r[0], &r[2], sizeof(float)) && !memcmp(&r[1], &r[3], sizeof(float)),
+          "reduction n=%zu not deterministic: %.9g/%.9g and %.9g/%.9g", n, r[0], r[2], r[1], r[3]);
+    printf("  reduce n=%zu: sum rel. error %.2g (bound %.2g), sumsq rel. error %.2g (bound %.2g)\n", n,
+           fabs(r[0] - exact) / abs_sum, bound / abs_sum, fabs(r[1] - exact_sq) / exact_sq, bound_sq / exact_sq);
+    free(x);
+    gpu_buffer_destroy(g, bx);
+    gpu_buffer_destroy(g, scratch);
+    gpu_buffer_destroy(g, out);
+}
+
+int main(void)
+{
+    ref_rng_seed(&rng, 42);
+    struct gpu *g = test_gpu();
+    /* (M, N, K): ones, primes, one past a tile, and aligned (vec4) shapes. */
+    static const int shapes[][3] = {{1, 1, 1},    {1, 7, 3},     {7, 5, 3},     {33, 17, 9},   {129, 33, 65},
+                                    {130, 37, 68}, {128, 64, 64}, {5, 259, 12},  {64, 4, 300},  {200, 96, 1}};
+    enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
+    for (int c = 0; c < 2; c++) {
+        gpu_set_kernel_class(g, classes[c]);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int l = 0; l < 3; l++)
+                for (int acc = 0; acc < 2; acc++)
+                    test_matmul(g, (enum layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc);
+    }
+    static const size_t lengths[] = {1, 7, 1000, 100003};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
+        test_elementwise(g, lengths[i]);
+    test_elementwise(g, ((size_t)1 << 22) + 3); /* more than the grid cap: strided loop */
+    test_reduce(g, 1);
+    test_reduce(g, 1000);
+    test_reduce(g, ((size_t)1 << 24) + 12345);
+    gpu_destroy(g);
+    return test_summary("test_ops");
+}
