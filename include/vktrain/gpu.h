@@ -43,6 +43,7 @@ struct gpu_device_info {
     int subgroup_arithmetic, subgroup_shuffle, subgroup_ballot;
     uint32_t shared_memory;            /* maxComputeSharedMemorySize */
     uint32_t max_storage_buffer_range;
+    uint32_t min_storage_offset_alignment;
     uint32_t max_texel_buffer_elements;
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_count[3];

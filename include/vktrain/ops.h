@@ -39,4 +39,68 @@ void op_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *sc
 void op_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
               uint32_t out_index);
 
+/* ---- transformer ops ----------------------------------------------------
+ * Shapes: rows = B·T tokens; activations (rows, C); int32 id buffers.
+ * Backward ops ACCUMULATE (+=) into every gradient they produce, so
+ * gradients of a parameter or of the residual stream add up in place.
+ * Optional inputs are NULL. */
+
+/* Masked softmax cross-entropy fused with its backward, in place: logits
+ * (rows, V) become dlogits = (softmax − onehot)·scale on rows whose label is
+ * in [0, V), exactly 0 elsewhere (−100 = ignore). row_loss[r] and
+ * row_count[r] (floats) get the row's loss and 1, or 0 and 0. Large logits
+ * are processed in row ranges within maxStorageBufferRange. */
+void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                      struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
+                      float scale);
+
+/* RMSNorm: y = x·rstd·w, rstd (rows) saved. Backward: dx += , dw += . */
+void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,
+                struct gpu_buffer *rstd, uint32_t rows, uint32_t C, float eps);
+void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *w,
+                         struct gpu_buffer *rstd, struct gpu_buffer *dx, struct gpu_buffer *dw, uint32_t rows,
+                         uint32_t C);
+/* LayerNorm: y = (x − mean)·rstd·w + b, mean and rstd (rows) saved. */
+void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *b,
+                  struct gpu_buffer *y, struct gpu_buffer *mean, struct gpu_buffer *rstd, uint32_t rows, uint32_t C,
+                  float eps);
+void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *w,
+                           struct gpu_buffer *mean, struct gpu_buffer *rstd, struct gpu_buffer *dx,
+                           struct gpu_buffer *dw, struct gpu_buffer *db, uint32_t rows, uint32_t C);
+
+/* out[r] = wte[tokens[r]] (+ wpe[positions[r]]); wte (V, C), wpe (P, C). */
+void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *positions, struct gpu_buffer *wte,
+                  struct gpu_buffer *wpe, struct gpu_buffer *out, uint32_t rows, uint32_t C, uint32_t V, uint32_t P);
+/* dtable[ids[r]] += dout[r], deterministic (rows in order); dtable (V, C). */
+void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout,
+                           struct gpu_buffer *dtable, uint32_t rows, uint32_t C, uint32_t V);
+
+/* RoPE (HF rotate_half) in place on x (rows, H, hd) at per-row positions,
+ * cos/sin from a table made by op_rope_table; backward rotates back. */
+void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta); /* (max_pos, hd/2, 2) floats */
+void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, struct gpu_buffer *table,
+             uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward);
+
+/* Causal GQA attention; doc (B, T) makes it block-causal by document.
+ * q, out (B,T,H,hd); k, v (B,T,KVH,hd); probs and dscores (B,H,T,T). */
+void op_attention(struct gpu *g, struct gpu_buffer *q, struct gpu_buffer *k, struct gpu_buffer *v,
+                  struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out, uint32_t B, uint32_t T,
+                  uint32_t H, uint32_t KVH, uint32_t hd);
+void op_attention_backward(struct gpu *g, struct gpu_buffer *q, struct gpu_buffer *k, struct gpu_buffer *v,
+                           struct gpu_buffer *probs, struct gpu_buffer *dout, struct gpu_buffer *dscores,
+                           struct gpu_buffer *dq, struct gpu_buffer *dk, struct gpu_buffer *dv, uint32_t B,
+                           uint32_t T, uint32_t H, uint32_t KVH, uint32_t hd);
+
+/* h = silu(gate)·up; backward dgate +=, dup += . */
+void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n);
+void op_swiglu_backward(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *dh,
+                        struct gpu_buffer *dgate, struct gpu_buffer *dup, size_t n);
+/* y = gelu_tanh(x); backward dx += . */
+void op_gelu(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n);
+void op_gelu_backward(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *dy, struct gpu_buffer *dx, size_t n);
+
+/* y[r] += bias; the gradient db += Σ_r dy[r] (deterministic). */
+void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, uint32_t rows, uint32_t C);
+void op_bias_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *db, uint32_t rows, uint32_t C);
+
 #endif

@@ -203,6 +203,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     d->subgroup_ballot = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
     d->shared_memory = L->maxComputeSharedMemorySize;
     d->max_storage_buffer_range = L->maxStorageBufferRange;
+    d->min_storage_offset_alignment = (uint32_t)L->minStorageBufferOffsetAlignment;
     d->max_texel_buffer_elements = L->maxTexelBufferElements;
     d->max_workgroup_invocations = L->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++)

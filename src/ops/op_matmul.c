@@ -4,7 +4,7 @@
  * drivers, the shared-memory tiled kernel on GPUs. Never allocates. */
 #include <stdio.h>
 
-#include "vktrain/ops.h"
+#include "ops_internal.h"
 #include "vktrain/util.h"
 
 enum layout { NT, NN, TN };
@@ -19,13 +19,6 @@ struct matmul_push_tiled {
 
 static uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
-static void check_size(const struct gpu_buffer *b, size_t floats, const char *role, const char *op)
-{
-    if (gpu_buffer_size(b) < floats * sizeof(float))
-        vkt_fatal("%s: %s buffer '%s' holds %zu bytes, the shape needs %zu", op, role, gpu_buffer_name(b),
-                  gpu_buffer_size(b), floats * sizeof(float));
-}
-
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout. */
 static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
                    uint32_t M, uint32_t N, uint32_t K, int accumulate)
@@ -35,9 +28,9 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
         vkt_fatal("%s: empty shape M=%u N=%u K=%u", names[l], M, N, K);
     /* Output rows x cols of C, and the sizes of a, b. */
     uint32_t rows = l == TN ? N : M, cols = l == NT ? N : K;
-    check_size(a, (size_t)M * (l == NT ? K : N), "first input", names[l]);
-    check_size(b, (size_t)(l == TN ? M : N) * K, "second input", names[l]);
-    check_size(c, (size_t)rows * cols, "output", names[l]);
+    ops_check(names[l], "first input", a, sizeof(float) * M * (l == NT ? K : N));
+    ops_check(names[l], "second input", b, sizeof(float) * (l == TN ? M : N) * K);
+    ops_check(names[l], "output", c, sizeof(float) * rows * cols);
     struct gpu_arg args[3] = {{.buf = a}, {.buf = b}, {.buf = c, .write = 1}};
 
     int aligned = K % 4 == 0 && (l == NT || N % 4 == 0);

@@ -31,22 +31,20 @@
 
 /* out = inp·Wᵀ + bias (Linear).
  * out is (N,OC), inp is (N,C), weight is (OC,C), bias is (OC) or NULL. */
-void ref_matmul_forward(double *out, const double *inp, const double *weight,
-                        const double *bias, int N, int C, int OC);
+void ref_matmul_forward(double *out, const double *inp, const double *weight, const double *bias, int N, int C, int OC);
 /* dinp += dout·W, dweight += doutᵀ·inp, dbias += Σ_n dout[n].
- * dinp (N,C), dweight (OC,C), dbias (OC): each may be NULL. dout is (N,OC). */
-void ref_matmul_backward(double *dinp, double *dweight, double *dbias,
-                         const double *dout, const double *inp,
+ * dinp (N,C), dweight (OC,C), dbias (OC): each may be NULL. dout is (N,OC).
+ * weight is read only for dinp and inp only for dweight (else may be NULL). */
+void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const double *dout, const double *inp,
                          const double *weight, int N, int C, int OC);
 
 /* out = inp·W + bias (GPT-2 Conv1D, weight stored [in, out]).
  * out is (N,OC), inp is (N,C), weight is (C,OC), bias is (OC) or NULL. */
-void ref_conv1d_forward(double *out, const double *inp, const double *weight,
-                        const double *bias, int N, int C, int OC);
+void ref_conv1d_forward(double *out, const double *inp, const double *weight, const double *bias, int N, int C, int OC);
 /* dinp += dout·Wᵀ, dweight += inpᵀ·dout, dbias += Σ_n dout[n].
- * dinp (N,C), dweight (C,OC), dbias (OC): each may be NULL. */
-void ref_conv1d_backward(double *dinp, double *dweight, double *dbias,
-                         const double *dout, const double *inp,
+ * dinp (N,C), dweight (C,OC), dbias (OC): each may be NULL; weight is read
+ * only for dinp and inp only for dweight. */
+void ref_conv1d_backward(double *dinp, double *dweight, double *dbias, const double *dout, const double *inp,
                          const double *weight, int N, int C, int OC);
 
 /* out[n,c] += bias[c]. out is (N,C), bias is (C). */
@@ -64,39 +62,32 @@ void ref_residual_backward(double *da, double *db, const double *dout, size_t n)
 /* out[n] = wte[tokens[n]] (+ wpe[positions[n]] when wpe is not NULL).
  * out is (N,C), tokens and positions are (N), wte is (V,C), wpe is (P,C).
  * Every token must be in [0,V) and every position in [0,P). */
-void ref_embedding_forward(double *out, const int32_t *tokens,
-                           const int32_t *positions, const double *wte,
+void ref_embedding_forward(double *out, const int32_t *tokens, const int32_t *positions, const double *wte,
                            const double *wpe, int N, int C);
 /* Scatter-add: dwte[tokens[n]] += dout[n], dwpe[positions[n]] += dout[n].
  * dwpe (and positions) may be NULL. */
-void ref_embedding_backward(double *dwte, double *dwpe, const double *dout,
-                            const int32_t *tokens, const int32_t *positions,
-                            int N, int C);
+void ref_embedding_backward(double *dwte, double *dwpe, const double *dout, const int32_t *tokens,
+                            const int32_t *positions, int N, int C);
 
 /* ---- normalization ------------------------------------------------------ */
 
 /* out = inp / sqrt(mean(inp²) + eps) · weight, per row.
  * out, inp are (N,C), weight is (C), rstd is (N) (saved 1/sqrt(mean(x²)+eps),
  * may be NULL). out must not alias inp. */
-void ref_rmsnorm_forward(double *out, double *rstd, const double *inp,
-                         const double *weight, int N, int C, double eps);
+void ref_rmsnorm_forward(double *out, double *rstd, const double *inp, const double *weight, int N, int C, double eps);
 /* dinp += ∂L/∂inp, dweight += ∂L/∂weight (either may be NULL).
  * rstd is the one saved by the forward. */
-void ref_rmsnorm_backward(double *dinp, double *dweight, const double *dout,
-                          const double *inp, const double *weight,
+void ref_rmsnorm_backward(double *dinp, double *dweight, const double *dout, const double *inp, const double *weight,
                           const double *rstd, int N, int C);
 
 /* out = (inp − mean) / sqrt(var + eps) · weight + bias, per row, var biased.
  * out, inp are (N,C), weight and bias are (C) (bias may be NULL),
  * mean and rstd are (N) (saved, may be NULL). out must not alias inp. */
-void ref_layernorm_forward(double *out, double *mean, double *rstd,
-                           const double *inp, const double *weight,
+void ref_layernorm_forward(double *out, double *mean, double *rstd, const double *inp, const double *weight,
                            const double *bias, int N, int C, double eps);
 /* dinp, dweight, dbias accumulate (each may be NULL). */
-void ref_layernorm_backward(double *dinp, double *dweight, double *dbias,
-                            const double *dout, const double *inp,
-                            const double *weight, const double *mean,
-                            const double *rstd, int N, int C);
+void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, const double *dout, const double *inp,
+                            const double *weight, const double *mean, const double *rstd, int N, int C);
 
 /* ---- rotary position embedding (Hugging Face rotate_half) --------------- */
 
@@ -104,12 +95,9 @@ void ref_layernorm_backward(double *dinp, double *dweight, double *dbias,
  *   out[j]      = x[j]·cos a − x[j+hd/2]·sin a
  *   out[j+hd/2] = x[j+hd/2]·cos a + x[j]·sin a
  * out, inp are (N,H,hd), hd even, positions is (N). out may alias inp. */
-void ref_rope_forward(double *out, const double *inp, const int32_t *positions,
-                      int N, int H, int hd, double theta);
+void ref_rope_forward(double *out, const double *inp, const int32_t *positions, int N, int H, int hd, double theta);
 /* dinp += Rᵀ·dout (the inverse rotation). */
-void ref_rope_backward(double *dinp, const double *dout,
-                       const int32_t *positions, int N, int H, int hd,
-                       double theta);
+void ref_rope_backward(double *dinp, const double *dout, const int32_t *positions, int N, int H, int hd, double theta);
 
 /* ---- causal self-attention with grouped-query heads --------------------- */
 
@@ -119,23 +107,18 @@ void ref_rope_backward(double *dinp, const double *dout,
  * out, q are (B,T,H,hd); k, v are (B,T,KVH,hd); KVH divides H;
  * doc is (B,T) or NULL (one document per sequence);
  * probs is (B,H,T,T), saved for the backward, exactly 0 where not allowed. */
-void ref_attention_forward(double *out, double *probs, const double *q,
-                           const double *k, const double *v,
-                           const int32_t *doc, int B, int T, int H, int KVH,
-                           int hd);
+void ref_attention_forward(double *out, double *probs, const double *q, const double *k, const double *v,
+                           const int32_t *doc, int B, int T, int H, int KVH, int hd);
 /* dq (B,T,H,hd), dk and dv (B,T,KVH,hd) accumulate. */
-void ref_attention_backward(double *dq, double *dk, double *dv,
-                            const double *dout, const double *probs,
-                            const double *q, const double *k, const double *v,
-                            int B, int T, int H, int KVH, int hd);
+void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout, const double *probs,
+                            const double *q, const double *k, const double *v, int B, int T, int H, int KVH, int hd);
 
 /* ---- activations -------------------------------------------------------- */
 
 /* h = silu(gate) ⊙ up, silu(g) = g·σ(g). h, gate, up are (n). */
 void ref_swiglu_forward(double *h, const double *gate, const double *up, size_t n);
 /* dgate += dh·up·σ(g)·(1 + g·(1 − σ(g))), dup += dh·silu(g). */
-void ref_swiglu_backward(double *dgate, double *dup, const double *dh,
-                         const double *gate, const double *up, size_t n);
+void ref_swiglu_backward(double *dgate, double *dup, const double *dh, const double *gate, const double *up, size_t n);
 
 /* out = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). out, inp are (n). */
 void ref_gelu_forward(double *out, const double *inp, size_t n);
@@ -153,10 +136,8 @@ void ref_gelu_backward(double *dinp, const double *dout, const double *inp, size
  * For other rows: dlogits[n] = 0 exactly, and logits[n] is not read.
  * dlogits (N,V) is WRITTEN, not accumulated; it may be NULL (loss only).
  * Returns the number of out-of-range labels (0 for well-formed input). */
-int ref_crossentropy_forward_backward(double *dlogits, double *loss_sum,
-                                      int *count, const double *logits,
-                                      const int32_t *labels, int N, int V,
-                                      double scale);
+int ref_crossentropy_forward_backward(double *dlogits, double *loss_sum, int *count, const double *logits,
+                                      const int32_t *labels, int N, int V, double scale);
 
 /* ---- deterministic random numbers for tests ----------------------------- */
 

@@ -1,0 +1,43 @@
+#version 450
+// variant: swiglu -DOP=0
+// variant: swiglu_back -DOP=1
+// variant: gelu -DOP=2
+// variant: gelu_back -DOP=3
+// The MLP activations, elementwise over n:
+//   swiglu:      h = silu(g)·u, silu(g) = g·σ(g)
+//   swiglu_back: dg += dh·u·σ(g)·(1 + g·(1 − σ(g))),  du += dh·silu(g)
+//   gelu:        y = 0.5·x·(1 + tanh(k·(x + 0.044715·x³))), k = √(2/π)
+//   gelu_back:   dx += dy·(0.5·(1 + th) + 0.5·x·(1 − th²)·k·(1 + 3·0.044715·x²))
+// Bindings: a = gate or x, b = up (or unused), c = output or dh/dy, d/e = grads.
+#include "elementwise.glsl"
+layout(std430, binding = 0) readonly buffer BA { float a[]; };
+layout(std430, binding = 1) readonly buffer BB { float b[]; };
+layout(std430, binding = 2) buffer BC { float c[]; };
+layout(std430, binding = 3) buffer BD { float d[]; };
+layout(std430, binding = 4) buffer BE { float e[]; };
+
+const float K = 0.7978845608028654;
+
+// tanh(k·(x + 0.044715·x³)), its argument clamped to ±15 where tanh is ±1
+// in float, so no device overflows exp inside tanh into inf/inf.
+float gelu_tanh(float x) { return tanh(clamp(K * (x + 0.044715 * x * x * x), -15.0, 15.0)); }
+
+void main()
+{
+    FOR_EACH_ELEMENT(i) {
+#if OP == 0
+        float g = a[i];
+        c[i] = g / (1.0 + exp(-g)) * b[i];
+#elif OP == 1
+        float g = a[i], s = 1.0 / (1.0 + exp(-g)), dh = c[i];
+        d[i] += dh * b[i] * s * (1.0 + g * (1.0 - s));
+        e[i] += dh * g * s;
+#elif OP == 2
+        float x = a[i];
+        c[i] = 0.5 * x * (1.0 + gelu_tanh(x));
+#else
+        float x = a[i], th = gelu_tanh(x);
+        d[i] += c[i] * (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * K * (1.0 + 3.0 * 0.044715 * x * x));
+#endif
+    }
+}

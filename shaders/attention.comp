@@ -1,0 +1,55 @@
+#version 450
+// Causal self-attention forward with grouped-query heads and optional
+// document ids (block-causal packing). One invocation per (b, t, h):
+//   s[t'] = q[b,t,h]·k[b,t',kh] / sqrt(hd)   for allowed t' (t' <= t and,
+//           with documents, doc[b,t'] == doc[b,t]); kh = h / (H/KVH)
+//   P[b,h,t,:] = softmax(s) over the allowed keys, 0 elsewhere (saved)
+//   out[b,t,h] = Σ_t' P[b,h,t,t'] · v[b,t',kh]
+// q, out are (B,T,H,hd); k, v are (B,T,KVH,hd); doc is (B,T) (has_doc 0:
+// one document per sequence); probs is (B,H,T,T).
+layout(local_size_x = 64) in;
+layout(push_constant) uniform Push { uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale; } p;
+layout(std430, binding = 0) readonly buffer BQ { float q[]; };
+layout(std430, binding = 1) readonly buffer BK { float k[]; };
+layout(std430, binding = 2) readonly buffer BV { float v[]; };
+layout(std430, binding = 3) readonly buffer BDoc { int doc[]; };
+layout(std430, binding = 4) buffer BP { float probs[]; };
+layout(std430, binding = 5) buffer BO { float o[]; };
+
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= p.B * p.T * p.H) return;
+    uint h = i % p.H, t = (i / p.H) % p.T, b = i / (p.H * p.T);
+    uint kh = h / (p.H / p.KVH);
+    uint qo = ((b * p.T + t) * p.H + h) * p.hd;
+    uint prow = ((b * p.H + h) * p.T + t) * p.T;
+    int d0 = p.has_doc != 0u ? doc[b * p.T + t] : 0;
+    float m = -1.0 / 0.0;
+    for (uint s = 0u; s <= t; s++) {
+        float score = -1.0 / 0.0;
+        if (p.has_doc == 0u || doc[b * p.T + s] == d0) {
+            uint ko = ((b * p.T + s) * p.KVH + kh) * p.hd;
+            float dotp = 0.0;
+            for (uint d = 0u; d < p.hd; d++) dotp += q[qo + d] * k[ko + d];
+            score = dotp * p.scale;
+        }
+        probs[prow + s] = score;
+        m = max(m, score);
+    }
+    float sum = 0.0;
+    for (uint s = 0u; s <= t; s++) {
+        float e = probs[prow + s] == -1.0 / 0.0 ? 0.0 : exp(probs[prow + s] - m);
+        probs[prow + s] = e;
+        sum += e;
+    }
+    for (uint s = t + 1u; s < p.T; s++) probs[prow + s] = 0.0;
+    float inv = 1.0 / sum;
+    for (uint d = 0u; d < p.hd; d++) o[qo + d] = 0.0;
+    for (uint s = 0u; s <= t; s++) {
+        float w = probs[prow + s] * inv;
+        probs[prow + s] = w;
+        uint vo = ((b * p.T + s) * p.KVH + kh) * p.hd;
+        for (uint d = 0u; d < p.hd; d++) o[qo + d] += w * v[vo + d];
+    }
+}

@@ -1,0 +1,48 @@
+#version 450
+// Masked softmax cross-entropy fused with its backward, one workgroup per
+// row of logits (rows, V). In place: the logits row becomes dlogits.
+//   valid row (0 <= label < V):  loss = logsumexp(x) − x[label]
+//                                dx   = (softmax(x) − onehot(label))·scale
+//                                row_loss = loss, row_count = 1
+//   any other label (−100 = ignore_index; out-of-range labels, which the
+//   data layer rejects, are treated the same): dx = 0 exactly,
+//                                row_loss = row_count = 0
+// x[label] is only read for valid rows, and only in bounds.
+// The step passes scale = 1/N, N the global valid-token count, so
+// gradients come out normalized (docs/normalization.md).
+#include "rows.glsl"
+layout(push_constant) uniform Push { uint V; uint rows; float scale; uint label0; } p;
+layout(std430, binding = 0) buffer BL { float x[]; };
+layout(std430, binding = 1) readonly buffer BLab { int labels[]; };
+layout(std430, binding = 2) writeonly buffer BLoss { float row_loss[]; };
+layout(std430, binding = 3) writeonly buffer BCount { float row_count[]; };
+
+void main()
+{
+    uint r = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint base = r * p.V;
+    int label = labels[p.label0 + r];
+    bool valid = label >= 0 && uint(label) < p.V;
+    if (!valid) {
+        for (uint i = t; i < p.V; i += WG) x[base + i] = 0.0;
+        if (t == 0u) { row_loss[p.label0 + r] = 0.0; row_count[p.label0 + r] = 0.0; }
+        return; // uniform per workgroup: the whole row takes this branch
+    }
+    float m = -1.0 / 0.0;
+    for (uint i = t; i < p.V; i += WG) m = max(m, x[base + i]);
+    m = row_max(m);
+    float s = 0.0;
+    for (uint i = t; i < p.V; i += WG) s += exp(x[base + i] - m);
+    s = row_sum(s);
+    float target = x[base + uint(label)];
+    barrier(); // every invocation has read x[label] before it is overwritten
+    float inv = 1.0 / s;
+    for (uint i = t; i < p.V; i += WG) {
+        float prob = exp(x[base + i] - m) * inv;
+        x[base + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale;
+    }
+    if (t == 0u) {
+        row_loss[p.label0 + r] = log(s) + m - target;
+        row_count[p.label0 + r] = 1.0;
+    }
+}

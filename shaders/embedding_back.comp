@@ -1,0 +1,20 @@
+#version 450
+// Embedding backward: dtable[ids[n], c] += dout[n, c], one invocation per
+// channel c walking the rows in order. Rows sharing an id are added in row
+// order, so the result is deterministic (no float atomics). Used for the
+// token table (ids = tokens) and the position table (ids = positions).
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform Push { uint rows; uint C; uint V; } p;
+layout(std430, binding = 0) readonly buffer BI { int ids[]; };
+layout(std430, binding = 1) readonly buffer BD { float dout[]; };
+layout(std430, binding = 2) buffer BT { float dtable[]; };
+
+void main()
+{
+    uint c = gl_GlobalInvocationID.x;
+    if (c >= p.C) return;
+    for (uint n = 0u; n < p.rows; n++) {
+        uint id = uint(clamp(ids[n], 0, int(p.V) - 1));
+        dtable[id * p.C + c] += dout[n * p.C + c];
+    }
+}

@@ -1,0 +1,48 @@
+/* op_cross_entropy: the masked softmax cross-entropy fused with its
+ * backward (shaders/cross_entropy.comp), dispatched over row ranges so a
+ * logits buffer larger than maxStorageBufferRange (the GPT-2 vocabulary
+ * over many tokens) still works. Never allocates. */
+#include "ops_internal.h"
+#include "vktrain/util.h"
+
+struct ce_push {
+    uint32_t V, rows;
+    float scale;
+    uint32_t label0;
+};
+
+static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
+
+void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                      struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
+                      float scale)
+{
+    size_t row_bytes = (size_t)V * sizeof(float);
+    ops_check("cross_entropy", "logits", logits, row_bytes * rows);
+    ops_check("cross_entropy", "labels", labels, sizeof(int32_t) * rows);
+    ops_check("cross_entropy", "row loss", row_loss, sizeof(float) * rows);
+    ops_check("cross_entropy", "row count", row_count, sizeof(float) * rows);
+    const struct gpu_device_info *info = gpu_info(g);
+    /* Rows per range: within the binding limit, starting at aligned offsets. */
+    size_t align = info->min_storage_offset_alignment ? info->min_storage_offset_alignment : 1;
+    size_t step = align / gcd(row_bytes, align);
+    size_t per = info->max_storage_buffer_range / row_bytes;
+    per -= per % step;
+    if (per == 0)
+        vkt_fatal("cross_entropy: one row of %u logits exceeds maxStorageBufferRange (%u bytes)", V,
+                  info->max_storage_buffer_range);
+    if (per > info->max_workgroup_count[0])
+        per = info->max_workgroup_count[0] - info->max_workgroup_count[0] % step;
+    struct gpu_kernel *k = ops_kernel(g, "cross_entropy", 4, sizeof(struct ce_push), 1);
+    for (size_t r0 = 0; r0 < rows; r0 += per) {
+        size_t n = rows - r0 < per ? rows - r0 : per;
+        struct gpu_arg args[4] = {
+            {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes},
+            {.buf = labels},
+            {.buf = row_loss, .write = 1},
+            {.buf = row_count, .write = 1},
+        };
+        struct ce_push push = {V, (uint32_t)n, scale, (uint32_t)r0};
+        gpu_dispatch(g, k, args, &push, (uint32_t)n, 1, 1);
+    }
+}

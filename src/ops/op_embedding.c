@@ -1,0 +1,64 @@
+/* op_embedding: token and learned-position embeddings with their
+ * deterministic backward, and rotary position embedding (RoPE, Hugging
+ * Face rotate_half) with its cos/sin table. Never allocates. */
+#include <math.h>
+
+#include "ops_internal.h"
+#include "vktrain/util.h"
+
+void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *positions, struct gpu_buffer *wte,
+                  struct gpu_buffer *wpe, struct gpu_buffer *out, uint32_t rows, uint32_t C, uint32_t V, uint32_t P)
+{
+    ops_check("embedding", "tokens", tokens, sizeof(int32_t) * rows);
+    ops_check("embedding", "token table", wte, sizeof(float) * V * C);
+    ops_check("embedding", "output", out, sizeof(float) * rows * C);
+    if (wpe) {
+        ops_check("embedding", "positions", positions, sizeof(int32_t) * rows);
+        ops_check("embedding", "position table", wpe, sizeof(float) * P * C);
+    }
+    struct gpu_arg args[5] = {{.buf = tokens}, {.buf = wpe ? positions : tokens}, {.buf = wte},
+                              {.buf = wpe ? wpe : wte}, {.buf = out, .write = 1}};
+    uint32_t push[5] = {rows, C, V, wpe ? P : 1, wpe != NULL};
+    gpu_dispatch(g, ops_kernel(g, "embedding", 5, sizeof push, 0), args, push, (C + 63) / 64, rows, 1);
+}
+
+void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout,
+                           struct gpu_buffer *dtable, uint32_t rows, uint32_t C, uint32_t V)
+{
+    ops_check("embedding_backward", "ids", ids, sizeof(int32_t) * rows);
+    ops_check("embedding_backward", "output gradient", dout, sizeof(float) * rows * C);
+    ops_check("embedding_backward", "table gradient", dtable, sizeof(float) * V * C);
+    struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
+    uint32_t push[3] = {rows, C, V};
+    ops_dispatch_elements(g, ops_kernel(g, "embedding_back", 3, sizeof push, 1), args, push, C, 0);
+}
+
+void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta)
+{
+    /* inv_freq is rounded to float first, as Hugging Face computes it. */
+    for (uint32_t j = 0; j < hd / 2; j++) {
+        float inv_freq = (float)(1.0 / pow(theta, (double)(2 * j) / hd));
+        for (uint32_t p = 0; p < max_pos; p++) {
+            double a = (double)p * (double)inv_freq;
+            table[((size_t)p * (hd / 2) + j) * 2 + 0] = (float)cos(a);
+            table[((size_t)p * (hd / 2) + j) * 2 + 1] = (float)sin(a);
+        }
+    }
+}
+
+void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, struct gpu_buffer *table,
+             uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward)
+{
+    if (hd % 2)
+        vkt_fatal("rope: head dimension %u is odd", hd);
+    ops_check("rope", "input", x, sizeof(float) * rows * H * hd);
+    ops_check("rope", "positions", positions, sizeof(int32_t) * rows);
+    ops_check("rope", "cos/sin table", table, sizeof(float) * max_pos * hd);
+    struct gpu_arg args[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
+    struct {
+        uint32_t rows, H, hd, max_pos;
+        float sign;
+    } push = {rows, H, hd, max_pos, backward ? -1.0f : 1.0f};
+    size_t n = (size_t)rows * H * (hd / 2);
+    gpu_dispatch(g, ops_kernel(g, "rope", 3, sizeof push, 0), args, &push, (uint32_t)((n + 63) / 64), 1, 1);
+}

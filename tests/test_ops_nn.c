@@ -1,0 +1,313 @@
+/* test_ops_nn: the transformer ops (norms, embeddings, RoPE, attention,
+ * activations, bias, cross-entropy) against the double C reference in
+ * tests/ref, forward and backward, on odd shapes.
+ *
+ * Tolerance: normalized error mse(gpu, ref)/mse(ref, 0) < 1e-9 per output,
+ * for float32 kernels against a double reference given the same float
+ * inputs (seen: 1e-14 .. 1e-12; an indexing or formula mistake gives
+ * errors near 1). Backward outputs start from random values, so
+ * accumulation (+=) is checked too. Determinism: two runs of the attention
+ * and cross-entropy kernels give the same bits. */
+#include <string.h>
+
+#include "gpu_testing.h"
+#include "ref_ops.h"
+#include "vktrain/ops.h"
+
+static struct ref_rng rng;
+static struct gpu *g;
+
+static double *rnd(size_t n, double scale)
+{
+    double *x = vkt_malloc(n * sizeof *x, "test data");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)(float)(scale * (2.0 * ref_rng_uniform(&rng) - 1.0));
+    return x;
+}
+
+static double *copy(const double *x, size_t n)
+{
+    double *y = vkt_malloc(n * sizeof *y, "test copy");
+    memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+static struct gpu_buffer *ints(const int32_t *x, size_t n, const char *name)
+{
+    struct gpu_buffer *b = gpu_buffer_create(g, n * sizeof *x, name);
+    gpu_upload(g, b, 0, x, n * sizeof *x);
+    return b;
+}
+
+/* Compares buffer b (n floats) with ref; frees nothing. */
+static void expect(const char *what, struct gpu_buffer *b, const double *ref, size_t n)
+{
+    float *out = download_floats(g, b, n);
+    double err = normalized_error(out, ref, n);
+    CHECK(err < 1e-9, "%s: normalized error %.3g", what, err);
+    if (getenv("TEST_VERBOSE")) printf("  %-48s normalized error %.2g\n", what, err);
+    free(out);
+}
+
+static void test_rmsnorm(int N, int C)
+{
+    double *x = rnd((size_t)N * C, 2), *w = rnd(C, 1), *dy = rnd((size_t)N * C, 1), *dx0 = rnd((size_t)N * C, 1);
+    double *dw0 = rnd(C, 1), *y = vkt_calloc((size_t)N * C, sizeof *y, "y"), *rstd = vkt_calloc(N, 8, "rstd");
+    double *dx = copy(dx0, (size_t)N * C), *dw = copy(dw0, C);
+    ref_rmsnorm_forward(y, rstd, x, w, N, C, 1e-5);
+    ref_rmsnorm_backward(dx, dw, dy, x, w, rstd, N, C);
+    struct gpu_buffer *bx = buffer_from_doubles(g, x, (size_t)N * C, "x"), *bw = buffer_from_doubles(g, w, C, "w");
+    struct gpu_buffer *by = gpu_buffer_create(g, sizeof(float) * N * C, "y");
+    struct gpu_buffer *br = gpu_buffer_create(g, sizeof(float) * N, "rstd");
+    struct gpu_buffer *bdy = buffer_from_doubles(g, dy, (size_t)N * C, "dy");
+    struct gpu_buffer *bdx = buffer_from_doubles(g, dx0, (size_t)N * C, "dx");
+    struct gpu_buffer *bdw = buffer_from_doubles(g, dw0, C, "dw");
+    op_rmsnorm(g, bx, bw, by, br, N, C, 1e-5f);
+    op_rmsnorm_backward(g, bdy, bx, bw, br, bdx, bdw, N, C);
+    char what[64];
+    snprintf(what, sizeof what, "rmsnorm N=%d C=%d y", N, C);
+    expect(what, by, y, (size_t)N * C);
+    snprintf(what, sizeof what, "rmsnorm N=%d C=%d dx", N, C);
+    expect(what, bdx, dx, (size_t)N * C);
+    snprintf(what, sizeof what, "rmsnorm N=%d C=%d dw", N, C);
+    expect(what, bdw, dw, C);
+    struct gpu_buffer *bufs[] = {bx, bw, by, br, bdy, bdx, bdw};
+    for (size_t i = 0; i < 7; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(x), free(w), free(dy), free(dx0), free(dw0), free(y), free(rstd), free(dx), free(dw);
+}
+
+static void test_layernorm(int N, int C)
+{
+    size_t n = (size_t)N * C;
+    double *x = rnd(n, 2), *w = rnd(C, 1), *b = rnd(C, 1), *dy = rnd(n, 1), *dx0 = rnd(n, 1), *dw0 = rnd(C, 1);
+    double *db0 = rnd(C, 1), *y = vkt_calloc(n, 8, "y"), *mean = vkt_calloc(N, 8, "m"), *rstd = vkt_calloc(N, 8, "r");
+    double *dx = copy(dx0, n), *dw = copy(dw0, C), *db = copy(db0, C);
+    ref_layernorm_forward(y, mean, rstd, x, w, b, N, C, 1e-5);
+    ref_layernorm_backward(dx, dw, db, dy, x, w, mean, rstd, N, C);
+    struct gpu_buffer *bx = buffer_from_doubles(g, x, n, "x"), *bw = buffer_from_doubles(g, w, C, "w");
+    struct gpu_buffer *bb = buffer_from_doubles(g, b, C, "b"), *by = gpu_buffer_create(g, 4 * n, "y");
+    struct gpu_buffer *bm = gpu_buffer_create(g, 4 * N, "mean"), *br = gpu_buffer_create(g, 4 * N, "rstd");
+    struct gpu_buffer *bdy = buffer_from_doubles(g, dy, n, "dy"), *bdx = buffer_from_doubles(g, dx0, n, "dx");
+    struct gpu_buffer *bdw = buffer_from_doubles(g, dw0, C, "dw"), *bdb = buffer_from_doubles(g, db0, C, "db");
+    op_layernorm(g, bx, bw, bb, by, bm, br, N, C, 1e-5f);
+    op_layernorm_backward(g, bdy, bx, bw, bm, br, bdx, bdw, bdb, N, C);
+    expect("layernorm y", by, y, n);
+    expect("layernorm dx", bdx, dx, n);
+    expect("layernorm dw", bdw, dw, C);
+    expect("layernorm db", bdb, db, C);
+    struct gpu_buffer *bufs[] = {bx, bw, bb, by, bm, br, bdy, bdx, bdw, bdb};
+    for (size_t i = 0; i < 10; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(x), free(w), free(b), free(dy), free(dx0), free(dw0), free(db0), free(y), free(mean), free(rstd);
+    free(dx), free(dw), free(db);
+}
+
+static void test_embedding(int N, int C, int V, int P, int with_pos)
+{
+    int32_t *tok = vkt_malloc(sizeof(int32_t) * N, "tok"), *pos = vkt_malloc(sizeof(int32_t) * N, "pos");
+    for (int i = 0; i < N; i++) {
+        tok[i] = (int32_t)(ref_rng_u64(&rng) % (uint64_t)(V < 4 ? V : 4)); /* repeated ids: scatter-add */
+        pos[i] = (int32_t)(ref_rng_u64(&rng) % (uint64_t)P);
+    }
+    size_t n = (size_t)N * C;
+    double *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)P * C, 1), *dout = rnd(n, 1);
+    double *dwte0 = rnd((size_t)V * C, 1), *dwpe0 = rnd((size_t)P * C, 1), *out = vkt_calloc(n, 8, "out");
+    double *dwte = copy(dwte0, (size_t)V * C), *dwpe = copy(dwpe0, (size_t)P * C);
+    ref_embedding_forward(out, tok, with_pos ? pos : NULL, wte, with_pos ? wpe : NULL, N, C);
+    ref_embedding_backward(dwte, with_pos ? dwpe : NULL, dout, tok, with_pos ? pos : NULL, N, C);
+    struct gpu_buffer *bt = ints(tok, N, "tokens"), *bp = ints(pos, N, "positions");
+    struct gpu_buffer *bwte = buffer_from_doubles(g, wte, (size_t)V * C, "wte");
+    struct gpu_buffer *bwpe = buffer_from_doubles(g, wpe, (size_t)P * C, "wpe");
+    struct gpu_buffer *bout = gpu_buffer_create(g, 4 * n, "out"), *bdout = buffer_from_doubles(g, dout, n, "dout");
+    struct gpu_buffer *bdwte = buffer_from_doubles(g, dwte0, (size_t)V * C, "dwte");
+    struct gpu_buffer *bdwpe = buffer_from_doubles(g, dwpe0, (size_t)P * C, "dwpe");
+    op_embedding(g, bt, with_pos ? bp : NULL, bwte, with_pos ? bwpe : NULL, bout, N, C, V, P);
+    op_embedding_backward(g, bt, bdout, bdwte, N, C, V);
+    if (with_pos)
+        op_embedding_backward(g, bp, bdout, bdwpe, N, C, P);
+    expect("embedding out", bout, out, n);
+    expect("embedding dwte", bdwte, dwte, (size_t)V * C);
+    expect("embedding dwpe", bdwpe, with_pos ? dwpe : dwpe0, (size_t)P * C);
+    struct gpu_buffer *bufs[] = {bt, bp, bwte, bwpe, bout, bdout, bdwte, bdwpe};
+    for (size_t i = 0; i < 8; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(tok), free(pos), free(wte), free(wpe), free(dout), free(dwte0), free(dwpe0), free(out), free(dwte);
+    free(dwpe);
+}
+
+static void test_rope(int N, int H, int hd, int max_pos)
+{
+    size_t n = (size_t)N * H * hd;
+    int32_t *pos = vkt_malloc(sizeof(int32_t) * N, "pos");
+    for (int i = 0; i < N; i++)
+        pos[i] = (int32_t)(ref_rng_u64(&rng) % (uint64_t)max_pos);
+    double *x = rnd(n, 1), *y = vkt_calloc(n, 8, "y"), *dx = vkt_calloc(n, 8, "dx");
+    ref_rope_forward(y, x, pos, N, H, hd, 10000.0);
+    ref_rope_backward(dx, x, pos, N, H, hd, 10000.0); /* the backward of "dout = x" */
+    float *table = vkt_malloc(sizeof(float) * max_pos * hd, "rope table");
+    op_rope_table(table, max_pos, hd, 10000.0);
+    struct gpu_buffer *bt = gpu_buffer_create(g, sizeof(float) * max_pos * hd, "rope table");
+    gpu_upload(g, bt, 0, table, sizeof(float) * max_pos * hd);
+    struct gpu_buffer *bp = ints(pos, N, "positions"), *bx = buffer_from_doubles(g, x, n, "x");
+    struct gpu_buffer *bd = buffer_from_doubles(g, x, n, "dout");
+    op_rope(g, bx, bp, bt, N, H, hd, max_pos, 0);
+    op_rope(g, bd, bp, bt, N, H, hd, max_pos, 1);
+    expect("rope forward", bx, y, n);
+    expect("rope backward", bd, dx, n);
+    gpu_buffer_destroy(g, bt), gpu_buffer_destroy(g, bp), gpu_buffer_destroy(g, bx), gpu_buffer_destroy(g, bd);
+    free(pos), free(x), free(y), free(dx), free(table);
+}
+
+static void test_attention(int B, int T, int H, int KVH, int hd, int with_doc)
+{
+    size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * KVH * hd, np = (size_t)B * H * T * T;
+    int32_t *doc = vkt_malloc(sizeof(int32_t) * B * T, "doc");
+    for (int b = 0; b < B; b++)
+        for (int t = 0, d = 0; t < T; t++) {
+            d += t > 0 && ref_rng_uniform(&rng) < 0.25; /* documents of random lengths */
+            doc[b * T + t] = d;
+        }
+    double *q = rnd(nq, 1), *k = rnd(nk, 1), *v = rnd(nk, 1), *dout = rnd(nq, 1);
+    double *dq0 = rnd(nq, 1), *dk0 = rnd(nk, 1), *dv0 = rnd(nk, 1);
+    double *out = vkt_calloc(nq, 8, "out"), *probs = vkt_calloc(np, 8, "probs");
+    double *dq = copy(dq0, nq), *dk = copy(dk0, nk), *dv = copy(dv0, nk);
+    ref_attention_forward(out, probs, q, k, v, with_doc ? doc : NULL, B, T, H, KVH, hd);
+    ref_attention_backward(dq, dk, dv, dout, probs, q, k, v, B, T, H, KVH, hd);
+    struct gpu_buffer *bq = buffer_from_doubles(g, q, nq, "q"), *bk = buffer_from_doubles(g, k, nk, "k");
+    struct gpu_buffer *bv = buffer_from_doubles(g, v, nk, "v"), *bdoc = ints(doc, (size_t)B * T, "doc");
+    struct gpu_buffer *bp = gpu_buffer_create(g, 4 * np, "probs"), *bo = gpu_buffer_create(g, 4 * nq, "out");
+    struct gpu_buffer *bds = gpu_buffer_create(g, 4 * np, "dscores"), *bdo = buffer_from_doubles(g, dout, nq, "do");
+    struct gpu_buffer *bdq = buffer_from_doubles(g, dq0, nq, "dq"), *bdk = buffer_from_doubles(g, dk0, nk, "dk");
+    struct gpu_buffer *bdv = buffer_from_doubles(g, dv0, nk, "dv");
+    op_attention(g, bq, bk, bv, with_doc ? bdoc : NULL, bp, bo, B, T, H, KVH, hd);
+    op_attention_backward(g, bq, bk, bv, bp, bdo, bds, bdq, bdk, bdv, B, T, H, KVH, hd);
+    char what[96];
+    snprintf(what, sizeof what, "attention B=%d T=%d H=%d KVH=%d hd=%d doc=%d", B, T, H, KVH, hd, with_doc);
+    expect(what, bo, out, nq);
+    expect("  its probabilities", bp, probs, np);
+    expect("  dq", bdq, dq, nq);
+    expect("  dk", bdk, dk, nk);
+    expect("  dv", bdv, dv, nk);
+    /* Determinism: the same forward again gives the same bits. */
+    float *o1 = download_floats(g, bo, nq);
+    op_attention(g, bq, bk, bv, with_doc ? bdoc : NULL, bp, bo, B, T, H, KVH, hd);
+    float *o2 = download_floats(g, bo, nq);
+    CHECK(!memcmp(o1, o2, 4 * nq), "%s: not deterministic", what);
+    struct gpu_buffer *bufs[] = {bq, bk, bv, bdoc, bp, bo, bds, bdo, bdq, bdk, bdv};
+    for (size_t i = 0; i < 11; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(doc), free(q), free(k), free(v), free(dout), free(dq0), free(dk0), free(dv0), free(out), free(probs);
+    free(dq), free(dk), free(dv), free(o1), free(o2);
+}
+
+static void test_activations(size_t n)
+{
+    double *a = rnd(n, 6), *b = rnd(n, 2), *dh = rnd(n, 1), *d0 = rnd(n, 1), *e0 = rnd(n, 1);
+    double *h = vkt_calloc(n, 8, "h"), *y = vkt_calloc(n, 8, "y");
+    double *dg = copy(d0, n), *du = copy(e0, n), *dx = copy(d0, n);
+    ref_swiglu_forward(h, a, b, n);
+    ref_swiglu_backward(dg, du, dh, a, b, n);
+    ref_gelu_forward(y, a, n);
+    ref_gelu_backward(dx, dh, a, n);
+    struct gpu_buffer *ba = buffer_from_doubles(g, a, n, "gate"), *bb = buffer_from_doubles(g, b, n, "up");
+    struct gpu_buffer *bdh = buffer_from_doubles(g, dh, n, "dh"), *bh = gpu_buffer_create(g, 4 * n, "h");
+    struct gpu_buffer *by = gpu_buffer_create(g, 4 * n, "y"), *bdg = buffer_from_doubles(g, d0, n, "dgate");
+    struct gpu_buffer *bdu = buffer_from_doubles(g, e0, n, "dup"), *bdx = buffer_from_doubles(g, d0, n, "dx");
+    op_swiglu(g, ba, bb, bh, n);
+    op_swiglu_backward(g, ba, bb, bdh, bdg, bdu, n);
+    op_gelu(g, ba, by, n);
+    op_gelu_backward(g, ba, bdh, bdx, n);
+    expect("swiglu h", bh, h, n);
+    expect("swiglu dgate", bdg, dg, n);
+    expect("swiglu dup", bdu, du, n);
+    expect("gelu y", by, y, n);
+    expect("gelu dx", bdx, dx, n);
+    struct gpu_buffer *bufs[] = {ba, bb, bdh, bh, by, bdg, bdu, bdx};
+    for (size_t i = 0; i < 8; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(a), free(b), free(dh), free(d0), free(e0), free(h), free(y), free(dg), free(du), free(dx);
+}
+
+static void test_bias(int N, int C)
+{
+    size_t n = (size_t)N * C;
+    double *bias = rnd(C, 1), *y0 = rnd(n, 1), *dy = rnd(n, 1), *db0 = rnd(C, 1);
+    double *y = copy(y0, n), *db = copy(db0, C);
+    for (size_t i = 0; i < n; i++)
+        y[i] += bias[i % C];
+    ref_bias_add_backward(db, dy, N, C);
+    struct gpu_buffer *bb = buffer_from_doubles(g, bias, C, "bias"), *by = buffer_from_doubles(g, y0, n, "y");
+    struct gpu_buffer *bdy = buffer_from_doubles(g, dy, n, "dy"), *bdb = buffer_from_doubles(g, db0, C, "db");
+    op_bias_add(g, bb, by, N, C);
+    op_bias_backward(g, bdy, bdb, N, C);
+    expect("bias add", by, y, n);
+    expect("bias gradient", bdb, db, C);
+    gpu_buffer_destroy(g, bb), gpu_buffer_destroy(g, by), gpu_buffer_destroy(g, bdy), gpu_buffer_destroy(g, bdb);
+    free(bias), free(y0), free(dy), free(db0), free(y), free(db);
+}
+
+static void test_cross_entropy(int N, int V)
+{
+    size_t n = (size_t)N * V;
+    int32_t *labels = vkt_malloc(sizeof(int32_t) * N, "labels");
+    for (int i = 0; i < N; i++) {
+        uint64_t r = ref_rng_u64(&rng) % 8;
+        labels[i] = r == 0 ? -100 : r == 1 ? V + 3 : r == 2 ? -7 : (int32_t)(ref_rng_u64(&rng) % (uint64_t)V);
+    }
+    double *logits = rnd(n, 8), *dlogits = vkt_calloc(n, 8, "dlogits");
+    double loss = 0;
+    int count = 0;
+    double scale = 1.0 / 37.0;
+    ref_crossentropy_forward_backward(dlogits, &loss, &count, logits, labels, N, V, scale);
+    struct gpu_buffer *bl = buffer_from_doubles(g, logits, n, "logits"), *blab = ints(labels, N, "labels");
+    struct gpu_buffer *bloss = gpu_buffer_create(g, 4 * N, "row loss"), *bcnt = gpu_buffer_create(g, 4 * N, "count");
+    op_cross_entropy(g, bl, blab, bloss, bcnt, N, V, (float)scale);
+    char what[64];
+    snprintf(what, sizeof what, "cross_entropy N=%d V=%d dlogits", N, V);
+    expect(what, bl, dlogits, n);
+    float *rl = download_floats(g, bloss, N), *rc = download_floats(g, bcnt, N), *dl = download_floats(g, bl, n);
+    double sum = 0, cnt = 0;
+    size_t nonzero_ignored = 0;
+    for (int i = 0; i < N; i++) {
+        sum += rl[i], cnt += rc[i];
+        if (labels[i] < 0 || labels[i] >= V)
+            for (int j = 0; j < V; j++)
+                nonzero_ignored += dl[(size_t)i * V + j] != 0.0f;
+    }
+    CHECK(cnt == count, "%s: counted %g valid rows, reference %d", what, cnt, count);
+    CHECK(fabs(sum - loss) <= 1e-5 * fabs(loss) + 1e-6, "%s: loss %.9g vs reference %.9g", what, sum, loss);
+    CHECK(nonzero_ignored == 0, "%s: %zu nonzero gradients on ignored rows", what, nonzero_ignored);
+    gpu_buffer_destroy(g, bl), gpu_buffer_destroy(g, blab), gpu_buffer_destroy(g, bloss), gpu_buffer_destroy(g, bcnt);
+    free(labels), free(logits), free(dlogits), free(rl), free(rc), free(dl);
+}
+
+int main(void)
+{
+    ref_rng_seed(&rng, 7);
+    g = test_gpu();
+    test_rmsnorm(1, 1);
+    test_rmsnorm(7, 33);
+    test_rmsnorm(5, 300);
+    test_layernorm(1, 3);
+    test_layernorm(9, 300);
+    test_embedding(1, 1, 1, 1, 0);
+    test_embedding(37, 13, 11, 9, 1);
+    test_embedding(50, 70, 259, 64, 0);
+    test_rope(1, 1, 2, 1);
+    test_rope(23, 3, 10, 40);
+    test_rope(16, 4, 64, 2048);
+    test_attention(1, 1, 1, 1, 2, 0);
+    test_attention(2, 9, 4, 2, 6, 0);
+    test_attention(2, 13, 6, 3, 8, 1);
+    test_attention(3, 7, 2, 1, 5, 1);
+    test_activations(1);
+    test_activations(1037);
+    test_bias(1, 1);
+    test_bias(19, 67);
+    test_cross_entropy(1, 1);
+    test_cross_entropy(17, 259);
+    test_cross_entropy(9, 1000);
+    gpu_destroy(g);
+    return test_summary("test_ops_nn");
+}
