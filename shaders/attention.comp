@@ -5,10 +5,15 @@
 //           with documents, doc[b,t'] == doc[b,t]); kh = h / (H/KVH)
 //   P[b,h,t,:] = softmax(s) over the allowed keys, 0 elsewhere (saved)
 //   out[b,t,h] = Σ_t' P[b,h,t,t'] · v[b,t',kh]
-// q, out are (B,T,H,hd); k, v are (B,T,KVH,hd); doc is (B,T) (has_doc 0:
-// one document per sequence); probs is (B,H,T,T).
+// out is (B,T,H,hd); q, k, v are rows of q_stride / kv_stride floats
+// starting at q_off / k_off / v_off (separate buffers, or views into one
+// fused qkv buffer), head h at +h·hd; doc is (B,T) (has_doc 0: one document
+// per sequence); probs is (B,H,T,T).
 layout(local_size_x = 64) in;
-layout(push_constant) uniform Push { uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale; } p;
+layout(push_constant) uniform Push {
+    uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
+    uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
+} p;
 layout(std430, binding = 0) readonly buffer BQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BK { float k[]; };
 layout(std430, binding = 2) readonly buffer BV { float v[]; };
@@ -22,14 +27,15 @@ void main()
     if (i >= p.B * p.T * p.H) return;
     uint h = i % p.H, t = (i / p.H) % p.T, b = i / (p.H * p.T);
     uint kh = h / (p.H / p.KVH);
-    uint qo = ((b * p.T + t) * p.H + h) * p.hd;
+    uint qo = p.q_off + (b * p.T + t) * p.q_stride + h * p.hd;
+    uint oo = ((b * p.T + t) * p.H + h) * p.hd;
     uint prow = ((b * p.H + h) * p.T + t) * p.T;
     int d0 = p.has_doc != 0u ? doc[b * p.T + t] : 0;
     float m = -1.0 / 0.0;
     for (uint s = 0u; s <= t; s++) {
         float score = -1.0 / 0.0;
         if (p.has_doc == 0u || doc[b * p.T + s] == d0) {
-            uint ko = ((b * p.T + s) * p.KVH + kh) * p.hd;
+            uint ko = p.k_off + (b * p.T + s) * p.kv_stride + kh * p.hd;
             float dotp = 0.0;
             for (uint d = 0u; d < p.hd; d++) dotp += q[qo + d] * k[ko + d];
             score = dotp * p.scale;
@@ -45,11 +51,11 @@ void main()
     }
     for (uint s = t + 1u; s < p.T; s++) probs[prow + s] = 0.0;
     float inv = 1.0 / sum;
-    for (uint d = 0u; d < p.hd; d++) o[qo + d] = 0.0;
+    for (uint d = 0u; d < p.hd; d++) o[oo + d] = 0.0;
     for (uint s = 0u; s <= t; s++) {
         float w = probs[prow + s] * inv;
         probs[prow + s] = w;
-        uint vo = ((b * p.T + s) * p.KVH + kh) * p.hd;
-        for (uint d = 0u; d < p.hd; d++) o[qo + d] += w * v[vo + d];
+        uint vo = p.v_off + (b * p.T + s) * p.kv_stride + kh * p.hd;
+        for (uint d = 0u; d < p.hd; d++) o[oo + d] += w * v[vo + d];
     }
 }

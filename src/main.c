@@ -10,7 +10,7 @@ static void usage(FILE *f)
             "usage: vktrain <command> [options]\n"
             "\n"
             "commands:\n"
-            "  train --config RECIPE.yaml [key.sub=value ...] [--print-config]\n"
+            "  train --config RECIPE.yaml [key.sub=value ...] [--print-config] [--data-only]\n"
             "                   train a model from a YAML recipe (under mpirun: data parallel)\n"
             "  generate --model DIR --prompt TEXT [--max-new-tokens N]\n"
             "           [--temperature T] [--top-k K] [--seed S]\n"

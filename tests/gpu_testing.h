@@ -1,6 +1,7 @@
-/* gpu_testing: small helpers for the tests that run shaders against the C
- * reference: checks that count failures, float<->double buffer moves, and
- * the normalized error mse(a,b)/mse(b,0) that every op test reports. */
+/* gpu_testing: helpers for the tests that run shaders against the C
+ * reference: float<->double buffer moves and the normalized error
+ * mse(a,b)/mse(b,0) that every op test reports. CHECK and test_result come
+ * from test_util.h. */
 #ifndef VKTRAIN_GPU_TESTING_H
 #define VKTRAIN_GPU_TESTING_H
 
@@ -8,20 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "test_util.h"
 #include "vktrain/gpu.h"
 #include "vktrain/util.h"
-
-static int test_failures;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, "\n");                                             \
-            test_failures++;                                                   \
-        }                                                                      \
-    } while (0)
 
 /* Σ(a−b)² / Σ b², or Σ(a−b)² when b is all zero. */
 static inline double normalized_error(const float *a, const double *b, size_t n)
@@ -66,15 +56,6 @@ static inline struct gpu *test_gpu(void)
 {
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     return gpu_create(&opt);
-}
-
-static inline int test_summary(const char *name)
-{
-    if (test_failures)
-        fprintf(stderr, "%s: %d check(s) failed\n", name, test_failures);
-    else
-        printf("%s: all checks passed\n", name);
-    return test_failures ? 1 : 0;
 }
 
 #endif

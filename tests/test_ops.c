@@ -166,5 +166,5 @@ int main(void)
     test_reduce(g, 1000);
     test_reduce(g, ((size_t)1 << 24) + 12345);
     gpu_destroy(g);
-    return test_summary("test_ops");
+    return test_result("test_ops");
 }

@@ -180,8 +180,9 @@ static void test_attention(int B, int T, int H, int KVH, int hd, int with_doc)
     struct gpu_buffer *bds = gpu_buffer_create(g, 4 * np, "dscores"), *bdo = buffer_from_doubles(g, dout, nq, "do");
     struct gpu_buffer *bdq = buffer_from_doubles(g, dq0, nq, "dq"), *bdk = buffer_from_doubles(g, dk0, nk, "dk");
     struct gpu_buffer *bdv = buffer_from_doubles(g, dv0, nk, "dv");
-    op_attention(g, bq, bk, bv, with_doc ? bdoc : NULL, bp, bo, B, T, H, KVH, hd);
-    op_attention_backward(g, bq, bk, bv, bp, bdo, bds, bdq, bdk, bdv, B, T, H, KVH, hd);
+    struct op_attention_shape sh = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd};
+    op_attention(g, &sh, bq, bk, bv, with_doc ? bdoc : NULL, bp, bo);
+    op_attention_backward(g, &sh, bq, bk, bv, bp, bdo, bds, bdq, bdk, bdv);
     char what[96];
     snprintf(what, sizeof what, "attention B=%d T=%d H=%d KVH=%d hd=%d doc=%d", B, T, H, KVH, hd, with_doc);
     expect(what, bo, out, nq);
@@ -191,7 +192,7 @@ static void test_attention(int B, int T, int H, int KVH, int hd, int with_doc)
     expect("  dv", bdv, dv, nk);
     /* Determinism: the same forward again gives the same bits. */
     float *o1 = download_floats(g, bo, nq);
-    op_attention(g, bq, bk, bv, with_doc ? bdoc : NULL, bp, bo, B, T, H, KVH, hd);
+    op_attention(g, &sh, bq, bk, bv, with_doc ? bdoc : NULL, bp, bo);
     float *o2 = download_floats(g, bo, nq);
     CHECK(!memcmp(o1, o2, 4 * nq), "%s: not deterministic", what);
     struct gpu_buffer *bufs[] = {bq, bk, bv, bdoc, bp, bo, bds, bdo, bdq, bdk, bdv};
@@ -309,5 +310,5 @@ int main(void)
     test_cross_entropy(17, 259);
     test_cross_entropy(9, 1000);
     gpu_destroy(g);
-    return test_summary("test_ops_nn");
+    return test_result("test_ops_nn");
 }

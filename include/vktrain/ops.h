@@ -82,14 +82,21 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
              uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward);
 
 /* Causal GQA attention; doc (B, T) makes it block-causal by document.
- * q, out (B,T,H,hd); k, v (B,T,KVH,hd); probs and dscores (B,H,T,T). */
-void op_attention(struct gpu *g, struct gpu_buffer *q, struct gpu_buffer *k, struct gpu_buffer *v,
-                  struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out, uint32_t B, uint32_t T,
-                  uint32_t H, uint32_t KVH, uint32_t hd);
-void op_attention_backward(struct gpu *g, struct gpu_buffer *q, struct gpu_buffer *k, struct gpu_buffer *v,
-                           struct gpu_buffer *probs, struct gpu_buffer *dout, struct gpu_buffer *dscores,
-                           struct gpu_buffer *dq, struct gpu_buffer *dk, struct gpu_buffer *dv, uint32_t B,
-                           uint32_t T, uint32_t H, uint32_t KVH, uint32_t hd);
+ * q, k, v are token rows of q_stride / kv_stride floats starting at
+ * q_off / k_off / v_off (0 strides: packed H·hd and KVH·hd), so they may be
+ * separate buffers or views into one fused qkv buffer; dq, dk, dv use the
+ * same layout. out and dout are packed (B,T,H,hd); probs and dscores are
+ * (B,H,T,T). The backward accumulates into dq, dk, dv. */
+struct op_attention_shape {
+    uint32_t B, T, H, KVH, hd;
+    uint32_t q_off, k_off, v_off, q_stride, kv_stride;
+};
+void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
+                  struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out);
+void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                           struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *probs,
+                           struct gpu_buffer *dout, struct gpu_buffer *dscores, struct gpu_buffer *dq,
+                           struct gpu_buffer *dk, struct gpu_buffer *dv);
 
 /* h = silu(gate)·up; backward dgate +=, dup += . */
 void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n);

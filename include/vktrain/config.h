@@ -1,0 +1,112 @@
+/* config: the recipe. A YAML file plus `key.sub=value` overrides become one
+ * typed, validated struct config with every default of DESIGN.md resolved.
+ *
+ * Loading never prints and never exits: on error it returns -1 and writes a
+ * message naming the key and where it was set (`file:line:column`, or the
+ * override) into the caller's buffer; the CLI prints it. The struct is plain
+ * data; config_free releases its strings. */
+#ifndef VKTRAIN_CONFIG_H
+#define VKTRAIN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum model_arch { ARCH_LLAMA, ARCH_GPT2 };
+enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
+enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
+enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
+
+struct config_model {
+    enum model_arch arch;
+    int vocab_size; /* >= the tokenizer's size */
+    int dim;
+    int n_layers;
+    int n_heads;
+    int n_kv_heads;
+    int hidden_dim;  /* MLP width */
+    int max_seq_len; /* T: tokens per training row */
+    double norm_eps;
+    double rope_theta;
+    bool tie_embeddings;
+    double init_std;
+    char *init_from; /* NULL: random init */
+};
+
+struct config_tokenizer {
+    enum tokenizer_type type;
+    char *path; /* tokenizer.json for hf; NULL for byte */
+};
+
+struct config_dataset {
+    enum dataset_type type;
+    char *path;
+    bool packed;
+    bool train_on_input;
+    bool shuffle;
+    char *separator; /* text: a line holding only this splits documents */
+    char *val_path;
+    double val_fraction;
+    bool skip_bad_lines; /* sft_jsonl: skip and count malformed lines */
+    char **exclude;      /* directory entries matching these are skipped */
+    int n_exclude;
+};
+
+struct config_optimizer {
+    double lr;
+    double betas[2];
+    double eps;
+    double weight_decay;
+};
+
+struct config_lr_scheduler {
+    enum lr_schedule type;
+    int64_t warmup_steps;
+    double min_lr_ratio;
+};
+
+struct config_dist {
+    int bucket_mb;       /* gradient all-reduce bucket size */
+    int64_t check_every; /* steps between cross-rank consistency checks */
+};
+
+struct config {
+    int64_t seed;
+    char *output_dir;
+    struct config_model model;
+    struct config_tokenizer tokenizer;
+    struct config_dataset dataset;
+    int batch_size;
+    int gradient_accumulation_steps;
+    int64_t epochs;
+    int64_t max_steps; /* 0: none, run the epochs */
+    struct config_optimizer optimizer;
+    struct config_lr_scheduler lr_scheduler;
+    double clip_grad_norm; /* 0: none */
+    int64_t log_every_n_steps;
+    int64_t eval_every_n_steps; /* 0: never */
+    int64_t save_every_n_steps; /* 0: only at the end */
+    bool resume;
+    int device_index; /* -1: auto */
+    struct config_dist dist;
+};
+
+/* Loads the recipe at `path`, applies the overrides ("key.sub=value", the
+ * value in YAML syntax) in order, resolves defaults and validates. Returns 0,
+ * or -1 with the message in err. On error *cfg is left freed. */
+int config_load(struct config *cfg, const char *path, int n_overrides, char *const *overrides, char *err,
+                size_t errlen);
+/* The same from YAML text; `name` stands for the file in messages. */
+int config_load_string(struct config *cfg, const char *text, const char *name, int n_overrides, char *const *overrides,
+                       char *err, size_t errlen);
+void config_free(struct config *cfg);
+
+/* The resolved recipe as YAML that config_load reads back unchanged. */
+void config_print(const struct config *cfg, FILE *f);
+/* FNV-1a 64 of the resolved recipe, leaving out the keys that may change
+ * when a run is resumed (see config_keys.c: output_dir, resume, epochs,
+ * max_steps, the logging/eval/save intervals, device.index, dist.*). */
+uint64_t config_hash(const struct config *cfg);
+
+#endif

@@ -1,0 +1,219 @@
+/* config_check: what a recipe means once all keys are read. Fills the
+ * defaults that depend on other keys, reads model.init_from's config.json
+ * (which then defines the model), requires the keys without a default and
+ * rejects values that contradict each other. Never reads the dataset. */
+#include "config_keys.h"
+
+#include "vktrain/tokenizer.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K(name) config_key_find(name)
+
+static bool is_set(struct config_ctx *ctx, const char *name)
+{
+    return ctx->set[K(name)];
+}
+
+/* One model key as a Hugging Face config.json spells it. def: value when the
+ * JSON lacks it; NAN makes it required. */
+struct hf_key {
+    const char *key, *json;
+    double def;
+};
+
+static const struct hf_key llama_keys[] = {
+    {"model.dim", "hidden_size", NAN},
+    {"model.n_layers", "num_hidden_layers", NAN},
+    {"model.n_heads", "num_attention_heads", NAN},
+    {"model.n_kv_heads", "num_key_value_heads", -1},
+    {"model.hidden_dim", "intermediate_size", NAN},
+    {"model.vocab_size", "vocab_size", NAN},
+    {"model.max_seq_len", "max_position_embeddings", NAN},
+    {"model.norm_eps", "rms_norm_eps", 1e-6},
+    {"model.rope_theta", "rope_theta", 10000.0},
+    {"model.tie_embeddings", "tie_word_embeddings", 0},
+    {NULL, NULL, 0},
+};
+
+static const struct hf_key gpt2_keys[] = {
+    {"model.dim", "n_embd", NAN},
+    {"model.n_layers", "n_layer", NAN},
+    {"model.n_heads", "n_head", NAN},
+    {"model.n_kv_heads", "n_head", NAN},
+    {"model.hidden_dim", "n_inner", -1},
+    {"model.vocab_size", "vocab_size", NAN},
+    {"model.max_seq_len", "n_positions", NAN},
+    {"model.norm_eps", "layer_norm_epsilon", 1e-5},
+    {"model.tie_embeddings", "tie_word_embeddings", 1},
+    {NULL, NULL, 0},
+};
+
+/* Applies one config.json value: fills the key when the recipe left it
+ * unset, else requires agreement (max_seq_len may be shorter). */
+static int apply_hf(struct config_ctx *ctx, const struct hf_key *h, double v, const char *file)
+{
+    int k = K(h->key);
+    char msg[128];
+    if (config_key_range(k, v, msg, sizeof msg))
+        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, h->json, v,
+                           h->key, msg);
+    if (!ctx->set[k]) {
+        config_key_put(ctx->cfg, k, v);
+        return 0;
+    }
+    double mine = config_key_get(ctx->cfg, k);
+    if (!strcmp(h->key, "model.max_seq_len")) {
+        if (mine > v)
+            return config_fail(ctx, k, "%s: %.17g exceeds %s = %.17g in %s", h->key, mine, h->json, v, file);
+        return 0;
+    }
+    if (fabs(mine - v) > 1e-12 * fabs(v))
+        return config_fail(ctx, k,
+                           "%s: %.17g disagrees with %s = %.17g in %s (model.init_from defines "
+                           "the model: drop the key or make it match)",
+                           h->key, mine, h->json, v, file);
+    return 0;
+}
+
+static int read_init_from(struct config_ctx *ctx)
+{
+    struct config *cfg = ctx->cfg;
+    int ki = K("model.init_from");
+    char file[4096];
+    snprintf(file, sizeof file, "%s/config.json", cfg->model.init_from);
+    json_error_t jerr;
+    json_t *root = json_load_file(file, 0, &jerr);
+    if (!root)
+        return config_fail(ctx, ki, "model.init_from: cannot read %s: %s", file, jerr.text);
+    int rc = 0;
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    int arch = type && !strcmp(type, "llama") ? ARCH_LLAMA : type && !strcmp(type, "gpt2") ? ARCH_GPT2 : -1;
+    if (arch < 0)
+        rc = config_fail(ctx, ki, "model.init_from: %s: model_type '%s' is not supported (llama, gpt2)", file,
+                         type ? type : "(missing)");
+    else if (is_set(ctx, "model.arch") && (int)cfg->model.arch != arch)
+        rc = config_fail(ctx, K("model.arch"), "model.arch: %s disagrees with model_type '%s' in %s",
+                         cfg->model.arch == ARCH_LLAMA ? "llama" : "gpt2", type, file);
+    cfg->model.arch = (enum model_arch)arch;
+    const struct hf_key *keys = arch == ARCH_GPT2 ? gpt2_keys : llama_keys;
+    for (int i = 0; rc == 0 && keys[i].key; i++) {
+        json_t *j = json_object_get(root, keys[i].json);
+        double v = keys[i].def;
+        if (json_is_number(j))
+            v = json_number_value(j);
+        else if (json_is_boolean(j))
+            v = json_is_true(j);
+        else if (j && !json_is_null(j))
+            rc = config_fail(ctx, ki, "model.init_from: %s: %s must be a number", file, keys[i].json);
+        if (rc)
+            break;
+        if (isnan(v))
+            rc = config_fail(ctx, ki, "model.init_from: %s lacks %s", file, keys[i].json);
+        else if (v == -1 && !strcmp(keys[i].key, "model.n_kv_heads"))
+            v = cfg->model.n_heads;
+        else if (v == -1 && !strcmp(keys[i].key, "model.hidden_dim"))
+            v = 4.0 * cfg->model.dim;
+        if (rc == 0)
+            rc = apply_hf(ctx, &keys[i], v, file);
+    }
+    json_decref(root);
+    return rc;
+}
+
+static int require(struct config_ctx *ctx, const char *name, const char *why)
+{
+    if (is_set(ctx, name))
+        return 0;
+    return config_fail(ctx, -1, "required key '%s' is missing%s", name, why);
+}
+
+static int check_model(struct config_ctx *ctx, int tokenizer_size)
+{
+    struct config_model *m = &ctx->cfg->model;
+    if (m->init_from) {
+        if (read_init_from(ctx))
+            return -1;
+    } else {
+        static const char *const shape[] = {"model.dim", "model.n_layers", "model.n_heads", "model.max_seq_len"};
+        for (int i = 0; i < 4; i++)
+            if (require(ctx, shape[i], " (or give model.init_from)"))
+                return -1;
+    }
+    /* llama's MLP width: 8/3 of dim (SwiGLU keeps the parameter count of a
+     * 4*dim MLP), rounded up to a multiple of 32; gpt2: 4*dim. */
+    if (!is_set(ctx, "model.n_kv_heads") && !m->init_from)
+        m->n_kv_heads = m->n_heads;
+    if (!is_set(ctx, "model.hidden_dim") && !m->init_from)
+        m->hidden_dim = m->arch == ARCH_GPT2 ? 4 * m->dim : (8 * m->dim + 3 * 32 - 1) / (3 * 32) * 32;
+    if (!is_set(ctx, "model.vocab_size") && !m->init_from)
+        m->vocab_size = tokenizer_size;
+    if (!is_set(ctx, "model.tie_embeddings") && !m->init_from)
+        m->tie_embeddings = m->arch == ARCH_GPT2;
+    if (m->vocab_size < tokenizer_size)
+        return config_fail(ctx, K("model.vocab_size"), "model.vocab_size: %d is smaller than the tokenizer's %d ids",
+                           m->vocab_size, tokenizer_size);
+    if (m->dim % m->n_heads)
+        return config_fail(ctx, K("model.n_heads"), "model.n_heads: %d does not divide model.dim %d", m->n_heads,
+                           m->dim);
+    if (m->n_heads % m->n_kv_heads)
+        return config_fail(ctx, K("model.n_kv_heads"), "model.n_kv_heads: %d does not divide model.n_heads %d",
+                           m->n_kv_heads, m->n_heads);
+    if (m->arch == ARCH_LLAMA && (m->dim / m->n_heads) % 2)
+        return config_fail(ctx, K("model.n_heads"),
+                           "model.n_heads: the head size model.dim/model.n_heads = %d must be even "
+                           "for RoPE",
+                           m->dim / m->n_heads);
+    if (m->arch == ARCH_GPT2 && m->n_kv_heads != m->n_heads)
+        return config_fail(ctx, K("model.n_kv_heads"),
+                           "model.n_kv_heads: gpt2 has no grouped-query attention (must equal "
+                           "model.n_heads %d)",
+                           m->n_heads);
+    if (m->arch == ARCH_GPT2 && !m->tie_embeddings)
+        return config_fail(ctx, K("model.tie_embeddings"), "model.tie_embeddings: gpt2 always ties its embeddings");
+    return 0;
+}
+
+static int check_data(struct config_ctx *ctx)
+{
+    struct config *cfg = ctx->cfg;
+    struct config_dataset *d = &cfg->dataset;
+    if (require(ctx, "dataset.type", "") || require(ctx, "dataset.path", ""))
+        return -1;
+    if (!is_set(ctx, "dataset.packed"))
+        d->packed = d->type != DATASET_SFT_JSONL;
+    if (d->type == DATASET_TOKENS && !d->packed)
+        return config_fail(ctx, K("dataset.packed"),
+                           "dataset.packed: a tokens dataset is one token stream and is always "
+                           "packed");
+    if (d->separator && d->type != DATASET_TEXT)
+        return config_fail(ctx, K("dataset.separator"), "dataset.separator: only text datasets have separators");
+    if (d->separator && (!*d->separator || strchr(d->separator, '\n')))
+        return config_fail(ctx, K("dataset.separator"), "dataset.separator: must be a non-empty single line");
+    if (d->val_path && d->val_fraction > 0)
+        return config_fail(ctx, K("dataset.val_fraction"),
+                           "dataset.val_fraction: give either dataset.val_path or "
+                           "dataset.val_fraction, not both");
+    if (cfg->eval_every_n_steps > 0 && !d->val_path && d->val_fraction == 0)
+        return config_fail(ctx, K("eval_every_n_steps"),
+                           "eval_every_n_steps: %lld needs a validation set (dataset.val_path or "
+                           "dataset.val_fraction)",
+                           (long long)cfg->eval_every_n_steps);
+    return 0;
+}
+
+int config_resolve(struct config_ctx *ctx)
+{
+    struct tokenizer tok;
+    char msg[256];
+    if (tokenizer_open(&tok, &ctx->cfg->tokenizer, msg, sizeof msg))
+        return config_fail(ctx, K("tokenizer.type"), "%s", msg);
+    if (require(ctx, "output_dir", ""))
+        return -1;
+    if (check_model(ctx, tok.size) || check_data(ctx))
+        return -1;
+    return 0;
+}

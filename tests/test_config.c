@@ -1,0 +1,240 @@
+/* test_config: recipe defaults, every class of recipe error with its
+ * message, overrides, init_from, printing and hashing. */
+#include "test_util.h"
+
+#include "vktrain/config.h"
+
+#define BASE                                                                                                           \
+    "output_dir: out\n"                                                                                                \
+    "model:\n"                                                                                                         \
+    "  dim: 64\n"                                                                                                      \
+    "  n_layers: 2\n"                                                                                                  \
+    "  n_heads: 4\n"                                                                                                   \
+    "  max_seq_len: 32\n"                                                                                              \
+    "dataset:\n"                                                                                                       \
+    "  type: text\n"                                                                                                   \
+    "  path: data.txt\n"
+
+static char err[2048];
+
+static int load(struct config *c, const char *text, int n, char *const *ov)
+{
+    err[0] = 0;
+    return config_load_string(c, text, "r.yaml", n, ov, err, sizeof err);
+}
+
+/* The recipe must fail with a message containing want. */
+static void expect_error(const char *text, int n, char *const *ov, const char *want)
+{
+    struct config c;
+    int rc = load(&c, text, n, ov);
+    CHECK(rc == -1, "accepted a bad recipe, wanted '%s'", want);
+    if (rc == 0)
+        config_free(&c);
+    else
+        CHECK_MSG(err, want);
+}
+
+static void test_defaults(void)
+{
+    struct config c;
+    CHECK(load(&c, BASE, 0, NULL) == 0, "%s", err);
+    CHECK(c.seed == 1234, "seed %lld", (long long)c.seed);
+    CHECK(c.model.arch == ARCH_LLAMA && c.model.n_kv_heads == 4, "n_kv_heads %d", c.model.n_kv_heads);
+    CHECK(c.model.hidden_dim == 192, "llama hidden_dim of dim 64: %d (8/3*64 -> 192)", c.model.hidden_dim);
+    CHECK(c.model.vocab_size == 259 && !c.model.tie_embeddings, "vocab %d", c.model.vocab_size);
+    CHECK(c.model.norm_eps == 1e-5 && c.model.rope_theta == 10000 && c.model.init_std == 0.02, "norms");
+    CHECK(c.dataset.packed && c.dataset.shuffle && !c.dataset.train_on_input, "dataset flags");
+    CHECK(c.batch_size == 8 && c.gradient_accumulation_steps == 1 && c.epochs == 1 && c.max_steps == 0, "batch keys");
+    CHECK(c.optimizer.lr == 3e-4 && c.optimizer.betas[0] == 0.9 && c.optimizer.betas[1] == 0.95 &&
+              c.optimizer.eps == 1e-8 && c.optimizer.weight_decay == 0,
+          "optimizer");
+    CHECK(c.lr_scheduler.type == LR_COSINE && c.lr_scheduler.warmup_steps == 0, "scheduler");
+    CHECK(c.clip_grad_norm == 0 && c.log_every_n_steps == 1 && c.eval_every_n_steps == 0, "intervals");
+    CHECK(c.device_index == -1 && c.dist.bucket_mb == 25 && c.dist.check_every == 100, "device, dist");
+    config_free(&c);
+
+    char *gpt2[] = {"model.arch=gpt2", "dataset.type=sft_jsonl"};
+    CHECK(load(&c, BASE, 2, gpt2) == 0, "%s", err);
+    CHECK(c.model.hidden_dim == 256 && c.model.tie_embeddings, "gpt2: hidden %d", c.model.hidden_dim);
+    CHECK(!c.dataset.packed, "sft_jsonl is not packed by default");
+    config_free(&c);
+
+    char *dim[] = {"model.dim=128"};
+    CHECK(load(&c, BASE, 1, dim) == 0 && c.model.hidden_dim == 352, "dim 128: hidden %d", c.model.hidden_dim);
+    config_free(&c);
+}
+
+static void test_errors(void)
+{
+    expect_error(BASE "optimizer:\n  lrr: 0.1\n", 0, NULL,
+                 "r.yaml:11:3: unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)");
+    expect_error(BASE "lr: 0.1\n", 0, NULL, "r.yaml:10:1: unknown key 'lr' (did you mean 'optimizer.lr'?)");
+    expect_error(BASE "optimiser:\n  lr: 0.1\n", 0, NULL, "(did you mean 'optimizer'?)");
+    expect_error(BASE "zzzzzzzzzzzz: 1\n", 0, NULL, "unknown key 'zzzzzzzzzzzz'\0");
+    expect_error(BASE "batch_size: abc\n", 0, NULL, "r.yaml:10:13: batch_size: expected an integer, got 'abc'");
+    expect_error(BASE "batch_size: \"8\"\n", 0, NULL, "batch_size: expected an integer, got the string \"8\"");
+    expect_error(BASE "optimizer:\n  lr: fast\n", 0, NULL, "r.yaml:11:7: optimizer.lr: expected a number");
+    expect_error(BASE "resume: yes\n", 0, NULL, "resume: expected true or false, got 'yes'");
+    expect_error(BASE "lr_scheduler:\n  type: step\n", 0, NULL,
+                 "lr_scheduler.type: expected one of constant, cosine, linear, got 'step'");
+    expect_error(BASE "optimizer:\n  betas: 0.9\n", 0, NULL, "optimizer.betas: expected a list of two numbers");
+    expect_error(BASE "model:\n  dim: 3\n", 0, NULL, "duplicate key 'model.dim' (first set at r.yaml:3:8)");
+    expect_error(BASE "dataset: text\n", 0, NULL, "'dataset' must be a mapping of dataset.* keys");
+    expect_error(BASE "batch_size: 0\n", 0, NULL, "r.yaml:10:13: batch_size: 0 is out of range (must be >= 1)");
+    expect_error(BASE "optimizer:\n  lr: -1\n", 0, NULL, "optimizer.lr: -1 is out of range (must be > 0)");
+    expect_error(BASE "optimizer:\n  betas: [0.9, 1.0]\n", 0, NULL,
+                 "optimizer.betas: 1 is out of range (must be >= 0 and < 1)");
+    expect_error(BASE "batch_size: 99999999999\n", 0, NULL, "batch_size: 99999999999 is out of range");
+    expect_error(BASE "batch_size: [1\n", 0, NULL, "r.yaml:11:1: YAML syntax error");
+    expect_error("- a\n- b\n", 0, NULL, "r.yaml: a recipe must be a mapping of keys");
+
+    expect_error("model:\n  dim: 64\n", 0, NULL, "r.yaml: required key 'output_dir' is missing");
+    expect_error("output_dir: o\ndataset:\n  type: text\n  path: p\n", 0, NULL,
+                 "required key 'model.dim' is missing (or give model.init_from)");
+    expect_error("output_dir: o\nmodel:\n  dim: 64\n  n_layers: 1\n  n_heads: 4\n  max_seq_len: 8\n"
+                 "dataset:\n  type: text\n",
+                 0, NULL, "required key 'dataset.path' is missing");
+
+    expect_error(BASE "model:\n  n_heads: 3\n", 0, NULL, "duplicate key");
+    char *heads[] = {"model.n_heads=3"};
+    expect_error(BASE, 1, heads, "override 'model.n_heads=3': model.n_heads: 3 does not divide model.dim 64");
+    char *kv[] = {"model.n_kv_heads=3"};
+    expect_error(BASE, 1, kv, "model.n_kv_heads: 3 does not divide model.n_heads 4");
+    char *odd[] = {"model.n_heads=64"};
+    expect_error(BASE, 1, odd, "must be even for RoPE");
+    char *vocab[] = {"model.vocab_size=100"};
+    expect_error(BASE, 1, vocab, "model.vocab_size: 100 is smaller than the tokenizer's 259 ids");
+    char *hf[] = {"tokenizer.type=hf"};
+    expect_error(BASE, 1, hf, "hf tokenizers are not supported yet");
+    char *both[] = {"dataset.val_path=v.txt", "dataset.val_fraction=0.1"};
+    expect_error(BASE, 2, both, "give either dataset.val_path or dataset.val_fraction");
+    char *eval[] = {"eval_every_n_steps=10"};
+    expect_error(BASE, 1, eval, "eval_every_n_steps: 10 needs a validation set");
+    char *tok[] = {"dataset.type=tokens", "dataset.packed=false"};
+    expect_error(BASE, 2, tok, "dataset.packed: a tokens dataset is one token stream");
+}
+
+static void test_overrides(void)
+{
+    struct config c;
+    char *ov[] = {"optimizer.betas=[0.8, 0.99]",
+                  "dataset.packed=false",
+                  "max_steps=100",
+                  "max_steps=null",
+                  "clip_grad_norm=1",
+                  "device.index=3",
+                  "dataset.exclude=[\"*.dat\", b]",
+                  "output_dir='x y'",
+                  "dataset.separator=\"%\"",
+                  "seed=7"};
+    CHECK(load(&c, BASE, 10, ov) == 0, "%s", err);
+    CHECK(c.optimizer.betas[0] == 0.8 && c.optimizer.betas[1] == 0.99, "betas");
+    CHECK(!c.dataset.packed && c.max_steps == 0 && c.clip_grad_norm == 1.0, "packed, max_steps");
+    CHECK(c.device_index == 3 && c.seed == 7, "device %d", c.device_index);
+    CHECK(c.dataset.n_exclude == 2 && !strcmp(c.dataset.exclude[0], "*.dat") && !strcmp(c.dataset.exclude[1], "b"),
+          "exclude");
+    CHECK(!strcmp(c.output_dir, "x y") && !strcmp(c.dataset.separator, "%"), "strings");
+    config_free(&c);
+
+    char *bad_key[] = {"optimizer.lrr=1"};
+    expect_error(BASE, 1, bad_key,
+                 "override 'optimizer.lrr=1': unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)");
+    char *bad_val[] = {"dataset.packed=maybe"};
+    expect_error(BASE, 1, bad_val, "override 'dataset.packed=maybe': dataset.packed: expected true or false");
+    char *no_eq[] = {"optimizer.lr"};
+    expect_error(BASE, 1, no_eq, "override 'optimizer.lr': expected key.sub=value");
+    char *section[] = {"model={dim: 3}"};
+    expect_error(BASE, 1, section, "'model' is a section");
+    char *bad_yaml[] = {"optimizer.betas=[0.9"};
+    expect_error(BASE, 1, bad_yaml, "the value is not valid YAML");
+}
+
+static void write_json(const char *json)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "mkdir -p %s/hf", test_dir);
+    CHECK(system(dir) == 0, "mkdir");
+    test_write("hf/config.json", json, -1);
+}
+
+static void test_init_from(void)
+{
+    char recipe[1024], *inc[] = {"model.dim=64"}, *ok[] = {"model.dim=128", "model.max_seq_len=64"};
+    snprintf(recipe, sizeof recipe, "output_dir: o\nmodel:\n  init_from: %s/hf\ndataset:\n  type: text\n  path: p\n",
+             test_dir);
+    write_json("{\"model_type\": \"llama\", \"hidden_size\": 128, \"num_hidden_layers\": 2,"
+               " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 344,"
+               " \"vocab_size\": 300, \"max_position_embeddings\": 256, \"rms_norm_eps\": 1e-6,"
+               " \"rope_theta\": 500000.0, \"tie_word_embeddings\": true}");
+    struct config c;
+    CHECK(load(&c, recipe, 0, NULL) == 0, "%s", err);
+    CHECK(c.model.dim == 128 && c.model.n_layers == 2 && c.model.n_heads == 4 && c.model.n_kv_heads == 2 &&
+              c.model.hidden_dim == 344 && c.model.vocab_size == 300 && c.model.max_seq_len == 256 &&
+              c.model.norm_eps == 1e-6 && c.model.rope_theta == 500000 && c.model.tie_embeddings,
+          "llama config.json read");
+    config_free(&c);
+    CHECK(load(&c, recipe, 2, ok) == 0 && c.model.max_seq_len == 64, "agreeing keys: %s", err);
+    config_free(&c);
+    expect_error(recipe, 1, inc, "override 'model.dim=64': model.dim: 64 disagrees with hidden_size = 128 in");
+    char *longer[] = {"model.max_seq_len=512"};
+    expect_error(recipe, 1, longer, "model.max_seq_len: 512 exceeds max_position_embeddings = 256");
+    char *arch[] = {"model.arch=gpt2"};
+    expect_error(recipe, 1, arch, "model.arch: gpt2 disagrees with model_type 'llama'");
+
+    write_json("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4,"
+               " \"vocab_size\": 50257, \"n_positions\": 1024, \"layer_norm_epsilon\": 1e-5}");
+    CHECK(load(&c, recipe, 0, NULL) == 0, "%s", err);
+    CHECK(c.model.arch == ARCH_GPT2 && c.model.dim == 64 && c.model.hidden_dim == 256 && c.model.n_kv_heads == 4 &&
+              c.model.tie_embeddings && c.model.vocab_size == 50257,
+          "gpt2 config.json read");
+    config_free(&c);
+
+    write_json("{\"model_type\": \"mistral\"}");
+    expect_error(recipe, 0, NULL, "model_type 'mistral' is not supported");
+    write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
+    expect_error(recipe, 0, NULL, "lacks num_hidden_layers");
+    char missing[512];
+    snprintf(missing, sizeof missing, "output_dir: o\nmodel:\n  init_from: %s/none\n", test_dir);
+    expect_error(missing, 0, NULL, "r.yaml:3:14: model.init_from: cannot read");
+}
+
+static void test_print_and_hash(void)
+{
+    struct config c, back;
+    char *ov[] = {"optimizer.lr=1e-3", "dataset.separator=\"a\\\"b\"", "dataset.exclude=[\"*.dat\"]"};
+    CHECK(load(&c, BASE, 3, ov) == 0, "%s", err);
+    char *text = NULL, *again = NULL;
+    size_t n;
+    FILE *f = open_memstream(&text, &n);
+    config_print(&c, f);
+    fclose(f);
+    CHECK(strstr(text, "  lr: 0.001\n"), "printed lr:\n%s", text);
+    CHECK(load(&back, text, 0, NULL) == 0, "printed recipe does not load: %s\n%s", err, text);
+    f = open_memstream(&again, &n);
+    config_print(&back, f);
+    fclose(f);
+    CHECK(!strcmp(text, again), "print is not a fixed point:\n%s\n---\n%s", text, again);
+    CHECK(config_hash(&c) == config_hash(&back), "hash differs after a round trip");
+    uint64_t h = config_hash(&c);
+    c.max_steps = 5;
+    c.resume = true;
+    CHECK(config_hash(&c) == h, "max_steps and resume must not change the hash");
+    c.optimizer.lr = 2e-3;
+    CHECK(config_hash(&c) != h, "lr must change the hash");
+    config_free(&c);
+    config_free(&back);
+    free(text);
+    free(again);
+}
+
+int main(void)
+{
+    test_tmpdir();
+    test_defaults();
+    test_errors();
+    test_overrides();
+    test_init_from();
+    test_print_and_hash();
+    return test_result("test_config");
+}
