@@ -1,0 +1,86 @@
+/* model: the llama and gpt2 architectures assembled from ops.
+ *
+ * Owns one parameter table (Hugging Face name, shape, weight-decay flag,
+ * init rule, value and gradient buffers) that init, load/save, the
+ * optimizer and the tests all walk; the activation buffers, sized once for
+ * batch_size x max_seq_len; and the recording of a whole forward (with the
+ * masked cross-entropy) and backward for one micro-batch. It never submits
+ * except where it reads results back (model_read_loss), and never knows
+ * about ranks, steps or files.
+ *
+ * Linear weights are stored (out, in) internally for every architecture;
+ * GPT-2's Conv1D tensors are (in, out) in Hugging Face files, and the
+ * table's `hf_transposed` flag tells load/save to transpose them. */
+#ifndef VKTRAIN_MODEL_H
+#define VKTRAIN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vktrain/gpu.h"
+
+enum model_arch { MODEL_LLAMA, MODEL_GPT2 };
+
+struct model_config {
+    enum model_arch arch;
+    uint32_t vocab_size, dim, n_layers, n_heads, n_kv_heads, hidden_dim, max_seq_len;
+    float norm_eps;
+    double rope_theta;
+    int tie_embeddings;
+    float init_std;
+};
+
+enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
+
+struct model_param {
+    char name[96];        /* Hugging Face name */
+    int ndim;
+    uint32_t shape[2];    /* internal shape: linear weights (out, in) */
+    size_t numel;
+    int decay;            /* weight decay applies (ndim >= 2) */
+    int hf_transposed;    /* stored (in, out) in HF files (GPT-2 Conv1D) */
+    enum model_init init;
+    struct gpu_buffer *w, *grad;
+};
+
+/* One micro-batch on the host: B sequences of T tokens (row-major B x T).
+ * positions restart per packed document; doc_ids NULL = one document per
+ * sequence; labels use -100 for positions that do not enter the loss. */
+struct model_batch {
+    uint32_t B, T;
+    const int32_t *tokens, *labels, *positions, *doc_ids;
+};
+
+struct model;
+
+/* Checks the config (fatal with the reason) and allocates parameters,
+ * gradients and activations for up to batch x max_seq_len tokens. */
+struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch);
+void model_destroy(struct model *m);
+const struct model_config *model_config(const struct model *m);
+int model_param_count(const struct model *m);
+struct model_param *model_param(struct model *m, int i);
+struct model_param *model_param_find(struct model *m, const char *hf_name);
+size_t model_numel(const struct model *m);
+
+/* normal(0, init_std) for matrices and embeddings, ones for norm weights,
+ * zeros for biases, from a generator seeded by (seed, parameter name): the
+ * same weights on every device and every world size. */
+void model_init_random(struct model *m, uint64_t seed);
+void model_zero_grad(struct model *m);
+
+/* Records the forward and the fused cross-entropy of one micro-batch with
+ * dlogits scaled by `scale` (the step passes 1/N). Uploads the batch. */
+void model_forward(struct model *m, const struct model_batch *b, float scale);
+/* Records the backward of the last forward, accumulating into gradients. */
+void model_backward(struct model *m);
+/* Submits, then returns the last forward's loss sum and valid-token count
+ * (deterministic device reductions). */
+void model_read_loss(struct model *m, double *loss_sum, double *count);
+/* With keep set, each forward copies its logits before the cross-entropy
+ * turns them into gradients, and model_read_logits returns that copy
+ * (rows x V floats). Costs one logits buffer; for tests and evaluation. */
+void model_keep_logits(struct model *m, int keep);
+void model_read_logits(struct model *m, float *out);
+
+#endif

@@ -1,0 +1,292 @@
+/* model: the parameter table, buffers and deterministic initialization
+ * for the llama and gpt2 architectures (see include/vktrain/model.h).
+ * The forward and backward recordings are in model_forward.c and
+ * model_backward.c. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "vktrain/ops.h"
+#include "vktrain/util.h"
+
+static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1,
+                     const char *fmt, ...) VKT_PRINTF(6, 7);
+
+/* d1 == 0: a vector of d0. Returns the index. */
+static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1,
+                     const char *fmt, ...)
+{
+    if (m->n_params == MODEL_MAX_PARAMS)
+        vkt_fatal("model: more than %d parameter tensors", MODEL_MAX_PARAMS);
+    struct model_param *p = &m->params[m->n_params];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->name, sizeof p->name, fmt, ap);
+    va_end(ap);
+    p->ndim = d1 ? 2 : 1;
+    p->shape[0] = d0;
+    p->shape[1] = d1;
+    p->numel = (size_t)d0 * (d1 ? d1 : 1);
+    p->decay = p->ndim >= 2;
+    p->hf_transposed = transposed;
+    p->init = init;
+    p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
+    p->grad = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
+    return m->n_params++;
+}
+
+static void build_table(struct model *m)
+{
+    const struct model_config *c = &m->c;
+    uint32_t C = c->dim, V = c->vocab_size, F = c->hidden_dim, hd = C / c->n_heads;
+    uint32_t kv = c->n_kv_heads * hd;
+    m->lp = vkt_calloc(c->n_layers, sizeof *m->lp, "layer table");
+    m->pos_embed = m->norm_f_b = m->lm_head = -1;
+    if (c->arch == MODEL_LLAMA) {
+        m->embed = add_param(m, 0, INIT_NORMAL, V, C, "model.embed_tokens.weight");
+        for (uint32_t l = 0; l < c->n_layers; l++) {
+            struct layer_params *p = &m->lp[l];
+            memset(p, -1, sizeof *p);
+            p->norm1 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.input_layernorm.weight", l);
+            p->wq = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.q_proj.weight", l);
+            p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
+            p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
+            p->wo = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.o_proj.weight", l);
+            p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
+            p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
+            p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
+            p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
+        }
+        m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
+        m->lm_head = c->tie_embeddings ? m->embed : add_param(m, 0, INIT_NORMAL, V, C, "lm_head.weight");
+    } else {
+        m->embed = add_param(m, 0, INIT_NORMAL, V, C, "wte.weight");
+        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->max_seq_len, C, "wpe.weight");
+        for (uint32_t l = 0; l < c->n_layers; l++) {
+            struct layer_params *p = &m->lp[l];
+            memset(p, -1, sizeof *p);
+            p->norm1 = add_param(m, 0, INIT_ONES, C, 0, "h.%u.ln_1.weight", l);
+            p->norm1_b = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.ln_1.bias", l);
+            p->wqkv = add_param(m, 1, INIT_NORMAL, 3 * C, C, "h.%u.attn.c_attn.weight", l);
+            p->bqkv = add_param(m, 0, INIT_ZEROS, 3 * C, 0, "h.%u.attn.c_attn.bias", l);
+            p->wo = add_param(m, 1, INIT_NORMAL, C, C, "h.%u.attn.c_proj.weight", l);
+            p->bo = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.attn.c_proj.bias", l);
+            p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "h.%u.ln_2.weight", l);
+            p->norm2_b = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.ln_2.bias", l);
+            p->up = add_param(m, 1, INIT_NORMAL, F, C, "h.%u.mlp.c_fc.weight", l);
+            p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "h.%u.mlp.c_fc.bias", l);
+            p->down = add_param(m, 1, INIT_NORMAL, C, F, "h.%u.mlp.c_proj.weight", l);
+            p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.mlp.c_proj.bias", l);
+        }
+        m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "ln_f.weight");
+        m->norm_f_b = add_param(m, 0, INIT_ZEROS, C, 0, "ln_f.bias");
+        m->lm_head = m->embed;
+    }
+}
+
+static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
+{
+    return gpu_buffer_create(m->g, floats * sizeof(float), name);
+}
+
+static void build_activations(struct model *m, uint32_t batch)
+{
+    const struct model_config *c = &m->c;
+    size_t R = m->max_rows, C = c->dim, F = c->hidden_dim, H = c->n_heads, T = c->max_seq_len;
+    size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T * T;
+    int llama = c->arch == MODEL_LLAMA;
+    m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        struct layer_acts *a = &m->la[l];
+        a->x = act(m, R * C, "x");
+        a->xn = act(m, R * C, "xn");
+        a->mean1 = act(m, R, "mean1");
+        a->rstd1 = act(m, R, "rstd1");
+        if (llama) {
+            a->q = act(m, R * C, "q");
+            a->k = act(m, R * kv, "k");
+            a->v = act(m, R * kv, "v");
+        } else {
+            a->qkv = act(m, R * 3 * C, "qkv");
+        }
+        a->probs = act(m, P, "probs");
+        a->att = act(m, R * C, "att");
+        a->x2 = act(m, R * C, "x2");
+        a->xn2 = act(m, R * C, "xn2");
+        a->mean2 = act(m, R, "mean2");
+        a->rstd2 = act(m, R, "rstd2");
+        if (llama)
+            a->gate = act(m, R * F, "gate");
+        a->up = act(m, R * F, "up");
+        a->h = act(m, R * F, "h");
+    }
+    m->tokens = act(m, R, "tokens");
+    m->labels = act(m, R, "labels");
+    m->positions = act(m, R, "positions");
+    m->doc_ids = act(m, R, "doc ids");
+    m->x_final = act(m, R * C, "x final");
+    m->xf = act(m, R * C, "xf");
+    m->mean_f = act(m, R, "mean f");
+    m->rstd_f = act(m, R, "rstd f");
+    m->logits = act(m, R * c->vocab_size, "logits");
+    m->row_loss = act(m, R, "row loss");
+    m->row_count = act(m, R, "row count");
+    m->stats = act(m, 2, "loss stats");
+    m->scratch = act(m, op_reduce_scratch(m->g, R), "reduce scratch");
+    m->dres = act(m, R * C, "dres");
+    m->dxn = act(m, R * C, "dxn");
+    m->datt = act(m, R * C, "datt");
+    m->dscores = act(m, P, "dscores");
+    if (llama) {
+        m->dq = act(m, R * C, "dq");
+        m->dk = act(m, R * kv, "dk");
+        m->dv = act(m, R * kv, "dv");
+        m->dgate = act(m, R * F, "dgate");
+        float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
+        op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
+        m->rope_table = act(m, T * hd, "rope table");
+        gpu_upload(m->g, m->rope_table, 0, table, sizeof(float) * T * hd);
+        free(table);
+    } else {
+        m->dqkv = act(m, R * 3 * C, "dqkv");
+    }
+    m->dh = act(m, R * F, "dh");
+    m->dup = act(m, R * F, "dup");
+}
+
+struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
+{
+    if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
+        vkt_fatal("model: dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
+    if (c->dim % c->n_heads)
+        vkt_fatal("model: n_heads %u does not divide dim %u", c->n_heads, c->dim);
+    if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
+        vkt_fatal("model: n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
+    if (c->arch == MODEL_LLAMA && (c->dim / c->n_heads) % 2)
+        vkt_fatal("model: llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
+    if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
+        vkt_fatal("model: gpt2 has tied embeddings and n_kv_heads == n_heads");
+    struct model *m = vkt_calloc(1, sizeof *m, "the model");
+    m->g = g;
+    m->c = *c;
+    m->max_rows = batch * c->max_seq_len;
+    build_table(m);
+    build_activations(m, batch);
+    return m;
+}
+
+void model_destroy(struct model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n_params; i++) {
+        gpu_buffer_destroy(m->g, m->params[i].w);
+        gpu_buffer_destroy(m->g, m->params[i].grad);
+    }
+    for (uint32_t l = 0; l < m->c.n_layers; l++) {
+        struct gpu_buffer **b = (struct gpu_buffer **)&m->la[l];
+        for (size_t i = 0; i < sizeof m->la[l] / sizeof *b; i++)
+            gpu_buffer_destroy(m->g, b[i]);
+    }
+    struct gpu_buffer *shared[] = {m->tokens, m->labels, m->positions, m->doc_ids, m->x_final, m->xf, m->mean_f,
+                                   m->rstd_f, m->logits, m->logits_kept, m->row_loss, m->row_count, m->stats,
+                                   m->scratch, m->rope_table, m->dres, m->dxn, m->datt, m->dscores, m->dq, m->dk,
+                                   m->dv, m->dqkv, m->dh, m->dgate, m->dup};
+    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
+        gpu_buffer_destroy(m->g, shared[i]);
+    free(m->lp);
+    free(m->la);
+    free(m);
+}
+
+const struct model_config *model_config(const struct model *m) { return &m->c; }
+int model_param_count(const struct model *m) { return m->n_params; }
+struct model_param *model_param(struct model *m, int i) { return &m->params[i]; }
+
+struct model_param *model_param_find(struct model *m, const char *hf_name)
+{
+    for (int i = 0; i < m->n_params; i++)
+        if (!strcmp(m->params[i].name, hf_name))
+            return &m->params[i];
+    return NULL;
+}
+
+size_t model_numel(const struct model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_params; i++)
+        n += m->params[i].numel;
+    return n;
+}
+
+/* splitmix64: a tiny generator whose stream is the same on every platform. */
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+void model_init_random(struct model *m, uint64_t seed)
+{
+    for (int i = 0; i < m->n_params; i++) {
+        struct model_param *p = &m->params[i];
+        float *host = vkt_malloc(p->numel * sizeof(float), p->name);
+        uint64_t s = seed ^ hash_name(p->name);
+        for (size_t j = 0; j < p->numel; j++) {
+            if (p->init == INIT_ONES || p->init == INIT_ZEROS) {
+                host[j] = p->init == INIT_ONES ? 1.0f : 0.0f;
+                continue;
+            }
+            /* Box–Muller in double from two 53-bit uniforms in (0, 1]. */
+            double u1 = ((double)(splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53;
+            double u2 = (double)(splitmix64(&s) >> 11) * 0x1.0p-53;
+            host[j] = (float)(m->c.init_std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        }
+        gpu_upload(m->g, p->w, 0, host, p->numel * sizeof(float));
+        free(host);
+    }
+}
+
+void model_zero_grad(struct model *m)
+{
+    for (int i = 0; i < m->n_params; i++)
+        gpu_zero(m->g, m->params[i].grad);
+}
+
+void model_keep_logits(struct model *m, int keep)
+{
+    m->keep_logits = keep;
+    if (keep && !m->logits_kept)
+        m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
+}
+
+void model_read_logits(struct model *m, float *out)
+{
+    if (!m->logits_kept)
+        vkt_fatal("model_read_logits: model_keep_logits was not set");
+    gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
+}
+
+void model_read_loss(struct model *m, double *loss_sum, double *count)
+{
+    size_t rows = (size_t)m->last.B * m->last.T;
+    op_sum(m->g, m->row_loss, rows, m->scratch, m->stats, 0);
+    op_sum(m->g, m->row_count, rows, m->scratch, m->stats, 1);
+    float s[2];
+    gpu_download(m->g, m->stats, 0, s, sizeof s);
+    *loss_sum = s[0];
+    *count = s[1];
+}

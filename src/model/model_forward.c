@@ -1,0 +1,113 @@
+/* model_forward: records the forward pass of one micro-batch, ending in
+ * the masked cross-entropy fused with its backward, for both
+ * architectures. Pre-norm blocks; the residual stream of each layer is
+ * kept (la[l].x) for the backward. */
+#include <string.h>
+
+#include "model_internal.h"
+#include "vktrain/ops.h"
+#include "vktrain/util.h"
+
+static void upload_batch(struct model *m, const struct model_batch *b)
+{
+    size_t rows = (size_t)b->B * b->T, bytes = rows * sizeof(int32_t);
+    if (rows > m->max_rows || b->T > m->c.max_seq_len)
+        vkt_fatal("model: a batch of %u x %u tokens exceeds the %u x %u the model was sized for", b->B, b->T,
+                  m->max_rows / m->c.max_seq_len, m->c.max_seq_len);
+    for (size_t i = 0; i < rows; i++) {
+        if (b->tokens[i] < 0 || (uint32_t)b->tokens[i] >= m->c.vocab_size)
+            vkt_fatal("model: token %d at row %zu is outside the vocabulary [0, %u)", b->tokens[i], i,
+                      m->c.vocab_size);
+        if (b->positions[i] < 0 || (uint32_t)b->positions[i] >= m->c.max_seq_len)
+            vkt_fatal("model: position %d at row %zu is outside [0, %u)", b->positions[i], i, m->c.max_seq_len);
+    }
+    gpu_upload(m->g, m->tokens, 0, b->tokens, bytes);
+    gpu_upload(m->g, m->labels, 0, b->labels, bytes);
+    gpu_upload(m->g, m->positions, 0, b->positions, bytes);
+    m->has_doc = b->doc_ids != NULL;
+    if (b->doc_ids)
+        gpu_upload(m->g, m->doc_ids, 0, b->doc_ids, bytes);
+    m->last = *b;
+}
+
+static struct op_attention_shape attention_shape(const struct model *m)
+{
+    const struct model_config *c = &m->c;
+    struct op_attention_shape s = {.B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads,
+                                   .hd = c->dim / c->n_heads};
+    if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
+        s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
+    return s;
+}
+
+static void layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
+{
+    const struct model_config *c = &m->c;
+    struct layer_params *p = &m->lp[l];
+    struct layer_acts *a = &m->la[l];
+    struct gpu *g = m->g;
+    uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
+    uint32_t kv = c->n_kv_heads * hd;
+    struct op_attention_shape s = attention_shape(m);
+    struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
+
+    if (c->arch == MODEL_LLAMA) {
+        op_rmsnorm(g, a->x, W(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn, W(m, p->wq), a->q, R, C, C, 0);
+        op_matmul_nt(g, a->xn, W(m, p->wk), a->k, R, kv, C, 0);
+        op_matmul_nt(g, a->xn, W(m, p->wv), a->v, R, kv, C, 0);
+        op_rope(g, a->q, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
+        op_rope(g, a->k, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
+        op_attention(g, &s, a->q, a->k, a->v, doc, a->probs, a->att);
+    } else {
+        op_layernorm(g, a->x, W(m, p->norm1), W(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn, W(m, p->wqkv), a->qkv, R, 3 * C, C, 0);
+        op_bias_add(g, W(m, p->bqkv), a->qkv, R, 3 * C);
+        op_attention(g, &s, a->qkv, a->qkv, a->qkv, doc, a->probs, a->att);
+    }
+    /* x2 = x + att·Woᵀ (+ b) */
+    op_copy(g, a->x, a->x2, (size_t)R * C);
+    op_matmul_nt(g, a->att, W(m, p->wo), a->x2, R, C, C, 1);
+    if (p->bo >= 0)
+        op_bias_add(g, W(m, p->bo), a->x2, R, C);
+
+    if (c->arch == MODEL_LLAMA) {
+        op_rmsnorm(g, a->x2, W(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn2, W(m, p->gate), a->gate, R, F, C, 0);
+        op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
+        op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
+    } else {
+        op_layernorm(g, a->x2, W(m, p->norm2), W(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
+        op_bias_add(g, W(m, p->bup), a->up, R, F);
+        op_gelu(g, a->up, a->h, (size_t)R * F);
+    }
+    /* out = x2 + h·Wdownᵀ (+ b) */
+    op_copy(g, a->x2, out, (size_t)R * C);
+    op_matmul_nt(g, a->h, W(m, p->down), out, R, C, F, 1);
+    if (p->bdown >= 0)
+        op_bias_add(g, W(m, p->bdown), out, R, C);
+}
+
+void model_forward(struct model *m, const struct model_batch *b, float scale)
+{
+    upload_batch(m, b);
+    const struct model_config *c = &m->c;
+    struct gpu *g = m->g;
+    uint32_t R = b->B * b->T, C = c->dim, V = c->vocab_size;
+    struct gpu_buffer *x0 = c->n_layers ? m->la[0].x : m->x_final;
+    int gpt2 = c->arch == MODEL_GPT2;
+    op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, x0, R,
+                 C, V, c->max_seq_len);
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        layer_forward(m, l, l + 1 < c->n_layers ? m->la[l + 1].x : m->x_final);
+    if (gpt2)
+        op_layernorm(g, m->x_final, W(m, m->norm_f), W(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C,
+                     c->norm_eps);
+    else
+        op_rmsnorm(g, m->x_final, W(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
+    op_matmul_nt(g, m->xf, W(m, m->lm_head), m->logits, R, V, C, 0);
+    if (m->keep_logits)
+        op_copy(g, m->logits, m->logits_kept, (size_t)R * V);
+    op_cross_entropy(g, m->logits, m->labels, m->row_loss, m->row_count, R, V, scale);
+}

@@ -1,0 +1,63 @@
+/* model_internal: the model's structures, shared by the files of
+ * src/model. The interface is include/vktrain/model.h. */
+#ifndef VKTRAIN_MODEL_INTERNAL_H
+#define VKTRAIN_MODEL_INTERNAL_H
+
+#include "vktrain/model.h"
+
+#define MODEL_MAX_PARAMS 1024
+
+/* Per-layer parameter indices into the table. */
+struct layer_params {
+    /* llama: norm1 = input_layernorm, norm2 = post_attention_layernorm,
+     * wq/wk/wv/wo, gate/up/down. gpt2: norm1/2 = ln_1/ln_2 (+ biases),
+     * wqkv = c_attn (3C, C), wo = attn.c_proj, up = mlp.c_fc,
+     * down = mlp.c_proj (+ biases). Unused entries are -1. */
+    int norm1, norm1_b, wq, wk, wv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, up, bup, down, bdown;
+};
+
+/* Saved activations of one layer (rows = B·T). */
+struct layer_acts {
+    struct gpu_buffer *x;       /* residual stream entering the layer (rows, C) */
+    struct gpu_buffer *xn;      /* norm1(x) */
+    struct gpu_buffer *mean1, *rstd1;
+    struct gpu_buffer *q, *k, *v; /* llama: (rows, H·hd), (rows, KVH·hd) after RoPE */
+    struct gpu_buffer *qkv;     /* gpt2: (rows, 3C) */
+    struct gpu_buffer *probs;   /* (B, H, T, T) */
+    struct gpu_buffer *att;     /* attention output (rows, C) */
+    struct gpu_buffer *x2;      /* residual after attention */
+    struct gpu_buffer *xn2, *mean2, *rstd2;
+    struct gpu_buffer *gate, *up; /* llama (rows, hidden); gpt2: up = c_fc output */
+    struct gpu_buffer *h;       /* activation output (rows, hidden) */
+};
+
+struct model {
+    struct gpu *g;
+    struct model_config c;
+    uint32_t max_rows;
+    struct model_param params[MODEL_MAX_PARAMS];
+    int n_params;
+    int embed, pos_embed, norm_f, norm_f_b, lm_head; /* indices (-1 if absent) */
+    struct layer_params *lp;
+    struct layer_acts *la;
+    /* Activations shared by all layers and the head. */
+    struct gpu_buffer *tokens, *labels, *positions, *doc_ids; /* int32 (rows) */
+    struct gpu_buffer *x_final, *xf, *mean_f, *rstd_f;        /* final norm */
+    struct gpu_buffer *logits;                                /* (rows, V): becomes dlogits */
+    struct gpu_buffer *logits_kept;                           /* copy when keep_logits */
+    struct gpu_buffer *row_loss, *row_count, *stats, *scratch;
+    struct gpu_buffer *rope_table;                            /* llama: (max_seq_len, hd/2, 2) */
+    /* Backward scratch. */
+    struct gpu_buffer *dres;                 /* gradient of the residual stream (rows, C) */
+    struct gpu_buffer *dxn, *datt, *dscores; /* (rows, C), (rows, C), (B,H,T,T) */
+    struct gpu_buffer *dq, *dk, *dv, *dqkv;  /* llama / gpt2 */
+    struct gpu_buffer *dh, *dgate, *dup;     /* (rows, hidden) */
+    int keep_logits;
+    struct model_batch last;                 /* shape of the last forward (pointers not kept) */
+    int has_doc;
+};
+
+static inline struct gpu_buffer *W(struct model *m, int i) { return m->params[i].w; }
+static inline struct gpu_buffer *G(struct model *m, int i) { return m->params[i].grad; }
+
+#endif
