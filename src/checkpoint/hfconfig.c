@@ -1,0 +1,273 @@
+/* hfconfig: config.json for LlamaForCausalLM and GPT2LMHeadModel (see the
+ * header). One key table per architecture maps JSON keys to struct fields,
+ * with the transformers default for optional keys, so reading and writing
+ * walk the same list. Never prints and never exits. */
+#include "vktrain/hfconfig.h"
+
+#include "vktrain/safetensors.h"
+#include "vktrain/util.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { K_INT, K_REAL, K_BOOL };
+
+/* A key: its field, whether it must be present, and the default otherwise. */
+struct key {
+    const char *name;
+    enum kind kind;
+    size_t off;
+    int required;
+    double def;
+};
+
+#define F(field) offsetof(struct hf_config, field)
+/* n_kv_heads < 0 and hidden_dim < 0 mean "derive after reading". */
+static const struct key llama_keys[] = {
+    {"vocab_size", K_INT, F(vocab_size), 1, 0},
+    {"hidden_size", K_INT, F(dim), 1, 0},
+    {"intermediate_size", K_INT, F(hidden_dim), 1, 0},
+    {"num_hidden_layers", K_INT, F(n_layers), 1, 0},
+    {"num_attention_heads", K_INT, F(n_heads), 1, 0},
+    {"num_key_value_heads", K_INT, F(n_kv_heads), 0, -1},
+    {"max_position_embeddings", K_INT, F(max_seq_len), 0, 2048},
+    {"rms_norm_eps", K_REAL, F(norm_eps), 0, 1e-6},
+    {"rope_theta", K_REAL, F(rope_theta), 0, 10000.0},
+    {"tie_word_embeddings", K_BOOL, F(tie_embeddings), 0, 0},
+};
+static const struct key gpt2_keys[] = {
+    {"vocab_size", K_INT, F(vocab_size), 1, 0},
+    {"n_embd", K_INT, F(dim), 1, 0},
+    {"n_layer", K_INT, F(n_layers), 1, 0},
+    {"n_head", K_INT, F(n_heads), 1, 0},
+    {"n_positions", K_INT, F(max_seq_len), 0, 1024},
+    {"n_inner", K_INT, F(hidden_dim), 0, -1},
+    {"layer_norm_epsilon", K_REAL, F(norm_eps), 0, 1e-5},
+    {"tie_word_embeddings", K_BOOL, F(tie_embeddings), 0, 1},
+};
+static const struct key token_keys[] = {
+    {"bos_token_id", K_INT, F(bos_token_id), 0, -1},
+    {"eos_token_id", K_INT, F(eos_token_id), 0, -1},
+    {"pad_token_id", K_INT, F(pad_token_id), 0, -1},
+};
+#undef F
+#define NKEYS(a) (int)(sizeof a / sizeof a[0])
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) VKT_PRINTF(3, 4);
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const char *type_name(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a real";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    default:
+        return "null";
+    }
+}
+
+/* Token ids and derived keys may be null (absent); other keys may not. */
+static int read_keys(const char *path, json_t *root, const struct key *keys, int n, int null_ok, struct hf_config *c,
+                     char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        const struct key *k = &keys[i];
+        void *p = (char *)c + k->off;
+        json_t *j = json_object_get(root, k->name);
+        int absent = !j || (json_is_null(j) && (null_ok || k->def < 0));
+        if (absent && k->required)
+            return fail(err, errlen, "%s: missing required key '%s'", path, k->name);
+        if (k->kind == K_REAL) {
+            if (!absent && !json_is_number(j))
+                return fail(err, errlen, "%s: '%s' must be a number, not %s", path, k->name, type_name(j));
+            *(double *)p = absent ? k->def : json_number_value(j);
+            if (!(*(double *)p >= 0))
+                return fail(err, errlen, "%s: '%s' must be non-negative", path, k->name);
+        } else if (k->kind == K_BOOL) {
+            if (!absent && !json_is_boolean(j))
+                return fail(err, errlen, "%s: '%s' must be true or false, not %s", path, k->name, type_name(j));
+            *(int *)p = absent ? (int)k->def : json_is_true(j);
+        } else {
+            if (!absent && !json_is_integer(j))
+                return fail(err, errlen, "%s: '%s' must be an integer, not %s", path, k->name, type_name(j));
+            json_int_t v = absent ? (json_int_t)k->def : json_integer_value(j);
+            if (!absent && (v < (k->def < 0 ? 0 : 1) || v > INT_MAX))
+                return fail(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
+            *(int *)p = (int)v;
+        }
+    }
+    return 0;
+}
+
+/* A string key that, when present, must have one of the allowed values. */
+static int check_string(const char *path, json_t *root, const char *key, const char *const *allowed, char *err,
+                        size_t errlen)
+{
+    json_t *j = json_object_get(root, key);
+    if (!j || json_is_null(j))
+        return 0;
+    if (!json_is_string(j))
+        return fail(err, errlen, "%s: '%s' must be a string, not %s", path, key, type_name(j));
+    for (int i = 0; allowed[i]; i++)
+        if (!strcmp(json_string_value(j), allowed[i]))
+            return 0;
+    return fail(err, errlen, "%s: %s '%s' is not supported (want '%s')", path, key, json_string_value(j), allowed[0]);
+}
+
+/* Llama options the trainer does not implement must be absent or off. */
+static int check_llama(const char *path, json_t *root, const struct hf_config *c, char *err, size_t errlen)
+{
+    static const char *const silu[] = {"silu", NULL};
+    static const char *const bias[] = {"attention_bias", "mlp_bias"};
+    if (check_string(path, root, "hidden_act", silu, err, errlen))
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (json_is_true(json_object_get(root, bias[i])))
+            return fail(err, errlen, "%s: '%s': true is not supported", path, bias[i]);
+    json_t *rs = json_object_get(root, "rope_scaling");
+    if (rs && !json_is_null(rs))
+        return fail(err, errlen, "%s: 'rope_scaling' is not supported", path);
+    json_t *hd = json_object_get(root, "head_dim");
+    if (hd && !json_is_null(hd) && (!json_is_integer(hd) || json_integer_value(hd) * c->n_heads != c->dim))
+        return fail(err, errlen, "%s: 'head_dim' must be hidden_size / num_attention_heads = %d", path,
+                    c->dim / c->n_heads);
+    return 0;
+}
+
+static int arch_of(const char *path, json_t *root, enum hf_arch *arch, char *err, size_t errlen)
+{
+    json_t *mt = json_object_get(root, "model_type");
+    json_t *ar = json_array_get(json_object_get(root, "architectures"), 0);
+    if (mt && !json_is_string(mt))
+        return fail(err, errlen, "%s: 'model_type' must be a string, not %s", path, type_name(mt));
+    const char *name = mt ? json_string_value(mt) : json_string_value(ar);
+    if (!name)
+        return fail(err, errlen, "%s: missing required key 'model_type'", path);
+    if (!strcmp(name, "llama") || !strcmp(name, "LlamaForCausalLM"))
+        *arch = HF_LLAMA;
+    else if (!strcmp(name, "gpt2") || !strcmp(name, "GPT2LMHeadModel"))
+        *arch = HF_GPT2;
+    else
+        return fail(err, errlen, "%s: unsupported %s '%s' (llama and gpt2 are)", path,
+                    mt ? "model_type" : "architecture", name);
+    return 0;
+}
+
+int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return fail(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+    int rc = -1;
+    if (!json_is_object(root)) {
+        fail(err, errlen, "%s: not a JSON object", path);
+        goto done;
+    }
+    if (arch_of(path, root, &c->arch, err, errlen) ||
+        read_keys(path, root, token_keys, NKEYS(token_keys), 1, c, err, errlen))
+        goto done;
+    if (c->arch == HF_LLAMA) {
+        if (read_keys(path, root, llama_keys, NKEYS(llama_keys), 0, c, err, errlen))
+            goto done;
+        if (c->n_kv_heads < 0)
+            c->n_kv_heads = c->n_heads;
+        if (check_llama(path, root, c, err, errlen))
+            goto done;
+    } else {
+        static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
+        /* Older configs give the context as n_ctx only. */
+        json_t *ctx = json_object_get(root, "n_ctx");
+        if (!json_object_get(root, "n_positions") && json_is_integer(ctx))
+            json_object_set(root, "n_positions", ctx);
+        if (read_keys(path, root, gpt2_keys, NKEYS(gpt2_keys), 0, c, err, errlen) ||
+            check_string(path, root, "activation_function", gelu, err, errlen))
+            goto done;
+        c->n_kv_heads = c->n_heads;
+        if (c->hidden_dim < 0)
+            c->hidden_dim = 4 * c->dim;
+    }
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+static void write_keys(json_t *root, const struct key *keys, int n, const struct hf_config *c)
+{
+    for (int i = 0; i < n; i++) {
+        const void *p = (const char *)c + keys[i].off;
+        json_t *v = keys[i].kind == K_REAL   ? json_real(*(const double *)p)
+                    : keys[i].kind == K_BOOL ? json_boolean(*(const int *)p)
+                                             : json_integer(*(const int *)p);
+        if (keys[i].kind != K_INT || *(const int *)p >= 0)
+            json_object_set_new(root, keys[i].name, v);
+        else
+            json_decref(v);
+    }
+}
+
+/* The shortest of 15 or 17 digits that gives every real back exactly, so
+ * 1e-05 reads as 1e-05 and any other value still round-trips. */
+static int real_precision(const struct hf_config *c)
+{
+    const double v[] = {c->norm_eps, c->rope_theta};
+    char buf[64];
+    for (int i = 0; i < 2; i++) {
+        snprintf(buf, sizeof buf, "%.15g", v[i]);
+        if (strtod(buf, NULL) != v[i])
+            return 17;
+    }
+    return 15;
+}
+
+int hf_config_write(const char *path, const struct hf_config *c, char *err, size_t errlen)
+{
+    json_t *root = json_object();
+    int llama = c->arch == HF_LLAMA;
+    json_object_set_new(root, "architectures", json_pack("[s]", llama ? "LlamaForCausalLM" : "GPT2LMHeadModel"));
+    json_object_set_new(root, "model_type", json_string(llama ? "llama" : "gpt2"));
+    if (llama) {
+        write_keys(root, llama_keys, NKEYS(llama_keys), c);
+        json_object_set_new(root, "hidden_act", json_string("silu"));
+        json_object_set_new(root, "attention_bias", json_false());
+        json_object_set_new(root, "mlp_bias", json_false());
+    } else {
+        write_keys(root, gpt2_keys, NKEYS(gpt2_keys), c);
+        json_object_set_new(root, "n_ctx", json_integer(c->max_seq_len));
+        json_object_set_new(root, "activation_function", json_string("gelu_new"));
+    }
+    write_keys(root, token_keys, NKEYS(token_keys), c);
+    json_object_set_new(root, "torch_dtype", json_string("float32"));
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(real_precision(c)));
+    json_decref(root);
+    size_t len = strlen(text);
+    const void *bufs[] = {text, "\n"};
+    const size_t lens[] = {len, 1};
+    int rc = ckpt_write_atomic(path, 2, bufs, lens, err, errlen);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* test_hfconfig: config.json write/read round trips for both archs,
+ * published-style configs with optional keys missing or null, and the
+ * errors for missing keys, wrong types and unsupported models. */
+#include "test_util.h"
+
+#include "vktrain/hfconfig.h"
+
+#include <unistd.h>
+
+static char err[1024];
+
+static void check_equal(const struct hf_config *a, const struct hf_config *b, const char *what)
+{
+    CHECK(a->arch == b->arch && a->vocab_size == b->vocab_size && a->dim == b->dim && a->n_layers == b->n_layers &&
+              a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads && a->hidden_dim == b->hidden_dim &&
+              a->max_seq_len == b->max_seq_len && a->norm_eps == b->norm_eps && a->rope_theta == b->rope_theta &&
+              a->tie_embeddings == b->tie_embeddings && a->bos_token_id == b->bos_token_id &&
+              a->eos_token_id == b->eos_token_id && a->pad_token_id == b->pad_token_id,
+          "%s: read back differs", what);
+}
+
+static void round_trip(const struct hf_config *c, const char *what, const char *want_text)
+{
+    char path[512], tmp[600];
+    snprintf(path, sizeof path, "%s/config.json", test_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(hf_config_write(path, c, err, sizeof err) == 0, "%s: %s", what, err);
+    CHECK(access(tmp, F_OK) != 0, "%s left behind", tmp);
+    struct hf_config r;
+    CHECK(hf_config_read(path, &r, err, sizeof err) == 0, "%s: %s", what, err);
+    check_equal(&r, c, what);
+    char text[4096] = {0};
+    FILE *f = fopen(path, "r");
+    CHECK(f && fread(text, 1, sizeof text - 1, f) > 0, "reading %s", path);
+    if (f)
+        fclose(f);
+    CHECK_MSG(text, want_text);
+}
+
+static void test_round_trips(void)
+{
+    struct hf_config llama = {HF_LLAMA, 259, 64, 2, 4, 2, 176, 128, 1e-5, 500000.0, 0, 256, 257, 258};
+    round_trip(&llama, "llama", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ]");
+    round_trip(&llama, "llama", "\"rms_norm_eps\": 1e-5,");
+    round_trip(&llama, "llama", "\"num_key_value_heads\": 2,");
+    round_trip(&llama, "llama", "\"hidden_act\": \"silu\"");
+    llama.tie_embeddings = 1;
+    llama.norm_eps = 1.0 / 3.0; /* needs 17 digits */
+    llama.bos_token_id = llama.eos_token_id = llama.pad_token_id = -1;
+    round_trip(&llama, "llama tied", "\"tie_word_embeddings\": true");
+    struct hf_config gpt2 = {HF_GPT2, 50257, 48, 3, 3, 3, 192, 64, 1e-5, 0, 1, 50256, 50256, -1};
+    round_trip(&gpt2, "gpt2", "\"model_type\": \"gpt2\"");
+    round_trip(&gpt2, "gpt2", "\"n_inner\": 192");
+    round_trip(&gpt2, "gpt2", "\"activation_function\": \"gelu_new\"");
+}
+
+static int read_text(const char *text, struct hf_config *c)
+{
+    err[0] = 0;
+    return hf_config_read(test_write("config.json", text, -1), c, err, sizeof err);
+}
+
+static void test_published(void)
+{
+    struct hf_config c;
+    /* As the gpt2 checkpoint on the Hub has it (abridged). */
+    CHECK(read_text("{\"activation_function\": \"gelu_new\", \"architectures\": [\"GPT2LMHeadModel\"],"
+                    "\"attn_pdrop\": 0.1, \"bos_token_id\": 50256, \"embd_pdrop\": 0.1, \"eos_token_id\": 50256,"
+                    "\"initializer_range\": 0.02, \"layer_norm_epsilon\": 1e-05, \"model_type\": \"gpt2\","
+                    "\"n_ctx\": 1024, \"n_embd\": 768, \"n_head\": 12, \"n_inner\": null, \"n_layer\": 12,"
+                    "\"n_positions\": 1024, \"vocab_size\": 50257}",
+                    &c) == 0,
+          "%s", err);
+    struct hf_config want = {HF_GPT2, 50257, 768, 12, 12, 12, 3072, 1024, 1e-5, 0, 1, 50256, 50256, -1};
+    check_equal(&c, &want, "published gpt2");
+
+    /* Old llama configs: no num_key_value_heads, rope_theta or rms_norm_eps. */
+    CHECK(read_text("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096,"
+                    "\"intermediate_size\": 11008, \"num_attention_heads\": 32, \"num_hidden_layers\": 32,"
+                    "\"max_position_embeddings\": 2048, \"vocab_size\": 32000, \"pad_token_id\": null,"
+                    "\"hidden_act\": \"silu\", \"rope_scaling\": null}",
+                    &c) == 0,
+          "%s", err);
+    struct hf_config lw = {HF_LLAMA, 32000, 4096, 32, 32, 32, 11008, 2048, 1e-6, 10000.0, 0, -1, -1, -1};
+    check_equal(&c, &lw, "old llama");
+}
+
+static void expect_error(const char *text, const char *want, const char *want2)
+{
+    struct hf_config c;
+    CHECK(read_text(text, &c) == -1, "accepted %s", text);
+    CHECK_MSG(err, want);
+    if (want2)
+        CHECK_MSG(err, want2);
+    CHECK_MSG(err, "config.json");
+}
+
+#define LLAMA_REST                                                                                                     \
+    "\"intermediate_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 259"
+
+static void test_errors(void)
+{
+    expect_error("{\"model_type\": \"llama\", " LLAMA_REST "}", "missing required key 'hidden_size'", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": \"64\", " LLAMA_REST "}", "'hidden_size'",
+                 "must be an integer, not a string");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64.5, " LLAMA_REST "}", "'hidden_size'", "integer");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 0, " LLAMA_REST "}", "'hidden_size'", "out of range");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_theta\": \"big\", " LLAMA_REST "}",
+                 "'rope_theta'", "must be a number");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"tie_word_embeddings\": 1, " LLAMA_REST "}",
+                 "'tie_word_embeddings'", "true or false");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"hidden_act\": \"gelu\", " LLAMA_REST "}",
+                 "hidden_act 'gelu' is not supported", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"mlp_bias\": true, " LLAMA_REST "}", "'mlp_bias'",
+                 NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"head_dim\": 32, " LLAMA_REST "}", "'head_dim'",
+                 NULL);
+    expect_error(
+        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"linear\"}, " LLAMA_REST "}",
+        "'rope_scaling'", NULL);
+    expect_error("{\"model_type\": \"bert\", \"hidden_size\": 64}", "unsupported model_type 'bert'", NULL);
+    expect_error("{\"architectures\": [\"MistralForCausalLM\"]}", "unsupported architecture 'MistralForCausalLM'",
+                 NULL);
+    expect_error("{\"hidden_size\": 64}", "missing required key 'model_type'", NULL);
+    expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"vocab_size\": 300}",
+                 "missing required key 'n_layer'", NULL);
+    expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"n_layer\": 1, \"vocab_size\": 300,"
+                 "\"activation_function\": \"relu\"}",
+                 "activation_function 'relu'", NULL);
+    expect_error("{\"model_type\": \"gpt2\", \"n_embd\": null, \"n_head\": 3, \"n_layer\": 1, \"vocab_size\": 300}",
+                 "'n_embd'", "not null");
+    expect_error("{\"model_type\": \"gpt2\",", "config.json:", NULL);
+    expect_error("[1]", "not a JSON object", NULL);
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/missing/config.json", test_dir);
+    struct hf_config c = {HF_LLAMA, 259, 64, 2, 4, 4, 176, 128, 1e-5, 1e4, 0, -1, -1, -1};
+    CHECK(hf_config_write(path, &c, err, sizeof err) == -1, "wrote into a missing directory");
+    CHECK_MSG(err, "cannot create");
+}
+
+int main(void)
+{
+    test_tmpdir();
+    test_round_trips();
+    test_published();
+    test_errors();
+    return test_result("test_hfconfig");
+}
