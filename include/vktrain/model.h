@@ -83,4 +83,16 @@ void model_read_loss(struct model *m, double *loss_sum, double *count);
 void model_keep_logits(struct model *m, int keep);
 void model_read_logits(struct model *m, float *out);
 
+/* Hugging Face files in dir: model.safetensors (F32, HF names and shapes,
+ * GPT-2 Conv1D weights (in, out); no lm_head when tied) and config.json,
+ * each written atomically. Returns 0, or -1 with a message in err. */
+int model_save(struct model *m, const char *dir, char *err, size_t errlen);
+/* Reads dir/model.safetensors into the parameters (F32/F16/BF16). Every
+ * parameter must be present with its HF shape; GPT-2 names may carry the
+ * "transformer." prefix; the buffers attn.bias, attn.masked_bias and
+ * rotary_emb.inv_freq are ignored; anything else unknown is an error. */
+int model_load(struct model *m, const char *dir, char *err, size_t errlen);
+/* The model config a Hugging Face config.json describes. */
+int model_config_read(const char *dir, struct model_config *c, char *err, size_t errlen);
+
 #endif
