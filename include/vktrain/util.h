@@ -31,6 +31,10 @@ void *vkt_calloc(size_t count, size_t size, const char *what);
 void *vkt_realloc(void *p, size_t n, const char *what);
 char *vkt_strdup(const char *s);
 
+/* Formats a message into err (for functions that report errors to their
+ * caller rather than ending the process) and returns -1. */
+int vkt_error(char *err, size_t errlen, const char *fmt, ...) VKT_PRINTF(3, 4);
+
 /* Monotonic clock in seconds. */
 double vkt_now(void);
 

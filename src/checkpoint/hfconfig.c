@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,15 +56,6 @@ static const struct key token_keys[] = {
 #undef F
 #define NKEYS(a) (int)(sizeof a / sizeof a[0])
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) VKT_PRINTF(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static const char *type_name(const json_t *j)
 {
@@ -98,23 +88,23 @@ static int read_keys(const char *path, json_t *root, const struct key *keys, int
         json_t *j = json_object_get(root, k->name);
         int absent = !j || (json_is_null(j) && (null_ok || k->def < 0));
         if (absent && k->required)
-            return fail(err, errlen, "%s: missing required key '%s'", path, k->name);
+            return vkt_error(err, errlen, "%s: missing required key '%s'", path, k->name);
         if (k->kind == K_REAL) {
             if (!absent && !json_is_number(j))
-                return fail(err, errlen, "%s: '%s' must be a number, not %s", path, k->name, type_name(j));
+                return vkt_error(err, errlen, "%s: '%s' must be a number, not %s", path, k->name, type_name(j));
             *(double *)p = absent ? k->def : json_number_value(j);
             if (!(*(double *)p >= 0))
-                return fail(err, errlen, "%s: '%s' must be non-negative", path, k->name);
+                return vkt_error(err, errlen, "%s: '%s' must be non-negative", path, k->name);
         } else if (k->kind == K_BOOL) {
             if (!absent && !json_is_boolean(j))
-                return fail(err, errlen, "%s: '%s' must be true or false, not %s", path, k->name, type_name(j));
+                return vkt_error(err, errlen, "%s: '%s' must be true or false, not %s", path, k->name, type_name(j));
             *(int *)p = absent ? (int)k->def : json_is_true(j);
         } else {
             if (!absent && !json_is_integer(j))
-                return fail(err, errlen, "%s: '%s' must be an integer, not %s", path, k->name, type_name(j));
+                return vkt_error(err, errlen, "%s: '%s' must be an integer, not %s", path, k->name, type_name(j));
             json_int_t v = absent ? (json_int_t)k->def : json_integer_value(j);
             if (!absent && (v < (k->def < 0 ? 0 : 1) || v > INT_MAX))
-                return fail(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
+                return vkt_error(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
             *(int *)p = (int)v;
         }
     }
@@ -129,11 +119,11 @@ static int check_string(const char *path, json_t *root, const char *key, const c
     if (!j || json_is_null(j))
         return 0;
     if (!json_is_string(j))
-        return fail(err, errlen, "%s: '%s' must be a string, not %s", path, key, type_name(j));
+        return vkt_error(err, errlen, "%s: '%s' must be a string, not %s", path, key, type_name(j));
     for (int i = 0; allowed[i]; i++)
         if (!strcmp(json_string_value(j), allowed[i]))
             return 0;
-    return fail(err, errlen, "%s: %s '%s' is not supported (want '%s')", path, key, json_string_value(j), allowed[0]);
+    return vkt_error(err, errlen, "%s: %s '%s' is not supported (want '%s')", path, key, json_string_value(j), allowed[0]);
 }
 
 /* Llama options the trainer does not implement must be absent or off. */
@@ -145,13 +135,13 @@ static int check_llama(const char *path, json_t *root, const struct hf_config *c
         return -1;
     for (int i = 0; i < 2; i++)
         if (json_is_true(json_object_get(root, bias[i])))
-            return fail(err, errlen, "%s: '%s': true is not supported", path, bias[i]);
+            return vkt_error(err, errlen, "%s: '%s': true is not supported", path, bias[i]);
     json_t *rs = json_object_get(root, "rope_scaling");
     if (rs && !json_is_null(rs))
-        return fail(err, errlen, "%s: 'rope_scaling' is not supported", path);
+        return vkt_error(err, errlen, "%s: 'rope_scaling' is not supported", path);
     json_t *hd = json_object_get(root, "head_dim");
     if (hd && !json_is_null(hd) && (!json_is_integer(hd) || json_integer_value(hd) * c->n_heads != c->dim))
-        return fail(err, errlen, "%s: 'head_dim' must be hidden_size / num_attention_heads = %d", path,
+        return vkt_error(err, errlen, "%s: 'head_dim' must be hidden_size / num_attention_heads = %d", path,
                     c->dim / c->n_heads);
     return 0;
 }
@@ -161,16 +151,16 @@ static int arch_of(const char *path, json_t *root, enum hf_arch *arch, char *err
     json_t *mt = json_object_get(root, "model_type");
     json_t *ar = json_array_get(json_object_get(root, "architectures"), 0);
     if (mt && !json_is_string(mt))
-        return fail(err, errlen, "%s: 'model_type' must be a string, not %s", path, type_name(mt));
+        return vkt_error(err, errlen, "%s: 'model_type' must be a string, not %s", path, type_name(mt));
     const char *name = mt ? json_string_value(mt) : json_string_value(ar);
     if (!name)
-        return fail(err, errlen, "%s: missing required key 'model_type'", path);
+        return vkt_error(err, errlen, "%s: missing required key 'model_type'", path);
     if (!strcmp(name, "llama") || !strcmp(name, "LlamaForCausalLM"))
         *arch = HF_LLAMA;
     else if (!strcmp(name, "gpt2") || !strcmp(name, "GPT2LMHeadModel"))
         *arch = HF_GPT2;
     else
-        return fail(err, errlen, "%s: unsupported %s '%s' (llama and gpt2 are)", path,
+        return vkt_error(err, errlen, "%s: unsupported %s '%s' (llama and gpt2 are)", path,
                     mt ? "model_type" : "architecture", name);
     return 0;
 }
@@ -181,10 +171,10 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return fail(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        return vkt_error(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
     int rc = -1;
     if (!json_is_object(root)) {
-        fail(err, errlen, "%s: not a JSON object", path);
+        vkt_error(err, errlen, "%s: not a JSON object", path);
         goto done;
     }
     if (arch_of(path, root, &c->arch, err, errlen) ||

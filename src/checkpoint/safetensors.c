@@ -14,22 +14,12 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) VKT_PRINTF(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int host_is_le(void)
 {
@@ -93,18 +83,18 @@ static int entry_parse(const char *path, const char *name, json_t *v, uint64_t d
                        size_t errlen)
 {
     if (strlen(name) >= ST_NAME_MAX)
-        return fail(err, errlen, "%s: tensor '%.60s...': name longer than %d bytes", path, name, ST_NAME_MAX - 1);
+        return vkt_error(err, errlen, "%s: tensor '%.60s...': name longer than %d bytes", path, name, ST_NAME_MAX - 1);
     if (!json_is_object(v))
-        return fail(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
+        return vkt_error(err, errlen, "%s: tensor '%s': header entry is not an object", path, name);
     json_t *jd = json_object_get(v, "dtype"), *js = json_object_get(v, "shape"),
            *jo = json_object_get(v, "data_offsets");
     if (!json_is_string(jd))
-        return fail(err, errlen, "%s: tensor '%s': missing or non-string dtype", path, name);
+        return vkt_error(err, errlen, "%s: tensor '%s': missing or non-string dtype", path, name);
     if (!json_is_array(js))
-        return fail(err, errlen, "%s: tensor '%s': missing or non-array shape", path, name);
+        return vkt_error(err, errlen, "%s: tensor '%s': missing or non-array shape", path, name);
     if (!json_is_array(jo) || json_array_size(jo) != 2 || !json_is_integer(json_array_get(jo, 0)) ||
         !json_is_integer(json_array_get(jo, 1)))
-        return fail(err, errlen, "%s: tensor '%s': data_offsets must be [begin, end] integers", path, name);
+        return vkt_error(err, errlen, "%s: tensor '%s': data_offsets must be [begin, end] integers", path, name);
 
     const char *dt = json_string_value(jd);
     int esize = 0;
@@ -114,35 +104,35 @@ static int entry_parse(const char *path, const char *name, json_t *v, uint64_t d
             e->dt = i < 3 ? (enum st_dtype)i : DT_OTHER;
         }
     if (!esize)
-        return fail(err, errlen, "%s: tensor '%s': unknown dtype '%s'", path, name, dt);
+        return vkt_error(err, errlen, "%s: tensor '%s': unknown dtype '%s'", path, name, dt);
     if (e->dt == DT_OTHER)
-        return fail(err, errlen, "%s: tensor '%s': unsupported dtype '%s' (F32, F16 and BF16 are read)", path, name,
+        return vkt_error(err, errlen, "%s: tensor '%s': unsupported dtype '%s' (F32, F16 and BF16 are read)", path, name,
                     dt);
 
     size_t nd = json_array_size(js);
     if (nd > ST_MAX_DIMS)
-        return fail(err, errlen, "%s: tensor '%s': %zu dims, at most %d supported", path, name, nd, ST_MAX_DIMS);
+        return vkt_error(err, errlen, "%s: tensor '%s': %zu dims, at most %d supported", path, name, nd, ST_MAX_DIMS);
     e->name = name;
     e->ndim = (int)nd;
     uint64_t bytes = (uint64_t)esize;
     for (size_t i = 0; i < nd; i++) {
         json_t *d = json_array_get(js, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0)
-            return fail(err, errlen, "%s: tensor '%s': shape[%zu] is not a non-negative integer", path, name, i);
+            return vkt_error(err, errlen, "%s: tensor '%s': shape[%zu] is not a non-negative integer", path, name, i);
         uint64_t di = (uint64_t)json_integer_value(d);
         e->shape[i] = (int64_t)di;
         if (di && bytes > UINT64_MAX / di)
-            return fail(err, errlen, "%s: tensor '%s': shape overflows", path, name);
+            return vkt_error(err, errlen, "%s: tensor '%s': shape overflows", path, name);
         bytes *= di;
     }
     json_int_t b = json_integer_value(json_array_get(jo, 0)), en = json_integer_value(json_array_get(jo, 1));
     if (b < 0 || en < b || (uint64_t)en > data_size)
-        return fail(err, errlen, "%s: tensor '%s': data_offsets [%lld, %lld] out of range (data is %llu bytes)", path,
+        return vkt_error(err, errlen, "%s: tensor '%s': data_offsets [%lld, %lld] out of range (data is %llu bytes)", path,
                     name, (long long)b, (long long)en, (unsigned long long)data_size);
     e->begin = (uint64_t)b;
     e->end = (uint64_t)en;
     if (e->end - e->begin != bytes)
-        return fail(err, errlen, "%s: tensor '%s': data_offsets span %llu bytes, shape x %s needs %llu", path, name,
+        return vkt_error(err, errlen, "%s: tensor '%s': data_offsets span %llu bytes, shape x %s needs %llu", path, name,
                     (unsigned long long)(e->end - e->begin), dt, (unsigned long long)bytes);
     return 0;
 }
@@ -160,11 +150,11 @@ static int check_metadata(const char *path, json_t *m, char *err, size_t errlen)
     const char *k;
     json_t *v;
     if (!json_is_object(m))
-        return fail(err, errlen, "%s: __metadata__ is not an object", path);
+        return vkt_error(err, errlen, "%s: __metadata__ is not an object", path);
     json_object_foreach(m, k, v)
     {
         if (!json_is_string(v))
-            return fail(err, errlen, "%s: __metadata__ value '%s' is not a string", path, k);
+            return vkt_error(err, errlen, "%s: __metadata__ value '%s' is not a string", path, k);
     }
     return 0;
 }
@@ -182,7 +172,7 @@ static int read_tensor(FILE *f, const char *path, uint64_t data_start, const str
     void *raw = e->dt == DT_F32 ? (void *)t->data : vkt_malloc(bytes, "safetensors f16 buffer");
     int rc = 0;
     if (fseeko(f, (off_t)(data_start + e->begin), SEEK_SET) || fread(raw, 1, bytes, f) != bytes)
-        rc = fail(err, errlen, "%s: tensor '%s': short read", path, e->name);
+        rc = vkt_error(err, errlen, "%s: tensor '%s': short read", path, e->name);
     const uint8_t *p = raw;
     for (size_t i = 0; !rc && e->dt != DT_F32 && i < n; i++) {
         uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
@@ -198,7 +188,7 @@ static int header_parse(const char *path, json_t *root, uint64_t data_size, stru
                         int *n, char *err, size_t errlen)
 {
     if (!json_is_object(root))
-        return fail(err, errlen, "%s: header is not a JSON object", path);
+        return vkt_error(err, errlen, "%s: header is not a JSON object", path);
     *entries = vkt_calloc(json_object_size(root) + 1, sizeof **entries, "safetensors header");
     const char *k;
     json_t *v;
@@ -222,7 +212,7 @@ static int header_parse(const char *path, json_t *root, uint64_t data_size, stru
         if (e->end == e->begin)
             continue;
         if (last && e->begin < reach)
-            return fail(err, errlen, "%s: tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap", path, last->name,
+            return vkt_error(err, errlen, "%s: tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap", path, last->name,
                         (unsigned long long)last->begin, (unsigned long long)last->end, e->name,
                         (unsigned long long)e->begin, (unsigned long long)e->end);
         last = e;
@@ -235,10 +225,10 @@ int st_read(const char *path, struct st_file *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!host_is_le())
-        return fail(err, errlen, "%s: safetensors needs a little-endian host", path);
+        return vkt_error(err, errlen, "%s: safetensors needs a little-endian host", path);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return vkt_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     uint8_t len8[8];
     char *hdr = NULL;
@@ -246,30 +236,30 @@ int st_read(const char *path, struct st_file *out, char *err, size_t errlen)
     struct entry *entries = NULL;
     int n = 0, rc = -1;
     if (fstat(fileno(f), &sb)) {
-        fail(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+        vkt_error(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         goto done;
     }
     uint64_t fsize = (uint64_t)sb.st_size, hlen = 0;
     if (fsize < 8 || fread(len8, 1, 8, f) != 8) {
-        fail(err, errlen, "%s: too short for a safetensors file (%llu bytes)", path, (unsigned long long)fsize);
+        vkt_error(err, errlen, "%s: too short for a safetensors file (%llu bytes)", path, (unsigned long long)fsize);
         goto done;
     }
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | len8[i];
     if (hlen > ST_HEADER_MAX || hlen > fsize - 8) {
-        fail(err, errlen, "%s: header length %llu exceeds the file (%llu bytes) or the %u-byte limit", path,
+        vkt_error(err, errlen, "%s: header length %llu exceeds the file (%llu bytes) or the %u-byte limit", path,
              (unsigned long long)hlen, (unsigned long long)fsize, ST_HEADER_MAX);
         goto done;
     }
     hdr = vkt_malloc(hlen + 1, "safetensors header");
     if (fread(hdr, 1, hlen, f) != hlen) {
-        fail(err, errlen, "%s: short read of the header", path);
+        vkt_error(err, errlen, "%s: short read of the header", path);
         goto done;
     }
     json_error_t jerr;
     root = json_loadb(hdr, hlen, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        fail(err, errlen, "%s: header is not valid JSON: %s (at byte %d)", path, jerr.text, jerr.position);
+        vkt_error(err, errlen, "%s: header is not valid JSON: %s (at byte %d)", path, jerr.text, jerr.position);
         goto done;
     }
     if (header_parse(path, root, fsize - 8 - hlen, out, &entries, &n, err, errlen))
@@ -319,7 +309,7 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
         json_t *m = json_loads(metadata_json, 0, &jerr);
         if (!m || check_metadata(path, m, err, errlen)) {
             if (!m)
-                fail(err, errlen, "%s: metadata is not valid JSON: %s", path, jerr.text);
+                vkt_error(err, errlen, "%s: metadata is not valid JSON: %s", path, jerr.text);
             json_decref(m);
             json_decref(root);
             return NULL;
@@ -334,7 +324,7 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
         for (int d = 0; !bad && d < t[i].ndim; d++)
             bad = t[i].shape[d] < 0;
         if (bad || (st_numel(&t[i]) && !t[i].data)) {
-            fail(err, errlen, "%s: tensor '%.*s': bad or duplicate name, shape or data", path, ST_NAME_MAX - 1, name);
+            vkt_error(err, errlen, "%s: tensor '%.*s': bad or duplicate name, shape or data", path, ST_NAME_MAX - 1, name);
             json_decref(root);
             return NULL;
         }
@@ -354,7 +344,7 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
 int st_write(const char *path, const struct st_tensor *t, int n, const char *metadata_json, char *err, size_t errlen)
 {
     if (!host_is_le())
-        return fail(err, errlen, "%s: safetensors needs a little-endian host", path);
+        return vkt_error(err, errlen, "%s: safetensors needs a little-endian host", path);
     json_t *root = header_build(path, t, n, metadata_json, err, errlen);
     if (!root)
         return -1;
@@ -391,7 +381,7 @@ int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const si
     memcpy(tmp + plen, ".tmp", 5);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        vkt_error(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -405,7 +395,7 @@ int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const si
     if (ok && rename(tmp, path))
         ok = 0, e = errno;
     if (!ok) {
-        fail(err, errlen, "%s: write failed: %s", path, strerror(e));
+        vkt_error(err, errlen, "%s: write failed: %s", path, strerror(e));
         unlink(tmp);
         free(tmp);
         return -1;

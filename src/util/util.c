@@ -57,6 +57,15 @@ void vkt_fatal(const char *fmt, ...)
     exit(1);
 }
 
+int vkt_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void *vkt_malloc(size_t n, const char *what)
 {
     void *p = malloc(n ? n : 1);
