@@ -45,7 +45,7 @@ static void layer_backward(struct model *m, uint32_t l)
     op_matmul_tn(g, m->dres, a->att, G(m, p->wo), R, C, C, 1);
     if (p->bo >= 0)
         op_bias_backward(g, m->dres, G(m, p->bo), R, C);
-    struct op_attention_shape s = {.B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads, .hd = hd};
+    struct op_attention_shape s = model_attention_shape(m);
     if (c->arch == MODEL_LLAMA) {
         gpu_zero(g, m->dq);
         gpu_zero(g, m->dk);
@@ -61,7 +61,6 @@ static void layer_backward(struct model *m, uint32_t l)
         op_matmul_tn(g, m->dv, a->xn, G(m, p->wv), R, kv, C, 1);
         op_rmsnorm_backward(g, m->dxn, a->x, W(m, p->norm1), a->rstd1, m->dres, G(m, p->norm1), R, C);
     } else {
-        s.k_off = C, s.v_off = 2 * C, s.q_stride = s.kv_stride = 3 * C;
         gpu_zero(g, m->dqkv);
         op_attention_backward(g, &s, a->qkv, a->qkv, a->qkv, a->probs, m->datt, m->dscores, m->dqkv, m->dqkv,
                               m->dqkv);

@@ -30,16 +30,6 @@ static void upload_batch(struct model *m, const struct model_batch *b)
     m->last = *b;
 }
 
-static struct op_attention_shape attention_shape(const struct model *m)
-{
-    const struct model_config *c = &m->c;
-    struct op_attention_shape s = {.B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads,
-                                   .hd = c->dim / c->n_heads};
-    if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
-        s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
-    return s;
-}
-
 static void layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
 {
     const struct model_config *c = &m->c;
@@ -48,7 +38,7 @@ static void layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
     struct gpu *g = m->g;
     uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
     uint32_t kv = c->n_kv_heads * hd;
-    struct op_attention_shape s = attention_shape(m);
+    struct op_attention_shape s = model_attention_shape(m);
     struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
 
     if (c->arch == MODEL_LLAMA) {

@@ -4,6 +4,7 @@
 #define VKTRAIN_MODEL_INTERNAL_H
 
 #include "vktrain/model.h"
+#include "vktrain/ops.h"
 
 #define MODEL_MAX_PARAMS 1024
 
@@ -59,5 +60,17 @@ struct model {
 
 static inline struct gpu_buffer *W(struct model *m, int i) { return m->params[i].w; }
 static inline struct gpu_buffer *G(struct model *m, int i) { return m->params[i].grad; }
+
+/* The attention layout of the last forward: GPT-2 reads q, k, v as views
+ * into its fused (rows, 3C) c_attn output; llama has separate buffers. */
+static inline struct op_attention_shape model_attention_shape(const struct model *m)
+{
+    const struct model_config *c = &m->c;
+    struct op_attention_shape s = {.B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads,
+                                   .hd = c->dim / c->n_heads};
+    if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
+        s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
+    return s;
+}
 
 #endif
