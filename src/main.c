@@ -46,10 +46,8 @@ int main(int argc, char **argv)
         return cli_devices(argc - 1, argv + 1);
     if (!strcmp(cmd, "train"))
         return cli_train(argc - 1, argv + 1);
-    if (!strcmp(cmd, "generate")) {
-        fprintf(stderr, "vktrain: error: `generate` is not implemented yet\n");
-        return 1;
-    }
+    if (!strcmp(cmd, "generate"))
+        return cli_generate(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "vktrain: error: unknown option '%s'\n", cmd);
     else
