@@ -95,6 +95,7 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
 
     struct model_batch b = {B, T, tokens, labels, positions, with_doc ? doc : NULL};
     model_zero_grad(m);
+    model_loss_reset(m);
     model_forward(m, &b, (float)scale);
     model_backward(m);
     double loss, count;

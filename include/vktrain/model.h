@@ -74,8 +74,10 @@ void model_zero_grad(struct model *m);
 void model_forward(struct model *m, const struct model_batch *b, float scale);
 /* Records the backward of the last forward, accumulating into gradients. */
 void model_backward(struct model *m);
-/* Submits, then returns the last forward's loss sum and valid-token count
- * (deterministic device reductions). */
+/* Each forward adds its micro-batch's loss sum and valid-token count to a
+ * device-side accumulator (deterministic reductions, in micro-batch order);
+ * model_loss_reset zeroes it, model_read_loss submits and reads it. */
+void model_loss_reset(struct model *m);
 void model_read_loss(struct model *m, double *loss_sum, double *count);
 /* With keep set, each forward copies its logits before the cross-entropy
  * turns them into gradients, and model_read_logits returns that copy

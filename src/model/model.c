@@ -135,6 +135,7 @@ static void build_activations(struct model *m, uint32_t batch)
     m->row_loss = act(m, R, "row loss");
     m->row_count = act(m, R, "row count");
     m->stats = act(m, 2, "loss stats");
+    m->loss_acc = act(m, 2, "loss accumulator");
     m->scratch = act(m, op_reduce_scratch(m->g, R), "reduce scratch");
     m->dres = act(m, R * C, "dres");
     m->dxn = act(m, R * C, "dxn");
@@ -192,7 +193,7 @@ void model_destroy(struct model *m)
             gpu_buffer_destroy(m->g, b[i]);
     }
     struct gpu_buffer *shared[] = {m->tokens, m->labels, m->positions, m->doc_ids, m->x_final, m->xf, m->mean_f,
-                                   m->rstd_f, m->logits, m->logits_kept, m->row_loss, m->row_count, m->stats,
+                                   m->rstd_f, m->logits, m->logits_kept, m->row_loss, m->row_count, m->stats, m->loss_acc,
                                    m->scratch, m->rope_table, m->dres, m->dxn, m->datt, m->dscores, m->dq, m->dk,
                                    m->dv, m->dqkv, m->dh, m->dgate, m->dup};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
@@ -280,13 +281,12 @@ void model_read_logits(struct model *m, float *out)
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
 }
 
+void model_loss_reset(struct model *m) { gpu_zero(m->g, m->loss_acc); }
+
 void model_read_loss(struct model *m, double *loss_sum, double *count)
 {
-    size_t rows = (size_t)m->last.B * m->last.T;
-    op_sum(m->g, m->row_loss, rows, m->scratch, m->stats, 0);
-    op_sum(m->g, m->row_count, rows, m->scratch, m->stats, 1);
     float s[2];
-    gpu_download(m->g, m->stats, 0, s, sizeof s);
+    gpu_download(m->g, m->loss_acc, 0, s, sizeof s);
     *loss_sum = s[0];
     *count = s[1];
 }

@@ -100,4 +100,9 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
     if (m->keep_logits)
         op_copy(g, m->logits, m->logits_kept, (size_t)R * V);
     op_cross_entropy(g, m->logits, m->labels, m->row_loss, m->row_count, R, V, scale);
+    /* (loss sum, valid count) of this micro-batch, added to the step's total
+     * on the device in micro-batch order: deterministic, one read per step. */
+    op_sum(g, m->row_loss, R, m->scratch, m->stats, 0);
+    op_sum(g, m->row_count, R, m->scratch, m->stats, 1);
+    op_axpy(g, 1.0f, m->stats, m->loss_acc, 2);
 }
