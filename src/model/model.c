@@ -176,6 +176,8 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
     m->max_rows = batch * c->max_seq_len;
     build_table(m);
     build_activations(m, batch);
+    model_zero_grad(m);
+    model_loss_reset(m);
     return m;
 }
 
