@@ -13,13 +13,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum model_arch { ARCH_LLAMA, ARCH_GPT2 };
+enum config_arch { ARCH_LLAMA, ARCH_GPT2 };
 enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 
 struct config_model {
-    enum model_arch arch;
+    enum config_arch arch;
     int vocab_size; /* >= the tokenizer's size */
     int dim;
     int n_layers;

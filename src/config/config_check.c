@@ -98,7 +98,7 @@ static int read_init_from(struct config_ctx *ctx)
     else if (is_set(ctx, "model.arch") && (int)cfg->model.arch != arch)
         rc = config_fail(ctx, K("model.arch"), "model.arch: %s disagrees with model_type '%s' in %s",
                          cfg->model.arch == ARCH_LLAMA ? "llama" : "gpt2", type, file);
-    cfg->model.arch = (enum model_arch)arch;
+    cfg->model.arch = (enum config_arch)arch;
     const struct hf_key *keys = arch == ARCH_GPT2 ? gpt2_keys : llama_keys;
     for (int i = 0; rc == 0 && keys[i].key; i++) {
         json_t *j = json_object_get(root, keys[i].json);
