@@ -35,6 +35,12 @@ char *vkt_strdup(const char *s);
  * caller rather than ending the process) and returns -1. */
 int vkt_error(char *err, size_t errlen, const char *fmt, ...) VKT_PRINTF(3, 4);
 
+/* Formats a file path into out; a path longer than n is fatal. */
+void vkt_path(char *out, size_t n, const char *fmt, ...) VKT_PRINTF(3, 4);
+
+/* mkdir -p: 0, or -1 with errno set. */
+int vkt_mkdir_p(const char *path);
+
 /* Monotonic clock in seconds. */
 double vkt_now(void);
 

@@ -1,8 +1,7 @@
 /* cli_train: `vktrain train --config RECIPE.yaml [key.sub=value ...]`.
- * Resolves the recipe (--print-config prints it and stops), opens the
- * dataset so that data errors surface before anything else, and reports the
- * data order. --data-only times loading, tokenizing, sequencing and filling
- * every batch of one epoch, then stops (scripts/bench_data.sh).
+ * Resolves the recipe (--print-config prints it and stops) and trains it
+ * (src/train). --data-only instead times loading, tokenizing, sequencing and
+ * filling every batch of one epoch, then stops (scripts/bench_data.sh).
  * It is the one place that prints config and data errors. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,8 @@
 #include "vktrain/cli.h"
 #include "vktrain/config.h"
 #include "vktrain/data.h"
+#include "vktrain/dist.h"
+#include "vktrain/train.h"
 #include "vktrain/util.h"
 
 static void usage(FILE *f)
@@ -52,6 +53,14 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
         config_free(&cfg);
         return 0;
     }
+    if (!data_only) {
+        struct dist d;
+        dist_init(NULL, NULL, &d);
+        int status = train_run(&cfg, &d);
+        config_free(&cfg);
+        dist_finalize();
+        return status;
+    }
     int rc = 1;
     struct data d;
     struct sampler s = {0};
@@ -65,18 +74,14 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
         fprintf(stderr, "vktrain: error: %s\n", err);
     } else {
         data_report(&d, &s);
-        if (data_only) {
-            double t0 = vkt_now();
-            int64_t valid = fill_epoch(&d, &s);
-            double fill = vkt_now() - t0, total = d.load_seconds + fill;
-            printf("data-only: %.1f MB read, %lld label tokens in one epoch's batches; load %.3f s, "
-                   "batches %.3f s: %.1f MB/s\n",
-                   (double)d.stats.n_bytes / 1e6, (long long)valid, d.load_seconds, fill,
-                   (double)d.stats.n_bytes / 1e6 / total);
-            rc = 0;
-        } else {
-            fprintf(stderr, "vktrain: training is not implemented yet (see issue 5)\n");
-        }
+        double t0 = vkt_now();
+        int64_t valid = fill_epoch(&d, &s);
+        double fill = vkt_now() - t0, total = d.load_seconds + fill;
+        printf("data-only: %.1f MB read, %lld label tokens in one epoch's batches; load %.3f s, "
+               "batches %.3f s: %.1f MB/s\n",
+               (double)d.stats.n_bytes / 1e6, (long long)valid, d.load_seconds, fill,
+               (double)d.stats.n_bytes / 1e6 / total);
+        rc = 0;
     }
     sampler_free(&s);
     data_close(&d);

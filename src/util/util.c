@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static char prefix[48] = "vktrain";
@@ -101,4 +103,36 @@ double vkt_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void vkt_path(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= n)
+        vkt_fatal("a path is longer than %zu bytes: %.200s...", n, out);
+}
+
+int vkt_mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST)
+        return -1;
+    return 0;
 }

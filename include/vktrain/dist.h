@@ -1,0 +1,29 @@
+/* dist: the data-parallel collectives, MPI or nothing.
+ *
+ * Under mpirun (built with MPI) every call is a real collective over
+ * MPI_COMM_WORLD; in a one-process run, or a build without MPI, the same
+ * calls are no-ops, so the training step has one code path. dist_init also
+ * makes vkt_fatal abort the whole job (MPI_Abort), so a failing rank never
+ * hangs the others. Reductions are SUMs: nothing here ever averages. */
+#ifndef VKTRAIN_DIST_H
+#define VKTRAIN_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dist {
+    int rank, world, local_rank;
+    char host[64];
+};
+
+void dist_init(int *argc, char ***argv, struct dist *d);
+void dist_finalize(void);
+void dist_sum_f32(float *x, size_t n);
+void dist_sum_f64(double *x, size_t n);
+void dist_sum_i64(int64_t *x, size_t n);
+void dist_bcast(void *buf, size_t bytes, int root);
+/* Every rank's `n` bytes at `mine` gathered on every rank into all[world*n]. */
+void dist_allgather(const void *mine, void *all, size_t n);
+void dist_barrier(void);
+
+#endif

@@ -1,0 +1,142 @@
+/* dist: MPI collectives behind a small interface (include/vktrain/dist.h).
+ * MPI is initialized only when the process was started by a launcher
+ * (OpenMPI's OMPI_COMM_WORLD_SIZE, or PMI/PMIx variables); a plain run never
+ * touches MPI. Owns the MPI lifetime and the abort-on-fatal hook. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vktrain/dist.h"
+#include "vktrain/util.h"
+
+#ifdef VKTRAIN_HAVE_MPI
+#include <mpi.h>
+static int mpi_on;
+
+static void abort_job(int code)
+{
+    fflush(NULL);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
+
+/* MPI counts are int: move large arrays in pieces. */
+#define MPI_PIECE ((size_t)1 << 28)
+#endif
+
+static int launched_by_mpi(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+void dist_init(int *argc, char ***argv, struct dist *d)
+{
+    memset(d, 0, sizeof *d);
+    d->world = 1;
+    if (gethostname(d->host, sizeof d->host - 1))
+        strcpy(d->host, "localhost");
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!launched_by_mpi())
+        return;
+#ifdef VKTRAIN_HAVE_MPI
+    MPI_Init(argc, argv);
+    mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->world);
+    d->local_rank = lr ? atoi(lr) : 0;
+    vkt_set_rank(d->rank, d->world);
+    vkt_set_exit_hook(abort_job);
+#else
+    (void)argc, (void)argv, (void)lr;
+    if (getenv("OMPI_COMM_WORLD_SIZE") && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1)
+        vkt_fatal("started by mpirun with %s ranks, but this vktrain was built without MPI "
+                  "(install libopenmpi-dev and rebuild)",
+                  getenv("OMPI_COMM_WORLD_SIZE"));
+#endif
+}
+
+void dist_finalize(void)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Finalize();
+    mpi_on = 0;
+#endif
+}
+
+#ifdef VKTRAIN_HAVE_MPI
+static void sum(void *x, size_t n, size_t size, MPI_Datatype t)
+{
+    for (size_t done = 0; done < n; done += MPI_PIECE) {
+        size_t k = n - done < MPI_PIECE ? n - done : MPI_PIECE;
+        MPI_Allreduce(MPI_IN_PLACE, (char *)x + done * size, (int)k, t, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
+#endif
+
+void dist_sum_f32(float *x, size_t n)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        sum(x, n, sizeof *x, MPI_FLOAT);
+#else
+    (void)x, (void)n;
+#endif
+}
+
+void dist_sum_f64(double *x, size_t n)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        sum(x, n, sizeof *x, MPI_DOUBLE);
+#else
+    (void)x, (void)n;
+#endif
+}
+
+void dist_sum_i64(int64_t *x, size_t n)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        sum(x, n, sizeof *x, MPI_INT64_T);
+#else
+    (void)x, (void)n;
+#endif
+}
+
+void dist_bcast(void *buf, size_t bytes, int root)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        for (size_t done = 0; done < bytes; done += MPI_PIECE) {
+            size_t k = bytes - done < MPI_PIECE ? bytes - done : MPI_PIECE;
+            MPI_Bcast((char *)buf + done, (int)k, MPI_BYTE, root, MPI_COMM_WORLD);
+        }
+#else
+    (void)buf, (void)bytes, (void)root;
+#endif
+}
+
+void dist_allgather(const void *mine, void *all, size_t n)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on) {
+        MPI_Allgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+        return;
+    }
+#endif
+    memcpy(all, mine, n);
+}
+
+void dist_barrier(void)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}

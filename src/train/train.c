@@ -1,0 +1,302 @@
+/* train: the run of a recipe — set-up, the step loop, evaluation.
+ *
+ * One step, in the order of the normalization contract
+ * (docs/normalization.md):
+ *   1. every rank fills its A micro-batches and counts their valid labels;
+ *      one all-reduce gives N, the valid tokens of the global batch;
+ *   2. each micro-batch runs forward, the cross-entropy writes
+ *      dlogits = (softmax − onehot)/N, and backward adds into the gradients:
+ *      after the last micro-batch each rank holds G_r/N;
+ *   3. the gradients are summed over ranks (a SUM: no 1/W anywhere), so
+ *      every rank holds g = Σ_r G_r / N exactly;
+ *   4. global norm, clipping and AdamW run identically on every rank;
+ *   5. the loss sums are all-reduced once: loss = Σ ℓ / N.
+ * No step divides by a per-micro-batch or per-rank count, so any (W, A, B)
+ * with the same W·A·B gives the same trajectory. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include "train_internal.h"
+#include "vktrain/ops.h"
+#include "vktrain/ops_optim.h"
+#include "vktrain/schedule.h"
+#include "vktrain/util.h"
+
+static struct model_config model_config_of(const struct config_model *c)
+{
+    return (struct model_config){
+        .arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)c->vocab_size,
+        .dim = (uint32_t)c->dim, .n_layers = (uint32_t)c->n_layers, .n_heads = (uint32_t)c->n_heads,
+        .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
+        .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
+        .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
+    };
+}
+
+/* Gradients (or weights) of every parameter to and from one host array. */
+static void stage(struct trainer *t, int weights, int upload)
+{
+    size_t off = 0;
+    for (int i = 0; i < model_param_count(t->model); i++) {
+        struct model_param *p = model_param(t->model, i);
+        struct gpu_buffer *b = weights ? p->w : p->grad;
+        if (upload)
+            gpu_upload(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
+        else
+            gpu_download(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
+        off += p->numel;
+    }
+}
+
+/* Step 3: g = Σ_r G_r/N. The all-reduce is a SUM, in buckets of
+ * dist.bucket_mb; with one rank it is skipped. */
+static void allreduce_grads(struct trainer *t)
+{
+    if (t->dist->world == 1)
+        return;
+    stage(t, 0, 0);
+    size_t bucket = (size_t)t->cfg->dist.bucket_mb * (1u << 20) / sizeof(float);
+    for (size_t off = 0; off < t->n_grads; off += bucket)
+        dist_sum_f32(t->host_grads + off, t->n_grads - off < bucket ? t->n_grads - off : bucket);
+    stage(t, 0, 1);
+}
+
+/* Rank 0's weights on every rank (replicas start identical). */
+static void broadcast_weights(struct trainer *t)
+{
+    if (t->dist->world == 1)
+        return;
+    stage(t, 1, 0);
+    dist_bcast(t->host_grads, t->n_grads * sizeof(float), 0);
+    stage(t, 1, 1);
+}
+
+static double global_grad_norm(struct trainer *t)
+{
+    int n = model_param_count(t->model);
+    grad_norm_record(t->g, t->grads, n, t->norm_scratch, t->norm_slots, 0);
+    float *slots = vkt_malloc(sizeof(float) * (size_t)n, "norm slots");
+    gpu_download(t->g, t->norm_slots, 0, slots, sizeof(float) * (size_t)n);
+    double norm = grad_norm_total(slots, n);
+    free(slots);
+    return norm;
+}
+
+static void optimizer_step(struct trainer *t, double lr, double grad_scale)
+{
+    const struct config_optimizer *o = &t->cfg->optimizer;
+    int64_t step = t->step + 1; /* Adam's t counts from 1 */
+    for (int i = 0; i < model_param_count(t->model); i++) {
+        struct model_param *p = model_param(t->model, i);
+        struct op_adamw_step a = {
+            .lr = lr, .beta1 = o->betas[0], .beta2 = o->betas[1], .eps = o->eps,
+            .weight_decay = p->decay ? o->weight_decay : 0.0, .t = step, .grad_scale = grad_scale,
+        };
+        op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
+    }
+}
+
+static double evaluate(struct trainer *t)
+{
+    int B = t->cfg->batch_size;
+    int64_t n = data_val_batches(&t->data, B);
+    struct data_batch *b = &t->micro[0];
+    model_loss_reset(t->model);
+    for (int64_t i = t->dist->rank; i < n; i += t->dist->world) {
+        data_val_batch(&t->data, i, B, b);
+        struct model_batch mb = {(uint32_t)b->rows, (uint32_t)b->T, b->inputs, b->labels, b->positions, b->doc_ids};
+        model_forward(t->model, &mb, 0.0f);
+    }
+    double s[2];
+    model_read_loss(t->model, &s[0], &s[1]);
+    dist_sum_f64(s, 2);
+    return s[1] > 0 ? s[0] / s[1] : NAN;
+}
+
+/* One optimizer step; returns 0 when the global batch had no valid token. */
+static int train_step(struct trainer *t, struct step_metrics *out)
+{
+    const struct config *cfg = t->cfg;
+    int A = cfg->gradient_accumulation_steps;
+    double t0 = vkt_now();
+
+    /* 1. N before any backward. */
+    int64_t N = 0;
+    for (int m = 0; m < A; m++) {
+        data_train_batch(&t->data, &t->sampler, t->step, t->dist->rank, m, &t->micro[m]);
+        N += t->micro[m].n_valid;
+    }
+    dist_sum_i64(&N, 1);
+    if (N == 0) {
+        if (t->dist->rank == 0)
+            vkt_warn("step %lld: no valid label in the global batch; the optimizer step is skipped",
+                     (long long)t->step + 1);
+        return 0;
+    }
+
+    /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N. */
+    model_zero_grad(t->model);
+    model_loss_reset(t->model);
+    for (int m = 0; m < A; m++) {
+        struct data_batch *b = &t->micro[m];
+        struct model_batch mb = {(uint32_t)b->rows, (uint32_t)b->T, b->inputs, b->labels, b->positions, b->doc_ids};
+        model_forward(t->model, &mb, (float)(1.0 / (double)N));
+        model_backward(t->model);
+    }
+
+    /* 3. Sum over ranks. */
+    allreduce_grads(t);
+
+    /* 4. Norm, clipping, AdamW. */
+    double norm = global_grad_norm(t);
+    double clip = cfg->clip_grad_norm > 0 ? grad_clip_factor(norm, cfg->clip_grad_norm) : 1.0;
+    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps,
+                            t->total_steps, cfg->lr_scheduler.min_lr_ratio, t->step);
+    optimizer_step(t, lr, clip);
+
+    /* 5. The loss of the global batch. */
+    double s[2];
+    model_read_loss(t->model, &s[0], &s[1]);
+    dist_sum_f64(s, 1);
+    double ms = (vkt_now() - t0) * 1e3;
+    *out = (struct step_metrics){.step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm,
+                                 .tokens = (double)N, .tokens_per_sec = (double)N / (ms * 1e-3), .step_ms = ms};
+    t->tokens_seen += N;
+    return 1;
+}
+
+static void banner(struct trainer *t)
+{
+    const struct config *cfg = t->cfg;
+    const struct gpu_device_info *info = gpu_info(t->g);
+    const struct model_config *mc = model_config(t->model);
+    int64_t G = (int64_t)t->dist->world * cfg->gradient_accumulation_steps * cfg->batch_size;
+    printf("vktrain %s: %s on %s (%s), %d rank(s)\n", VKTRAIN_VERSION, mc->arch == MODEL_LLAMA ? "llama" : "gpt2",
+           info->name, info->type, t->dist->world);
+    printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv), hidden %u, vocab %u, context %u\n",
+           (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, mc->hidden_dim,
+           mc->vocab_size, mc->max_seq_len);
+    printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n",
+           (long long)G, t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size,
+           (long long)G * cfg->model.max_seq_len, (long long)t->total_steps,
+           t->step ? " (resumed)" : "");
+    printf("  output: %s\n", cfg->output_dir);
+    fflush(stdout);
+}
+
+static void setup(struct trainer *t)
+{
+    const struct config *cfg = t->cfg;
+    char err[2048];
+    if (t->dist->rank == 0 && vkt_mkdir_p(cfg->output_dir))
+        vkt_fatal("cannot create output_dir '%s': %s", cfg->output_dir, strerror(errno));
+    struct gpu_options opt = {.device_index = cfg->device_index, .local_rank = t->dist->local_rank, .quiet = 1};
+    t->g = gpu_create(&opt);
+    if (data_open(&t->data, cfg, err, sizeof err))
+        vkt_fatal("%s", err);
+    if (sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
+                     cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err))
+        vkt_fatal("%s", err);
+    t->total_steps = sampler_total_steps(&t->sampler, cfg);
+    if (t->dist->rank == 0)
+        data_report(&t->data, &t->sampler);
+
+    struct model_config mc = model_config_of(&cfg->model);
+    t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
+    if (cfg->model.init_from) {
+        if (model_load(t->model, cfg->model.init_from, err, sizeof err))
+            vkt_fatal("model.init_from: %s", err);
+    } else {
+        model_init_random(t->model, (uint64_t)cfg->seed);
+    }
+    int n = model_param_count(t->model);
+    t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
+    t->adam_v = vkt_calloc((size_t)n, sizeof *t->adam_v, "optimizer state");
+    for (int i = 0; i < n; i++) {
+        struct model_param *p = model_param(t->model, i);
+        t->adam_m[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam m");
+        t->adam_v[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam v");
+        gpu_zero(t->g, t->adam_m[i]);
+        gpu_zero(t->g, t->adam_v[i]);
+        t->n_grads += p->numel;
+    }
+    t->norm_slots = gpu_buffer_create(t->g, sizeof(float) * (size_t)n, "grad norm slots");
+    t->grads = vkt_malloc(sizeof *t->grads * (size_t)n, "gradient list");
+    for (int i = 0; i < n; i++)
+        t->grads[i] = (struct grad_tensor){model_param(t->model, i)->grad, model_param(t->model, i)->numel};
+    t->norm_scratch =
+        gpu_buffer_create(t->g, sizeof(float) * grad_norm_scratch(t->g, t->grads, n), "grad norm scratch");
+    t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
+    t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
+    for (int m = 0; m < cfg->gradient_accumulation_steps; m++)
+        data_batch_init(&t->micro[m], cfg->batch_size, cfg->model.max_seq_len);
+}
+
+static void teardown(struct trainer *t)
+{
+    for (int m = 0; m < t->cfg->gradient_accumulation_steps; m++)
+        data_batch_free(&t->micro[m]);
+    free(t->micro);
+    for (int i = 0; i < model_param_count(t->model); i++) {
+        gpu_buffer_destroy(t->g, t->adam_m[i]);
+        gpu_buffer_destroy(t->g, t->adam_v[i]);
+    }
+    free(t->adam_m);
+    free(t->adam_v);
+    free(t->host_grads);
+    free(t->grads);
+    gpu_buffer_destroy(t->g, t->norm_slots);
+    gpu_buffer_destroy(t->g, t->norm_scratch);
+    model_destroy(t->model);
+    sampler_free(&t->sampler);
+    data_close(&t->data);
+    gpu_destroy(t->g);
+}
+
+int train_run(const struct config *cfg, const struct dist *d)
+{
+    struct trainer t = {.cfg = cfg, .dist = d};
+    setup(&t);
+    int resumed = cfg->resume && checkpoint_resume(&t);
+    broadcast_weights(&t);
+    if (d->rank == 0) {
+        banner(&t);
+        metrics_open(&t, resumed);
+    }
+    t.t_start = vkt_now();
+    t.first_step = t.step;
+    const char *kill_env = getenv("VKTRAIN_KILL_AFTER_STEP");
+    int64_t kill_after = kill_env ? strtoll(kill_env, NULL, 10) : -1;
+    while (t.step < t.total_steps) {
+        struct step_metrics m;
+        int stepped = train_step(&t, &m);
+        t.step++;
+        if (!stepped)
+            continue;
+        int64_t s = t.step;
+        if (cfg->eval_every_n_steps > 0 && (s % cfg->eval_every_n_steps == 0 || s == t.total_steps)) {
+            m.val_loss = evaluate(&t);
+            m.has_val = 1;
+        }
+        if (d->rank == 0 && (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || s == t.first_step + 1))
+            metrics_log(&t, &m);
+        if (cfg->save_every_n_steps > 0 && s % cfg->save_every_n_steps == 0 && s != t.total_steps) {
+            char name[64];
+            snprintf(name, sizeof name, "step_%lld", (long long)s);
+            checkpoint_save(&t, name);
+        }
+        if (s == kill_after)
+            raise(SIGKILL); /* tests: die mid-run, as a crash or a scheduler would */
+    }
+    char name[64];
+    snprintf(name, sizeof name, "step_%lld", (long long)t.step);
+    checkpoint_save(&t, name);
+    checkpoint_save_final(&t);
+    if (d->rank == 0)
+        metrics_close(&t);
+    teardown(&t);
+    return 0;
+}

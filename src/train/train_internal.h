@@ -1,0 +1,50 @@
+/* train_internal: the trainer's state, shared by the files of src/train. */
+#ifndef VKTRAIN_TRAIN_INTERNAL_H
+#define VKTRAIN_TRAIN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "vktrain/data.h"
+#include "vktrain/gpu.h"
+#include "vktrain/model.h"
+#include "vktrain/ops_optim.h"
+#include "vktrain/train.h"
+
+struct trainer {
+    const struct config *cfg;
+    const struct dist *dist;
+    struct gpu *g;
+    struct data data;
+    struct sampler sampler;
+    struct model *model;
+    struct gpu_buffer **adam_m, **adam_v; /* per parameter */
+    struct grad_tensor *grads;            /* every parameter gradient */
+    struct gpu_buffer *norm_slots, *norm_scratch;
+    int64_t step;        /* optimizer steps done */
+    int64_t total_steps;
+    struct data_batch *micro; /* A micro-batches of this rank */
+    float *host_grads;   /* all gradients, staged for the all-reduce */
+    size_t n_grads;
+    FILE *metrics;       /* rank 0 */
+    double t_start;
+    int64_t first_step; /* the step this process started from */
+    int64_t tokens_seen;
+};
+
+/* metrics.c */
+struct step_metrics {
+    int64_t step;
+    double loss, lr, grad_norm, tokens, tokens_per_sec, step_ms, val_loss;
+    int has_val;
+};
+void metrics_open(struct trainer *t, int resumed);
+void metrics_log(struct trainer *t, const struct step_metrics *m);
+void metrics_close(struct trainer *t);
+
+/* checkpoint.c */
+void checkpoint_save(struct trainer *t, const char *dir_name);
+/* Loads the newest complete checkpoint; returns 0 if there is none. */
+int checkpoint_resume(struct trainer *t);
+void checkpoint_save_final(struct trainer *t);
+
+#endif

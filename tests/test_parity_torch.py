@@ -1,0 +1,445 @@
+"""test_parity_torch: vktrain's shaders against an independent PyTorch
+implementation of the same models, on the same Hugging Face files.
+
+For each case the test draws a random model in PyTorch, writes it as
+model.safetensors + config.json with Hugging Face names, shapes and config
+keys (GPT-2 Conv1D weights (in, out); "transformer."-prefixed in one case, as
+GPT2LMHeadModel.save_pretrained writes them), and a batch of B=3 rows of
+BOS + prompt + response + EOS samples of different lengths: padded with
+<|pad|> (258) to the longest row, or packed several to a row with document
+ids (block-causal attention, positions restarting per document). Labels are
+-100 on padding and on every position that predicts a prompt token.
+$TOOLS/parity_driver runs one forward and backward through the shaders
+(dlogits scaled by 1/N, N the valid labels) and dumps loss, count, logits and
+every parameter gradient in HF layout; it runs once per kernel family (texel,
+as lavapipe uses, and tiled, as GPUs use; VKTRAIN_KERNELS selects it).
+PyTorch computes the same thing its own way: each sample at its own length
+with positions 0..L-1 and a plain causal mask, loss = sum of cross-entropy
+over valid labels / N in float32, gradients by autograd. The logits of
+padding rows, which no sample defines, are compared with a forward of the
+whole padded batch under the same mask the model uses.
+The torch model is written out plainly here (RMSNorm, RoPE with HF
+rotate_half and inv_freq = 1/theta^(arange(0,hd,2)/hd) in float32, GQA via
+repeat_kv, SwiGLU; LayerNorm, learned positions, Conv1D, GELU tanh; tied and
+untied heads); transformers is not imported.
+
+Tolerance, per tensor (logits, loss, each gradient):
+    max|vk - torch| <= 1e-4 * max|torch| + 1e-7
+Both sides are float32 with different summation orders (the shaders reduce in
+tiles, torch in BLAS blocks), so the honest gap is a few float32 ulps of the
+tensor's scale: the worst seen is 2.3e-6 relative. 1e-4 leaves 40x room for
+rounding accumulated through two layers and the softmax, while a wrong
+convention (RoPE pairing or inv_freq, GQA head mapping, LayerNorm variance,
+the 1/N scale) gives errors of 1e-2 to 1; even exact-erf GELU in place of
+the tanh form, the subtlest slip tried, shows 2e-4 on the logits and 5e-4 on
+the MLP gradients and fails. The 1e-7 floor only matters for a tensor that
+is exactly zero. The normalized error mse(vk, torch)/mse(torch, 0) is
+printed beside it (the op tests' measure; ~1e-12 here). The valid-token
+count must match exactly. A negative control checks that the comparison
+rejects the same llama under the other (interleaved, GPT-J) RoPE pairing, so
+the test cannot pass by comparing nothing.
+
+Runs every case in one process (torch is imported once) and exits non-zero on
+any mismatch, after printing one line per tensor."""
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+PAD, BOS, EOS, VOCAB = 258, 256, 257, 259
+RTOL, ATOL = 1e-4, 1e-7
+# Both kernel families: texel-buffer reads (CPU drivers such as lavapipe)
+# and shared-memory tiling (GPUs); each runs on any device.
+KERNELS = ("texel", "tiled")
+
+
+# ---------------------------------------------------------------- files
+
+
+def write_safetensors(path, tensors):
+    """tensors: name -> float32 numpy array, written as F32 in order."""
+    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, arr in tensors.items():
+        raw = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    (n,) = struct.unpack("<Q", buf[:8])
+    header = json.loads(buf[8:8 + n].decode())
+    header.pop("__metadata__", None)
+    data, out = buf[8 + n:], {}
+    for k, v in header.items():
+        assert v["dtype"] == "F32", f"{path}: {k}: dtype {v['dtype']}"
+        b, e = v["data_offsets"]
+        out[k] = np.frombuffer(data[b:e], dtype="<f4").reshape(v["shape"])
+    return out
+
+
+# ---------------------------------------------------------------- models
+
+
+def hf_config(c):
+    if c["arch"] == "llama":
+        return {
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": VOCAB,
+            "hidden_size": c["dim"], "intermediate_size": c["hidden"], "num_hidden_layers": c["layers"],
+            "num_attention_heads": c["heads"], "num_key_value_heads": c["kv_heads"],
+            "max_position_embeddings": c["max_seq_len"], "rms_norm_eps": c["eps"], "rope_theta": c["theta"],
+            "tie_word_embeddings": c["tied"], "hidden_act": "silu",
+        }
+    return {
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": VOCAB, "n_embd": c["dim"],
+        "n_layer": c["layers"], "n_head": c["heads"], "n_positions": c["max_seq_len"], "n_inner": c["hidden"],
+        "layer_norm_epsilon": c["eps"], "activation_function": "gelu_new",
+    }
+
+
+def random_params(c, gen):
+    """HF name -> float32 tensor with HF shape. Scales keep activations and
+    logits O(1) (an unsaturated softmax, losses near log V); norm weights and
+    biases are random too, so no gradient is checked at a trivial point."""
+    D, F, V, L = c["dim"], c["hidden"], VOCAB, c["layers"]
+    hd = D // c["heads"]
+
+    def mat(*shape, std=None):
+        std = std if std is not None else 1.0 / math.sqrt(shape[-1] if len(shape) > 1 else D)
+        return torch.randn(*shape, generator=gen) * std
+
+    def near_one(n):
+        return 1.0 + 0.2 * torch.randn(n, generator=gen)
+
+    p = {}
+    if c["arch"] == "llama":
+        kv = c["kv_heads"] * hd
+        p["model.embed_tokens.weight"] = mat(V, D, std=0.4)
+        for i in range(L):
+            pre = f"model.layers.{i}."
+            p[pre + "input_layernorm.weight"] = near_one(D)
+            p[pre + "self_attn.q_proj.weight"] = mat(D, D)
+            p[pre + "self_attn.k_proj.weight"] = mat(kv, D)
+            p[pre + "self_attn.v_proj.weight"] = mat(kv, D)
+            p[pre + "self_attn.o_proj.weight"] = mat(D, D)
+            p[pre + "post_attention_layernorm.weight"] = near_one(D)
+            p[pre + "mlp.gate_proj.weight"] = mat(F, D)
+            p[pre + "mlp.up_proj.weight"] = mat(F, D)
+            p[pre + "mlp.down_proj.weight"] = mat(D, F)
+        p["model.norm.weight"] = near_one(D)
+        if not c["tied"]:
+            p["lm_head.weight"] = mat(V, D)
+    else:
+        p["wte.weight"] = mat(V, D, std=0.4)
+        p["wpe.weight"] = mat(c["max_seq_len"], D, std=0.2)
+        for i in range(L):
+            pre = f"h.{i}."
+            p[pre + "ln_1.weight"] = near_one(D)
+            p[pre + "ln_1.bias"] = 0.1 * torch.randn(D, generator=gen)
+            p[pre + "attn.c_attn.weight"] = mat(D, 3 * D, std=D ** -0.5)  # Conv1D: (in, out)
+            p[pre + "attn.c_attn.bias"] = 0.1 * torch.randn(3 * D, generator=gen)
+            p[pre + "attn.c_proj.weight"] = mat(D, D, std=D ** -0.5)
+            p[pre + "attn.c_proj.bias"] = 0.1 * torch.randn(D, generator=gen)
+            p[pre + "ln_2.weight"] = near_one(D)
+            p[pre + "ln_2.bias"] = 0.1 * torch.randn(D, generator=gen)
+            p[pre + "mlp.c_fc.weight"] = mat(D, F, std=D ** -0.5)
+            p[pre + "mlp.c_fc.bias"] = 0.1 * torch.randn(F, generator=gen)
+            p[pre + "mlp.c_proj.weight"] = mat(F, D, std=F ** -0.5)
+            p[pre + "mlp.c_proj.bias"] = 0.1 * torch.randn(D, generator=gen)
+        p["ln_f.weight"] = near_one(D)
+        p["ln_f.bias"] = 0.1 * torch.randn(D, generator=gen)
+    return {k: v.float() for k, v in p.items()}
+
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def layer_norm(x, w, b, eps):
+    mu = x.mean(-1, keepdim=True)
+    var = (x - mu).pow(2).mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * w + b
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope_hf(x, pos, theta):
+    """x: (B, H, T, hd); pos: (B, T). HF LlamaRotaryEmbedding + apply_rotary_pos_emb."""
+    hd = x.shape[-1]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    freqs = pos.float()[:, :, None] * inv_freq[None, None, :]  # (B, T, hd/2)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+    return x * cos + rotate_half(x) * sin
+
+
+def rope_interleaved(x, pos, theta):
+    """The GPT-J / Meta pairing (2i, 2i+1): the wrong convention, for the negative control."""
+    hd = x.shape[-1]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    ang = pos.float()[:, :, None] * inv_freq[None, None, :]
+    cos, sin = ang.cos()[:, None], ang.sin()[:, None]
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+
+
+def attention(q, k, v, mask):
+    """q: (B, H, T, hd); k, v: (B, Hkv, T, hd), each kv head serving H/Hkv
+    consecutive query heads (HF repeat_kv); mask: (B, T, T) bool, True = attend."""
+    rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    s = s.masked_fill(~mask[:, None], float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+
+
+def forward(c, p, tokens, pos, mask, rope=rope_hf):
+    """Logits (B, T, V) for tokens, pos: (B, T) int64 and mask: (B, T, T)."""
+    B, T = tokens.shape
+    D, H = c["dim"], c["heads"]
+    hd = D // H
+    heads = lambda t, n: t.view(B, T, n, hd).transpose(1, 2)
+    merge = lambda t: t.transpose(1, 2).reshape(B, T, D)
+    if c["arch"] == "llama":
+        x = p["model.embed_tokens.weight"][tokens]
+        for i in range(c["layers"]):
+            w = lambda n: p[f"model.layers.{i}.{n}.weight"]
+            h = rms_norm(x, w("input_layernorm"), c["eps"])
+            q = rope(heads(h @ w("self_attn.q_proj").T, H), pos, c["theta"])
+            k = rope(heads(h @ w("self_attn.k_proj").T, c["kv_heads"]), pos, c["theta"])
+            v = heads(h @ w("self_attn.v_proj").T, c["kv_heads"])
+            x = x + merge(attention(q, k, v, mask)) @ w("self_attn.o_proj").T
+            h = rms_norm(x, w("post_attention_layernorm"), c["eps"])
+            gate, up = h @ w("mlp.gate_proj").T, h @ w("mlp.up_proj").T
+            x = x + (gate * torch.sigmoid(gate) * up) @ w("mlp.down_proj").T
+        x = rms_norm(x, p["model.norm.weight"], c["eps"])
+        head = p["model.embed_tokens.weight"] if c["tied"] else p["lm_head.weight"]
+        return x @ head.T
+    x = p["wte.weight"][tokens] + p["wpe.weight"][pos]
+    for i in range(c["layers"]):
+        w = lambda n: p[f"h.{i}.{n}.weight"]
+        b = lambda n: p[f"h.{i}.{n}.bias"]
+        h = layer_norm(x, w("ln_1"), b("ln_1"), c["eps"])
+        q, k, v = (h @ w("attn.c_attn") + b("attn.c_attn")).split(D, dim=-1)
+        a = attention(heads(q, H), heads(k, H), heads(v, H), mask)
+        x = x + merge(a) @ w("attn.c_proj") + b("attn.c_proj")
+        h = layer_norm(x, w("ln_2"), b("ln_2"), c["eps"])
+        x = x + gelu_tanh(h @ w("mlp.c_fc") + b("mlp.c_fc")) @ w("mlp.c_proj") + b("mlp.c_proj")
+    x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"], c["eps"])
+    return x @ p["wte.weight"].T
+
+
+# ---------------------------------------------------------------- batch
+
+
+def make_batch(rows, T, gen):
+    """rows: per row a list of (length, prompt_len) samples; a sample is
+    BOS + prompt + response + EOS of length+1 tokens (inputs t[:-1], labels
+    t[1:], labels predicting prompt tokens -100). Returns the [B, T] arrays
+    and, per sample, (row, start, inputs, labels) for the per-sample reference."""
+    B = len(rows)
+    tokens = np.full((B, T), PAD, np.int64)
+    labels = np.full((B, T), -100, np.int64)
+    pos = np.tile(np.arange(T), (B, 1))
+    doc = np.zeros((B, T), np.int64)
+    samples = []
+    for r, row in enumerate(rows):
+        start = 0
+        for d, (n, prompt) in enumerate(row):
+            body = torch.randint(0, 256, (n - 1,), generator=gen).numpy()
+            t = np.concatenate(([BOS], body, [EOS]))
+            lab = t[1:].copy()
+            lab[: prompt - 1] = -100  # labels predicting prompt[1:] (BOS is prompt[0])
+            tokens[r, start:start + n], labels[r, start:start + n] = t[:-1], lab
+            pos[r, start:start + n], doc[r, start:start + n] = np.arange(n), d
+            samples.append((r, start, t[:-1], lab))
+            start += n
+        doc[r, start:] = len(row)  # padding is a document of its own
+        assert start <= T
+    return tokens, labels, pos, doc, samples
+
+
+# ---------------------------------------------------------------- compare
+
+
+def compare(name, got, want, expect_match=True):
+    """Prints one line for the tensor; True if it is within tolerance (or,
+    for a negative control, outside it as expected)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        print(f"  FAIL {name}: shape {got.shape}, torch {want.shape}")
+        return False
+    diff = float(np.abs(got - want).max()) if got.size else 0.0
+    scale = float(np.abs(want).max()) if want.size else 0.0
+    den = float((want ** 2).sum())
+    nerr = float(((got - want) ** 2).sum()) / den if den > 0 else float(((got - want) ** 2).sum())
+    ok = (bool(np.isfinite(got).all()) and diff <= RTOL * scale + ATOL) == expect_match
+    print(f"  {'ok  ' if ok else 'FAIL'} {name:<58} max|d| {diff:9.3e}  max|torch| {scale:9.3e}  "
+          f"rel {diff / scale if scale else diff:9.3e}  nerr {nerr:9.3e}")
+    return ok
+
+
+def run_driver(d, kernels):
+    """parity_driver on d's model and batch with one kernel family; the dump, or None."""
+    out = os.path.join(d, f"out_{kernels}.safetensors")
+    r = subprocess.run([os.path.join(os.environ["TOOLS"], "parity_driver"), d, os.path.join(d, "batch.safetensors"),
+                        out], capture_output=True, text=True, env=dict(os.environ, VKTRAIN_KERNELS=kernels))
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:
+        print(f"  FAIL parity_driver exited {r.returncode}")
+        return None
+    return read_safetensors(out)
+
+
+def torch_reference(c, params, tokens, labels, pos, doc, samples, packed):
+    """Loss, valid count, logits (B*T, V) and gradients, computed per sample."""
+    # Each sample alone, at its own length, positions 0..L-1, plain causal mask.
+    leaves = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    B, T = tokens.shape
+    logits = torch.zeros(B, T, VOCAB)
+    loss_sum, n_valid = torch.zeros(()), 0
+    for row, start, x, lab in samples:
+        L = len(x)
+        causal = torch.ones(L, L, dtype=torch.bool).tril()[None]
+        lg = forward(c, leaves, torch.from_numpy(x)[None], torch.arange(L)[None], causal)[0]
+        lab_t = torch.from_numpy(lab)
+        loss_sum = loss_sum + torch.nn.functional.cross_entropy(lg, lab_t, ignore_index=-100, reduction="sum")
+        n_valid += int((lab_t != -100).sum())
+        logits[row, start:start + L] = lg.detach()
+    loss = loss_sum / n_valid
+    loss.backward()
+
+    # Padding rows, which no sample defines: the whole batch under the mask
+    # the model uses (causal, and block-causal by document when packed).
+    mask = torch.ones(T, T, dtype=torch.bool).tril()[None].repeat(B, 1, 1)
+    if packed:
+        dd = torch.from_numpy(doc)
+        mask &= dd[:, :, None] == dd[:, None, :]
+    full_args = (torch.from_numpy(tokens), torch.from_numpy(pos), mask)
+    with torch.no_grad():
+        full = forward(c, params, *full_args)
+    is_pad = torch.ones(B, T, dtype=torch.bool)
+    for row, start, x, _ in samples:
+        is_pad[row, start:start + len(x)] = False
+    logits[is_pad] = full[is_pad]
+    # On real tokens the padded batch gives the per-sample logits (what lets a
+    # padded micro-batch stand for its samples): a torch-side sanity check.
+    assert torch.allclose(full[~is_pad], logits[~is_pad], rtol=1e-4, atol=1e-5), "torch: padding changes logits"
+    grads = {k: v.grad.numpy() for k, v in leaves.items()}
+    return float(loss), n_valid, logits.reshape(B * T, VOCAB).numpy(), grads, full_args
+
+
+def run_case(tmp, case, gen):
+    c, name = case["config"], case["name"]
+    params = random_params(c, gen)
+    d = os.path.join(tmp, name.replace(" ", "_").replace("/", "-"))
+    os.makedirs(d)
+    prefix = case.get("file_prefix", "")
+    write_safetensors(os.path.join(d, "model.safetensors"), {prefix + k: v.numpy() for k, v in params.items()})
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(hf_config(c), f, indent=2)
+    tokens, labels, pos, doc, samples = make_batch(case["rows"], case["T"], gen)
+    batch = {"tokens": tokens, "labels": labels, "positions": pos}
+    if case["packed"]:
+        batch["doc_ids"] = doc
+    write_safetensors(os.path.join(d, "batch.safetensors"), {k: v.astype(np.float32) for k, v in batch.items()})
+    loss, n_valid, logits, grads, full_args = torch_reference(c, params, tokens, labels, pos, doc, samples,
+                                                              case["packed"])
+    assert int((labels != -100).sum()) == n_valid
+
+    ok = True
+    for kernels in KERNELS:
+        print(f"{name} [{kernels} kernels]:")
+        vk = run_driver(d, kernels)
+        if vk is None:
+            ok = False
+            continue
+        if int(vk["count"][0]) != n_valid:
+            print(f"  FAIL count: vktrain {vk['count'][0]:g}, torch {n_valid}")
+            ok = False
+        else:
+            print(f"  ok   count {n_valid}")
+        ok &= compare("loss", vk["loss"], np.array([loss]))
+        ok &= compare("logits", vk["logits"], logits)
+        names = {k[len("grad."):] for k in vk if k.startswith("grad.")}
+        if names != set(params):
+            print(f"  FAIL gradient names: only vktrain {sorted(names - set(params))}, "
+                  f"only torch {sorted(set(params) - names)}")
+            ok = False
+        for k in params:
+            if k in names:
+                ok &= compare("grad." + k, vk["grad." + k], grads[k])
+        if case.get("negative_control"):
+            # The comparison must reject the same model under the interleaved RoPE.
+            with torch.no_grad():
+                wrong = forward(c, params, *full_args, rope=rope_interleaved)
+            ok &= compare("negative control: logits, interleaved RoPE (must differ)", vk["logits"],
+                          wrong.reshape(-1, VOCAB).numpy(), expect_match=False)
+    return ok
+
+
+def llama(**kw):
+    c = {"arch": "llama", "dim": 32, "layers": 2, "heads": 4, "kv_heads": 2, "hidden": 64, "max_seq_len": 16,
+         "eps": 1e-5, "theta": 10000.0, "tied": False}
+    c.update(kw)
+    return c
+
+
+def gpt2(**kw):
+    c = {"arch": "gpt2", "dim": 32, "layers": 2, "heads": 4, "hidden": 64, "max_seq_len": 16, "eps": 1e-5}
+    c.update(kw)
+    return c
+
+
+PADDED = [[(13, 4)], [(8, 3)], [(5, 2)]]  # one sample a row, padded to T = 13
+PACKED = [[(9, 3), (7, 2)], [(5, 2), (6, 4), (3, 1)], [(12, 5)]]  # two rows end in padding
+
+CASES = [
+    {"name": "llama untied GQA 4/2 padded", "config": llama(), "rows": PADDED, "T": 13, "packed": False,
+     "negative_control": True},
+    {"name": "llama tied MHA 4/4 padded theta 5e5", "config": llama(kv_heads=4, tied=True, theta=500000.0, eps=1e-6),
+     "rows": PADDED, "T": 13, "packed": False},
+    {"name": "llama tied GQA 4/1 packed", "config": llama(kv_heads=1, tied=True), "rows": PACKED, "T": 16,
+     "packed": True},
+    {"name": "gpt2 padded (transformer. prefix)", "config": gpt2(), "rows": PADDED, "T": 13, "packed": False,
+     "file_prefix": "transformer."},
+    {"name": "gpt2 packed", "config": gpt2(), "rows": PACKED, "T": 16, "packed": True},
+]
+
+
+def main():
+    torch.set_default_dtype(torch.float32)
+    gen = torch.Generator().manual_seed(20240520)
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="parity_") as tmp:
+        for case in CASES:
+            if not run_case(tmp, case, gen):
+                failed.append(case["name"])
+    print(f"test_parity_torch: tolerance max|d| <= {RTOL:g}*max|torch| + {ATOL:g}; "
+          f"{len(CASES)} cases x {len(KERNELS)} kernel families, "
+          f"{'FAILED: ' + ', '.join(failed) if failed else 'all passed'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
