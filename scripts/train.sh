@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and trains the default recipe
-# (configs/default.yaml: a small byte-level llama on Debian's fortunes).
+# (configs/default.yaml: a small byte-level llama on Debian's fortunes),
+# then plots the metrics and prints a sample from the trained model.
 # Extra arguments are recipe overrides, e.g. max_steps=50.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh train
 scripts/build.sh
 build/vktrain devices
-# Until the training loop lands (issue 5), check the recipe and load its data.
-build/vktrain train --config configs/default.yaml --data-only "$@"
+out=$(build/vktrain train --config configs/default.yaml --print-config "$@" | sed -n 's/^output_dir: *//p' | tr -d '"')
+build/vktrain train --config configs/default.yaml "$@"
+/usr/bin/python3 scripts/plot_metrics.py "$out"
 echo
-echo "vktrain: the recipe and its data load, but the training loop is not implemented yet"
-echo "(issue 5): nothing was trained. See README.md, Status."
+echo "sample (vktrain generate --model $out --prompt 'Q: ' --temperature 0.8 --top-k 40 --seed 1):"
+build/vktrain generate --model "$out" --prompt "Q: " --max-new-tokens 200 --temperature 0.8 --top-k 40 --seed 1
+echo
+echo "outputs in $out: model.safetensors + config.json (Hugging Face), metrics.jsonl, metrics.png, checkpoints/"

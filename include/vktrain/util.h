@@ -9,6 +9,7 @@
 #define VKTRAIN_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #if defined(__GNUC__)
 #define VKT_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -40,6 +41,10 @@ void vkt_path(char *out, size_t n, const char *fmt, ...) VKT_PRINTF(3, 4);
 
 /* mkdir -p: 0, or -1 with errno set. */
 int vkt_mkdir_p(const char *path);
+
+/* splitmix64 (Steele, Lea, Flood 2014): one 64-bit state, full period, the
+ * same stream on every platform. Init, data order and sampling use it. */
+uint64_t vkt_splitmix64(uint64_t *state);
 
 /* Monotonic clock in seconds. */
 double vkt_now(void);

@@ -1,11 +1,208 @@
-/* cli_generate: `vktrain generate` (placeholder until it lands). */
+/* cli_generate: `vktrain generate --model DIR --prompt TEXT [--max-new-tokens N]
+ * [--temperature T] [--top-k K] [--seed S]`.
+ *
+ * Loads an HF-style model directory (config.json + model.safetensors),
+ * encodes <|bos|> + the prompt with the byte tokenizer, and prints the
+ * prompt followed by the generated text on stdout as it is drawn (the
+ * decoder's key/value cache makes each token cost linear in its position).
+ * Generation stops at --max-new-tokens, at <|eos|>, or when the model's
+ * max_seq_len is full (a note on stderr says so). Usage errors exit 2,
+ * model errors 1; both name the flag or the path. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "vktrain/cli.h"
+#include "vktrain/generate.h"
+#include "vktrain/gpu.h"
+#include "vktrain/model.h"
+#include "vktrain/tokenizer.h"
+#include "vktrain/util.h"
+
+struct generate_args {
+    const char *model, *prompt;
+    unsigned long long max_new_tokens, top_k, seed;
+    double temperature;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vktrain generate --model DIR --prompt TEXT [--max-new-tokens N] [--temperature T]\n"
+               "                        [--top-k K] [--seed S]\n"
+               "  --model DIR          an HF-style directory: config.json + model.safetensors\n"
+               "  --prompt TEXT        the text to continue (byte tokenizer, after <|bos|>)\n"
+               "  --max-new-tokens N   tokens to generate at most [256]\n"
+               "  --temperature T      softmax temperature; 0 = greedy [0.8]\n"
+               "  --top-k K            draw only from the K most likely tokens; 0 = all [0]\n"
+               "  --seed S             seed of the sampling generator [1234]\n");
+}
+
+static int parse_uint(const char *flag, const char *s, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || v > max) {
+        fprintf(stderr, "vktrain: error: %s: '%s' is not an integer in [0, %llu]\n", flag, s, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct generate_args *a)
+{
+    *a = (struct generate_args){.max_new_tokens = 256, .temperature = 0.8, .seed = 1234};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        int known = !strcmp(f, "--model") || !strcmp(f, "--prompt") || !strcmp(f, "--max-new-tokens") ||
+                    !strcmp(f, "--temperature") || !strcmp(f, "--top-k") || !strcmp(f, "--seed");
+        if (!known) {
+            fprintf(stderr, "vktrain: error: generate: unknown %s '%s'\n", f[0] == '-' ? "option" : "argument", f);
+            return -1;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "vktrain: error: %s needs a value\n", f);
+            return -1;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(f, "--model")) {
+            a->model = v;
+        } else if (!strcmp(f, "--prompt")) {
+            a->prompt = v;
+        } else if (!strcmp(f, "--max-new-tokens")) {
+            if (parse_uint(f, v, 1u << 30, &a->max_new_tokens))
+                return -1;
+        } else if (!strcmp(f, "--top-k")) {
+            if (parse_uint(f, v, 1u << 30, &a->top_k))
+                return -1;
+        } else if (!strcmp(f, "--seed")) {
+            if (parse_uint(f, v, UINT64_MAX, &a->seed))
+                return -1;
+        } else {
+            char *end;
+            a->temperature = strtod(v, &end);
+            if (!*v || *end || !isfinite(a->temperature) || a->temperature < 0) {
+                fprintf(stderr, "vktrain: error: --temperature: '%s' is not a number >= 0\n", v);
+                return -1;
+            }
+        }
+    }
+    if (!a->model || !a->prompt) {
+        fprintf(stderr, "vktrain: error: generate needs %s\n", !a->model ? "--model DIR" : "--prompt TEXT");
+        return -1;
+    }
+    return 0;
+}
+
+/* Prints each drawn token as it comes. */
+static void print_token(int32_t token, void *ctx)
+{
+    const struct tokenizer *t = ctx;
+    vkt_token id = (vkt_token)token;
+    char text[32];
+    size_t n = tokenizer_decode(t, &id, 1, text, sizeof text);
+    fwrite(text, 1, n < sizeof text ? n : sizeof text - 1, stdout);
+    fflush(stdout);
+}
+
+static int run(const struct generate_args *a)
+{
+    char err[4096];
+    struct stat st;
+    if (stat(a->model, &st) || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "vktrain: error: --model: '%s' is not a directory\n", a->model);
+        return 1;
+    }
+    struct model_config c;
+    if (model_config_read(a->model, &c, err, sizeof err)) {
+        fprintf(stderr, "vktrain: error: %s\n", err);
+        return 1;
+    }
+    /* The byte tokenizer; a larger vocab_size is padding that is never drawn. */
+    struct config_tokenizer tc = {.type = TOKENIZER_BYTE};
+    struct tokenizer tok;
+    if (tokenizer_open(&tok, &tc, err, sizeof err)) {
+        fprintf(stderr, "vktrain: error: %s\n", err);
+        return 1;
+    }
+    if (c.vocab_size < 256) {
+        fprintf(stderr, "vktrain: error: %s/config.json: vocab_size %u is smaller than the byte tokenizer's 256\n",
+                a->model, c.vocab_size);
+        return 1;
+    }
+    size_t n_text = strlen(a->prompt), n_prompt = 0;
+    int with_bos = c.vocab_size > (uint32_t)tok.bos;
+    if (n_text + (size_t)with_bos > c.max_seq_len) {
+        fprintf(stderr, "vktrain: error: --prompt: %zu tokens do not fit the model's max_seq_len %u\n",
+                n_text + (size_t)with_bos, c.max_seq_len);
+        return 1;
+    }
+    if (n_text + (size_t)with_bos == 0) {
+        fprintf(stderr, "vktrain: error: --prompt is empty and the model has no <|bos|> token\n");
+        return 1;
+    }
+    vkt_token *ids = vkt_malloc(sizeof *ids * (n_text + 1), "prompt");
+    int32_t *prompt = vkt_malloc(sizeof *prompt * (n_text + 1), "prompt");
+    size_t n_ids = tokenizer_encode(&tok, a->prompt, n_text, ids);
+    if (with_bos)
+        prompt[n_prompt++] = tok.bos;
+    for (size_t i = 0; i < n_ids; i++)
+        prompt[n_prompt++] = ids[i];
+    free(ids);
+
+    struct gpu_options go = {.device_index = -1, .quiet = 1};
+    struct gpu *g = gpu_create(&go);
+    struct model *m = model_create(g, &c, 1);
+    int rc = 1;
+    if (model_load(m, a->model, err, sizeof err)) {
+        fprintf(stderr, "vktrain: error: %s\n", err);
+    } else {
+        struct generate_options o = {
+            .max_new_tokens = (uint32_t)a->max_new_tokens,
+            .temperature = (float)a->temperature,
+            .top_k = (uint32_t)a->top_k,
+            .seed = a->seed,
+            .n_vocab = c.vocab_size < (uint32_t)tok.size ? c.vocab_size : (uint32_t)tok.size,
+            .eos = c.vocab_size > (uint32_t)tok.eos ? tok.eos : -1,
+            .on_token = print_token,
+            .ctx = &tok,
+        };
+        /* At most max_seq_len + 1 − n_prompt tokens can be drawn. */
+        size_t room = c.max_seq_len + 1 - n_prompt;
+        int32_t *out =
+            vkt_malloc(sizeof *out * ((o.max_new_tokens < room ? o.max_new_tokens : room) + 1), "generated tokens");
+        struct decoder *d = decoder_create(m);
+        fputs(a->prompt, stdout);
+        fflush(stdout);
+        enum generate_stop stop;
+        generate_tokens(d, prompt, n_prompt, &o, out, &stop);
+        fputc('\n', stdout);
+        if (stop == GENERATE_STOP_CONTEXT)
+            fprintf(stderr, "vktrain: note: stopped at the model's max_seq_len (%u tokens)\n", c.max_seq_len);
+        decoder_destroy(d);
+        free(out);
+        rc = 0;
+    }
+    free(prompt);
+    model_destroy(m);
+    gpu_destroy(g);
+    return rc;
+}
 
 int cli_generate(int argc, char **argv)
 {
-    (void)argc, (void)argv;
-    fprintf(stderr, "vktrain: error: `generate` is not implemented yet\n");
-    return 1;
+    struct generate_args a;
+    if (parse_args(argc, argv, &a)) {
+        fprintf(stderr, "run `vktrain generate --help` for the options\n");
+        return 2;
+    }
+    return run(&a);
 }

@@ -12,15 +12,6 @@
 
 #include "vktrain/util.h"
 
-/* splitmix64 (Steele, Lea, Flood 2014): one 64-bit state, full period. */
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 int sampler_init(struct sampler *s, int64_t n_seq, uint64_t seed, bool shuffle, int world, int accum, int batch,
                  char *err, size_t errlen)
 {
@@ -79,7 +70,7 @@ static void permute(struct sampler *s, int64_t epoch)
         /* j = r mod (i + 1): the bias is below (i + 1) / 2^64, far under
          * anything measurable. */
         for (int64_t i = s->n_seq - 1; i > 0; i--) {
-            uint64_t j = splitmix64(&state) % (uint64_t)(i + 1);
+            uint64_t j = vkt_splitmix64(&state) % (uint64_t)(i + 1);
             uint32_t t = s->perm[i];
             s->perm[i] = s->perm[j];
             s->perm[j] = t;

@@ -225,15 +225,6 @@ size_t model_numel(const struct model *m)
     return n;
 }
 
-/* splitmix64: a tiny generator whose stream is the same on every platform. */
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static uint64_t hash_name(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -254,8 +245,8 @@ void model_init_random(struct model *m, uint64_t seed)
                 continue;
             }
             /* Box–Muller in double from two 53-bit uniforms in (0, 1]. */
-            double u1 = ((double)(splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53;
-            double u2 = (double)(splitmix64(&s) >> 11) * 0x1.0p-53;
+            double u1 = ((double)(vkt_splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53;
+            double u2 = (double)(vkt_splitmix64(&s) >> 11) * 0x1.0p-53;
             host[j] = (float)(m->c.init_std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
         }
         gpu_upload(m->g, p->w, 0, host, p->numel * sizeof(float));

@@ -136,3 +136,11 @@ int vkt_mkdir_p(const char *path)
         return -1;
     return 0;
 }
+
+uint64_t vkt_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}

@@ -1,0 +1,293 @@
+/* model_generate: the single-token decode path with a key/value cache, and
+ * host-side sampling (see include/vktrain/generate.h).
+ *
+ * A step records, for one token at position pos: embedding; per layer
+ * norm -> q, k, v of that row -> RoPE at pos (llama) -> k, v appended to the
+ * layer's cache row pos -> attention of the one query over cache rows
+ * 0..pos (shaders/attention_decode.comp) -> o_proj added to the residual ->
+ * MLP added to the residual; the final norm and the logits; then it
+ * submits once and reads the logits back. The arithmetic is the training
+ * forward's (model_forward.c) for the last row, so the logits match it to
+ * fp32 rounding (tests/test_generate.c). It owns its buffers and only reads
+ * the model's weights (and the llama RoPE table). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "vktrain/generate.h"
+#include "vktrain/ops.h"
+#include "vktrain/util.h"
+
+struct decoder {
+    struct model *m;
+    uint32_t pos;
+    uint32_t C, F, H, KVH, hd, kvd, V, T;
+    struct gpu_buffer *token, *position; /* int32 (1) */
+    struct gpu_buffer *x;                /* residual stream (C), updated in place */
+    struct gpu_buffer *xn, *mean, *rstd; /* norm output (C), statistics (1) */
+    struct gpu_buffer *q, *k, *v;        /* llama: (C), (kvd), (kvd) */
+    struct gpu_buffer *qkv;              /* gpt2: (3C) */
+    struct gpu_buffer *att;              /* attention output (C) */
+    struct gpu_buffer *gate, *up, *h;    /* MLP (F) */
+    struct gpu_buffer *scores;           /* (H, T) */
+    struct gpu_buffer *logits;           /* (V) */
+    struct gpu_buffer **kc, **vc;        /* per layer (T, kvd) */
+    float *host_logits;
+};
+
+static struct gpu_buffer *buf(struct decoder *d, size_t floats, const char *name)
+{
+    return gpu_buffer_create(d->m->g, (floats ? floats : 1) * sizeof(float), name);
+}
+
+struct decoder *decoder_create(struct model *m)
+{
+    const struct model_config *c = &m->c;
+    struct decoder *d = vkt_calloc(1, sizeof *d, "the decoder");
+    d->m = m;
+    d->C = c->dim, d->F = c->hidden_dim, d->H = c->n_heads, d->KVH = c->n_kv_heads;
+    d->hd = c->dim / c->n_heads, d->kvd = d->KVH * d->hd, d->V = c->vocab_size, d->T = c->max_seq_len;
+    int llama = c->arch == MODEL_LLAMA;
+    d->token = buf(d, 1, "decode token");
+    d->position = buf(d, 1, "decode position");
+    d->x = buf(d, d->C, "decode x");
+    d->xn = buf(d, d->C, "decode xn");
+    d->mean = buf(d, 1, "decode mean");
+    d->rstd = buf(d, 1, "decode rstd");
+    if (llama) {
+        d->q = buf(d, d->C, "decode q");
+        d->k = buf(d, d->kvd, "decode k");
+        d->v = buf(d, d->kvd, "decode v");
+        d->gate = buf(d, d->F, "decode gate");
+    } else {
+        d->qkv = buf(d, 3 * (size_t)d->C, "decode qkv");
+    }
+    d->att = buf(d, d->C, "decode att");
+    d->up = buf(d, d->F, "decode up");
+    d->h = buf(d, d->F, "decode h");
+    d->scores = buf(d, (size_t)d->H * d->T, "decode scores");
+    d->logits = buf(d, d->V, "decode logits");
+    d->kc = vkt_calloc(c->n_layers, sizeof *d->kc, "key cache");
+    d->vc = vkt_calloc(c->n_layers, sizeof *d->vc, "value cache");
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        d->kc[l] = buf(d, (size_t)d->T * d->kvd, "key cache");
+        d->vc[l] = buf(d, (size_t)d->T * d->kvd, "value cache");
+    }
+    d->host_logits = vkt_malloc(sizeof(float) * d->V, "logits");
+    return d;
+}
+
+void decoder_destroy(struct decoder *d)
+{
+    if (!d)
+        return;
+    struct gpu *g = d->m->g;
+    struct gpu_buffer *all[] = {d->token, d->position, d->x,   d->xn,   d->mean, d->rstd, d->q,      d->k,
+                                d->v,     d->qkv,      d->att, d->gate, d->up,   d->h,    d->scores, d->logits};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        gpu_buffer_destroy(g, all[i]);
+    for (uint32_t l = 0; l < d->m->c.n_layers; l++) {
+        gpu_buffer_destroy(g, d->kc[l]);
+        gpu_buffer_destroy(g, d->vc[l]);
+    }
+    free(d->kc);
+    free(d->vc);
+    free(d->host_logits);
+    free(d);
+}
+
+void decoder_reset(struct decoder *d)
+{
+    d->pos = 0;
+}
+uint32_t decoder_position(const struct decoder *d)
+{
+    return d->pos;
+}
+
+/* Kc[pos] = k[k_off..], Vc[pos] = v[v_off..] for layer l. */
+static void cache_append(struct decoder *d, uint32_t l, struct gpu_buffer *k, uint32_t k_off, struct gpu_buffer *v,
+                         uint32_t v_off)
+{
+    struct gpu *g = d->m->g;
+    struct gpu_kernel_desc desc = {
+        .shader = "attention_decode_append", .n_bindings = 4, .push_size = 4 * sizeof(uint32_t)};
+    struct gpu_arg args[4] = {{.buf = k}, {.buf = v}, {.buf = d->kc[l], .write = 1}, {.buf = d->vc[l], .write = 1}};
+    uint32_t push[4] = {d->pos, d->kvd, k_off, v_off};
+    gpu_dispatch(g, gpu_kernel_get(g, &desc), args, push, (d->kvd + 63) / 64, 1, 1);
+}
+
+/* att (H, hd) = attention of the query at q[q_off..] over cache rows 0..pos. */
+static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, uint32_t q_off)
+{
+    struct gpu *g = d->m->g;
+    struct gpu_kernel_desc desc = {.shader = "attention_decode_attend",
+                                   .n_bindings = 5,
+                                   .push_size = 7 * sizeof(uint32_t),
+                                   .n_spec = 1,
+                                   .spec = {gpu_workgroup_1d(g)}};
+    struct gpu_arg args[5] = {
+        {.buf = q}, {.buf = d->kc[l]}, {.buf = d->vc[l]}, {.buf = d->scores, .write = 1}, {.buf = d->att, .write = 1}};
+    struct {
+        uint32_t pos, H, KVH, hd, q_off, max_pos;
+        float scale;
+    } push = {d->pos, d->H, d->KVH, d->hd, q_off, d->T, (float)(1.0 / sqrt((double)d->hd))};
+    gpu_dispatch(g, gpu_kernel_get(g, &desc), args, &push, d->H, 1, 1);
+}
+
+static void layer_step(struct decoder *d, uint32_t l)
+{
+    struct model *m = d->m;
+    const struct model_config *c = &m->c;
+    struct layer_params *p = &m->lp[l];
+    struct gpu *g = m->g;
+    uint32_t C = d->C, F = d->F;
+
+    if (c->arch == MODEL_LLAMA) {
+        op_rmsnorm(g, d->x, W(m, p->norm1), d->xn, d->rstd, 1, C, c->norm_eps);
+        op_matmul_nt(g, d->xn, W(m, p->wq), d->q, 1, C, C, 0);
+        op_matmul_nt(g, d->xn, W(m, p->wk), d->k, 1, d->kvd, C, 0);
+        op_matmul_nt(g, d->xn, W(m, p->wv), d->v, 1, d->kvd, C, 0);
+        op_rope(g, d->q, d->position, m->rope_table, 1, d->H, d->hd, d->T, 0);
+        op_rope(g, d->k, d->position, m->rope_table, 1, d->KVH, d->hd, d->T, 0);
+        cache_append(d, l, d->k, 0, d->v, 0);
+        cache_attend(d, l, d->q, 0);
+    } else {
+        op_layernorm(g, d->x, W(m, p->norm1), W(m, p->norm1_b), d->xn, d->mean, d->rstd, 1, C, c->norm_eps);
+        op_matmul_nt(g, d->xn, W(m, p->wqkv), d->qkv, 1, 3 * C, C, 0);
+        op_bias_add(g, W(m, p->bqkv), d->qkv, 1, 3 * C);
+        cache_append(d, l, d->qkv, C, d->qkv, 2 * C);
+        cache_attend(d, l, d->qkv, 0);
+    }
+    /* x += att·Woᵀ (+ b) */
+    op_matmul_nt(g, d->att, W(m, p->wo), d->x, 1, C, C, 1);
+    if (p->bo >= 0)
+        op_bias_add(g, W(m, p->bo), d->x, 1, C);
+
+    if (c->arch == MODEL_LLAMA) {
+        op_rmsnorm(g, d->x, W(m, p->norm2), d->xn, d->rstd, 1, C, c->norm_eps);
+        op_matmul_nt(g, d->xn, W(m, p->gate), d->gate, 1, F, C, 0);
+        op_matmul_nt(g, d->xn, W(m, p->up), d->up, 1, F, C, 0);
+        op_swiglu(g, d->gate, d->up, d->h, F);
+    } else {
+        op_layernorm(g, d->x, W(m, p->norm2), W(m, p->norm2_b), d->xn, d->mean, d->rstd, 1, C, c->norm_eps);
+        op_matmul_nt(g, d->xn, W(m, p->up), d->up, 1, F, C, 0);
+        op_bias_add(g, W(m, p->bup), d->up, 1, F);
+        op_gelu(g, d->up, d->h, F);
+    }
+    /* x += h·Wdownᵀ (+ b) */
+    op_matmul_nt(g, d->h, W(m, p->down), d->x, 1, C, F, 1);
+    if (p->bdown >= 0)
+        op_bias_add(g, W(m, p->bdown), d->x, 1, C);
+}
+
+const float *decoder_step(struct decoder *d, int32_t token)
+{
+    struct model *m = d->m;
+    const struct model_config *c = &m->c;
+    struct gpu *g = m->g;
+    if (token < 0 || (uint32_t)token >= d->V)
+        vkt_fatal("decoder: token %d is outside the vocabulary [0, %u)", token, d->V);
+    if (d->pos >= d->T)
+        vkt_fatal("decoder: the key/value cache is full (max_seq_len %u)", d->T);
+    int32_t pos = (int32_t)d->pos;
+    gpu_upload(g, d->token, 0, &token, sizeof token);
+    gpu_upload(g, d->position, 0, &pos, sizeof pos);
+    int gpt2 = c->arch == MODEL_GPT2;
+    op_embedding(g, d->token, gpt2 ? d->position : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, d->x, 1,
+                 d->C, d->V, d->T);
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        layer_step(d, l);
+    if (gpt2)
+        op_layernorm(g, d->x, W(m, m->norm_f), W(m, m->norm_f_b), d->xn, d->mean, d->rstd, 1, d->C, c->norm_eps);
+    else
+        op_rmsnorm(g, d->x, W(m, m->norm_f), d->xn, d->rstd, 1, d->C, c->norm_eps);
+    op_matmul_nt(g, d->xn, W(m, m->lm_head), d->logits, 1, d->V, d->C, 0);
+    gpu_download(g, d->logits, 0, d->host_logits, sizeof(float) * d->V);
+    d->pos++;
+    return d->host_logits;
+}
+
+struct candidate {
+    float logit;
+    int32_t id;
+};
+
+/* Largest logit first, ties by the lower id. */
+static int by_logit(const void *a, const void *b)
+{
+    const struct candidate *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int32_t generate_sample(const float *logits, uint32_t n, float temperature, uint32_t top_k, uint64_t *rng)
+{
+    if (n == 0)
+        vkt_fatal("generate_sample: no ids to draw from");
+    int32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (logits[i] > logits[best])
+            best = (int32_t)i;
+    if (temperature <= 0 || top_k == 1)
+        return best;
+    /* The candidates: every id in order, or the top_k largest. */
+    uint32_t k = top_k && top_k < n ? top_k : n;
+    struct candidate *cand = vkt_malloc(sizeof *cand * n, "sampling candidates");
+    for (uint32_t i = 0; i < n; i++)
+        cand[i] = (struct candidate){logits[i], (int32_t)i};
+    if (k < n)
+        qsort(cand, n, sizeof *cand, by_logit);
+    /* softmax(l / T) over the candidates, in double, the max subtracted;
+     * u uniform in [0, sum) picks the first candidate whose running sum
+     * exceeds it. */
+    double sum = 0;
+    for (uint32_t i = 0; i < k; i++)
+        sum += exp(((double)cand[i].logit - (double)logits[best]) / temperature);
+    double u = (double)(vkt_splitmix64(rng) >> 11) * 0x1.0p-53 * sum, acc = 0;
+    int32_t pick = cand[k - 1].id;
+    for (uint32_t i = 0; i < k; i++) {
+        acc += exp(((double)cand[i].logit - (double)logits[best]) / temperature);
+        if (u < acc) {
+            pick = cand[i].id;
+            break;
+        }
+    }
+    free(cand);
+    return pick;
+}
+
+size_t generate_tokens(struct decoder *d, const int32_t *prompt, size_t n_prompt, const struct generate_options *o,
+                       int32_t *out, enum generate_stop *stop)
+{
+    if (n_prompt == 0 || n_prompt > d->T)
+        vkt_fatal("generate: a prompt of %zu tokens does not fit 1..max_seq_len (%u)", n_prompt, d->T);
+    uint32_t n_vocab = o->n_vocab && o->n_vocab < d->V ? o->n_vocab : d->V;
+    uint64_t rng = o->seed;
+    decoder_reset(d);
+    const float *logits = NULL;
+    for (size_t i = 0; i < n_prompt; i++)
+        logits = decoder_step(d, prompt[i]);
+    size_t n = 0;
+    *stop = GENERATE_STOP_LENGTH;
+    while (n < o->max_new_tokens) {
+        int32_t tok = generate_sample(logits, n_vocab, o->temperature, o->top_k, &rng);
+        if (tok == o->eos) {
+            *stop = GENERATE_STOP_EOS;
+            break;
+        }
+        out[n++] = tok;
+        if (o->on_token)
+            o->on_token(tok, o->ctx);
+        if (n == o->max_new_tokens)
+            break;
+        if (d->pos == d->T) {
+            *stop = GENERATE_STOP_CONTEXT;
+            break;
+        }
+        logits = decoder_step(d, tok);
+    }
+    return n;
+}
