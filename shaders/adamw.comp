@@ -1,4 +1,6 @@
 #version 450
+// variant: torch -DFUSED=0
+// variant: fused -DFUSED=1
 // One AdamW step over n floats of one parameter tensor, with torch.optim.AdamW
 // semantics and torch's order of float operations (torch/optim/adamw.py,
 // _single_tensor_adamw, non-capturable branch):
@@ -11,6 +13,10 @@
 // Every scalar in parentheses comes from the host (computed in double,
 // rounded once to float). Each product and sum is rounded on its own
 // (precise: never fused into an fma). grad is only read.
+// The `fused` variant computes the same step with fmas and a reciprocal, as
+// a device with other rounding would: VKTRAIN_ADAMW=fused selects it, so a
+// test can give one rank different arithmetic (a mixed-vendor cluster) and
+// check that replica drift is found and repaired (src/train/replica.c).
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push {
     uint n;
@@ -30,6 +36,17 @@ layout(std430, binding = 3) buffer BV { float v2[]; };
 
 void main()
 {
+#if FUSED
+    FOR_EACH_ELEMENT(i) {
+        float g = grad[i] * p.grad_scale;
+        float m = fma(m1[i], p.beta1, p.one_minus_beta1 * g);
+        float v = fma(v2[i], p.beta2, p.one_minus_beta2 * g * g);
+        float r = 1.0 / (sqrt(v) * (1.0 / p.bc2_sqrt) + p.eps);
+        theta[i] = fma(p.neg_step_size * m, r, theta[i] * p.decay);
+        m1[i] = m;
+        v2[i] = v;
+    }
+#else
     FOR_EACH_ELEMENT(i) {
         precise float g = grad[i] * p.grad_scale;
         precise float th = theta[i] * p.decay;
@@ -49,4 +66,5 @@ void main()
         v2[i] = v;
         theta[i] = th;
     }
+#endif
 }

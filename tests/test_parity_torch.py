@@ -18,10 +18,11 @@ with positions 0..L-1 and a plain causal mask, loss = sum of cross-entropy
 over valid labels / N in float32, gradients by autograd. The logits of
 padding rows, which no sample defines, are compared with a forward of the
 whole padded batch under the same mask the model uses.
-The torch model is written out plainly here (RMSNorm, RoPE with HF
-rotate_half and inv_freq = 1/theta^(arange(0,hd,2)/hd) in float32, GQA via
-repeat_kv, SwiGLU; LayerNorm, learned positions, Conv1D, GELU tanh; tied and
-untied heads); transformers is not imported.
+The torch model is written out plainly in parity_torch_model.py, shared
+with test_train_parity_torch.py (RMSNorm, RoPE with HF rotate_half and
+inv_freq = 1/theta^(arange(0,hd,2)/hd) in float32, GQA via repeat_kv,
+SwiGLU; LayerNorm, learned positions, Conv1D, GELU tanh; tied and untied
+heads); transformers is not imported.
 
 Tolerance, per tensor (logits, loss, each gradient):
     max|vk - torch| <= 1e-4 * max|torch| + 1e-7
@@ -42,9 +43,7 @@ the test cannot pass by comparing nothing.
 Runs every case in one process (torch is imported once) and exits non-zero on
 any mismatch, after printing one line per tensor."""
 import json
-import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -52,200 +51,13 @@ import tempfile
 import numpy as np
 import torch
 
-PAD, BOS, EOS, VOCAB = 258, 256, 257, 259
+from parity_torch_model import (BOS, EOS, PAD, VOCAB, forward, hf_config, random_params,
+                                read_safetensors, rope_interleaved, write_safetensors)
+
 RTOL, ATOL = 1e-4, 1e-7
 # Both kernel families: texel-buffer reads (CPU drivers such as lavapipe)
 # and shared-memory tiling (GPUs); each runs on any device.
 KERNELS = ("texel", "tiled")
-
-
-# ---------------------------------------------------------------- files
-
-
-def write_safetensors(path, tensors):
-    """tensors: name -> float32 numpy array, written as F32 in order."""
-    header, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
-    for name, arr in tensors.items():
-        raw = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        buf = f.read()
-    (n,) = struct.unpack("<Q", buf[:8])
-    header = json.loads(buf[8:8 + n].decode())
-    header.pop("__metadata__", None)
-    data, out = buf[8 + n:], {}
-    for k, v in header.items():
-        assert v["dtype"] == "F32", f"{path}: {k}: dtype {v['dtype']}"
-        b, e = v["data_offsets"]
-        out[k] = np.frombuffer(data[b:e], dtype="<f4").reshape(v["shape"])
-    return out
-
-
-# ---------------------------------------------------------------- models
-
-
-def hf_config(c):
-    if c["arch"] == "llama":
-        return {
-            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": VOCAB,
-            "hidden_size": c["dim"], "intermediate_size": c["hidden"], "num_hidden_layers": c["layers"],
-            "num_attention_heads": c["heads"], "num_key_value_heads": c["kv_heads"],
-            "max_position_embeddings": c["max_seq_len"], "rms_norm_eps": c["eps"], "rope_theta": c["theta"],
-            "tie_word_embeddings": c["tied"], "hidden_act": "silu",
-        }
-    return {
-        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": VOCAB, "n_embd": c["dim"],
-        "n_layer": c["layers"], "n_head": c["heads"], "n_positions": c["max_seq_len"], "n_inner": c["hidden"],
-        "layer_norm_epsilon": c["eps"], "activation_function": "gelu_new",
-    }
-
-
-def random_params(c, gen):
-    """HF name -> float32 tensor with HF shape. Scales keep activations and
-    logits O(1) (an unsaturated softmax, losses near log V); norm weights and
-    biases are random too, so no gradient is checked at a trivial point."""
-    D, F, V, L = c["dim"], c["hidden"], VOCAB, c["layers"]
-    hd = D // c["heads"]
-
-    def mat(*shape, std=None):
-        std = std if std is not None else 1.0 / math.sqrt(shape[-1] if len(shape) > 1 else D)
-        return torch.randn(*shape, generator=gen) * std
-
-    def near_one(n):
-        return 1.0 + 0.2 * torch.randn(n, generator=gen)
-
-    p = {}
-    if c["arch"] == "llama":
-        kv = c["kv_heads"] * hd
-        p["model.embed_tokens.weight"] = mat(V, D, std=0.4)
-        for i in range(L):
-            pre = f"model.layers.{i}."
-            p[pre + "input_layernorm.weight"] = near_one(D)
-            p[pre + "self_attn.q_proj.weight"] = mat(D, D)
-            p[pre + "self_attn.k_proj.weight"] = mat(kv, D)
-            p[pre + "self_attn.v_proj.weight"] = mat(kv, D)
-            p[pre + "self_attn.o_proj.weight"] = mat(D, D)
-            p[pre + "post_attention_layernorm.weight"] = near_one(D)
-            p[pre + "mlp.gate_proj.weight"] = mat(F, D)
-            p[pre + "mlp.up_proj.weight"] = mat(F, D)
-            p[pre + "mlp.down_proj.weight"] = mat(D, F)
-        p["model.norm.weight"] = near_one(D)
-        if not c["tied"]:
-            p["lm_head.weight"] = mat(V, D)
-    else:
-        p["wte.weight"] = mat(V, D, std=0.4)
-        p["wpe.weight"] = mat(c["max_seq_len"], D, std=0.2)
-        for i in range(L):
-            pre = f"h.{i}."
-            p[pre + "ln_1.weight"] = near_one(D)
-            p[pre + "ln_1.bias"] = 0.1 * torch.randn(D, generator=gen)
-            p[pre + "attn.c_attn.weight"] = mat(D, 3 * D, std=D ** -0.5)  # Conv1D: (in, out)
-            p[pre + "attn.c_attn.bias"] = 0.1 * torch.randn(3 * D, generator=gen)
-            p[pre + "attn.c_proj.weight"] = mat(D, D, std=D ** -0.5)
-            p[pre + "attn.c_proj.bias"] = 0.1 * torch.randn(D, generator=gen)
-            p[pre + "ln_2.weight"] = near_one(D)
-            p[pre + "ln_2.bias"] = 0.1 * torch.randn(D, generator=gen)
-            p[pre + "mlp.c_fc.weight"] = mat(D, F, std=D ** -0.5)
-            p[pre + "mlp.c_fc.bias"] = 0.1 * torch.randn(F, generator=gen)
-            p[pre + "mlp.c_proj.weight"] = mat(F, D, std=F ** -0.5)
-            p[pre + "mlp.c_proj.bias"] = 0.1 * torch.randn(D, generator=gen)
-        p["ln_f.weight"] = near_one(D)
-        p["ln_f.bias"] = 0.1 * torch.randn(D, generator=gen)
-    return {k: v.float() for k, v in p.items()}
-
-
-def rms_norm(x, w, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
-
-
-def layer_norm(x, w, b, eps):
-    mu = x.mean(-1, keepdim=True)
-    var = (x - mu).pow(2).mean(-1, keepdim=True)
-    return (x - mu) / torch.sqrt(var + eps) * w + b
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def rope_hf(x, pos, theta):
-    """x: (B, H, T, hd); pos: (B, T). HF LlamaRotaryEmbedding + apply_rotary_pos_emb."""
-    hd = x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
-    freqs = pos.float()[:, :, None] * inv_freq[None, None, :]  # (B, T, hd/2)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos()[:, None], emb.sin()[:, None]
-    return x * cos + rotate_half(x) * sin
-
-
-def rope_interleaved(x, pos, theta):
-    """The GPT-J / Meta pairing (2i, 2i+1): the wrong convention, for the negative control."""
-    hd = x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
-    ang = pos.float()[:, :, None] * inv_freq[None, None, :]
-    cos, sin = ang.cos()[:, None], ang.sin()[:, None]
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
-
-
-def attention(q, k, v, mask):
-    """q: (B, H, T, hd); k, v: (B, Hkv, T, hd), each kv head serving H/Hkv
-    consecutive query heads (HF repeat_kv); mask: (B, T, T) bool, True = attend."""
-    rep = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    s = s.masked_fill(~mask[:, None], float("-inf"))
-    return torch.softmax(s, dim=-1) @ v
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
-
-
-def forward(c, p, tokens, pos, mask, rope=rope_hf):
-    """Logits (B, T, V) for tokens, pos: (B, T) int64 and mask: (B, T, T)."""
-    B, T = tokens.shape
-    D, H = c["dim"], c["heads"]
-    hd = D // H
-    heads = lambda t, n: t.view(B, T, n, hd).transpose(1, 2)
-    merge = lambda t: t.transpose(1, 2).reshape(B, T, D)
-    if c["arch"] == "llama":
-        x = p["model.embed_tokens.weight"][tokens]
-        for i in range(c["layers"]):
-            w = lambda n: p[f"model.layers.{i}.{n}.weight"]
-            h = rms_norm(x, w("input_layernorm"), c["eps"])
-            q = rope(heads(h @ w("self_attn.q_proj").T, H), pos, c["theta"])
-            k = rope(heads(h @ w("self_attn.k_proj").T, c["kv_heads"]), pos, c["theta"])
-            v = heads(h @ w("self_attn.v_proj").T, c["kv_heads"])
-            x = x + merge(attention(q, k, v, mask)) @ w("self_attn.o_proj").T
-            h = rms_norm(x, w("post_attention_layernorm"), c["eps"])
-            gate, up = h @ w("mlp.gate_proj").T, h @ w("mlp.up_proj").T
-            x = x + (gate * torch.sigmoid(gate) * up) @ w("mlp.down_proj").T
-        x = rms_norm(x, p["model.norm.weight"], c["eps"])
-        head = p["model.embed_tokens.weight"] if c["tied"] else p["lm_head.weight"]
-        return x @ head.T
-    x = p["wte.weight"][tokens] + p["wpe.weight"][pos]
-    for i in range(c["layers"]):
-        w = lambda n: p[f"h.{i}.{n}.weight"]
-        b = lambda n: p[f"h.{i}.{n}.bias"]
-        h = layer_norm(x, w("ln_1"), b("ln_1"), c["eps"])
-        q, k, v = (h @ w("attn.c_attn") + b("attn.c_attn")).split(D, dim=-1)
-        a = attention(heads(q, H), heads(k, H), heads(v, H), mask)
-        x = x + merge(a) @ w("attn.c_proj") + b("attn.c_proj")
-        h = layer_norm(x, w("ln_2"), b("ln_2"), c["eps"])
-        x = x + gelu_tanh(h @ w("mlp.c_fc") + b("mlp.c_fc")) @ w("mlp.c_proj") + b("mlp.c_proj")
-    x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"], c["eps"])
-    return x @ p["wte.weight"].T
 
 
 # ---------------------------------------------------------------- batch

@@ -69,6 +69,7 @@ struct config_lr_scheduler {
 struct config_dist {
     int bucket_mb;       /* gradient all-reduce bucket size */
     int64_t check_every; /* steps between cross-rank consistency checks */
+    bool overlap;        /* start each bucket's all-reduce while backward runs */
 };
 
 struct config {
@@ -106,6 +107,8 @@ void config_free(struct config *cfg);
 void config_print(const struct config *cfg, FILE *f);
 /* FNV-1a 64 of the resolved recipe, leaving out the keys that may change
  * when a run is resumed (see config_keys.c: output_dir, resume, epochs,
+ * batch_size and gradient_accumulation_steps (the global batch is checked
+ * separately),
  * max_steps, the logging/eval/save intervals, device.index, dist.*). */
 uint64_t config_hash(const struct config *cfg);
 

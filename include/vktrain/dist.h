@@ -22,6 +22,10 @@ void dist_sum_f32(float *x, size_t n);
 void dist_sum_f64(double *x, size_t n);
 void dist_sum_i64(int64_t *x, size_t n);
 void dist_bcast(void *buf, size_t bytes, int root);
+/* Starts a SUM all-reduce of x in place (MPI_Iallreduce); x must stay
+ * untouched until dist_wait_all, which completes every started one. */
+void dist_isum_f32(float *x, size_t n);
+void dist_wait_all(void);
 /* Every rank's `n` bytes at `mine` gathered on every rank into all[world*n]. */
 void dist_allgather(const void *mine, void *all, size_t n);
 void dist_barrier(void);

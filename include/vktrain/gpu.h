@@ -114,6 +114,13 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
                   const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
 /* Submits everything recorded since the last submit and waits for it. */
 void gpu_submit(struct gpu *g);
+/* The same in two halves, so the host can work while the device runs:
+ * recording, copies and gpu_submit wait for work in flight first. */
+void gpu_submit_async(struct gpu *g);
+void gpu_wait(struct gpu *g);
+/* The buffer's memory when it is host-visible (unified memory), else NULL.
+ * Read it only when no work in flight writes the buffer. */
+const void *gpu_buffer_host(const struct gpu_buffer *b);
 
 /* Timers from timestamp queries around recorded work. gpu_timer_ms is valid
  * after the gpu_submit that ran both ends; it returns -1 when the queue has

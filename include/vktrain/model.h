@@ -40,6 +40,7 @@ struct model_param {
     int decay;            /* weight decay applies (ndim >= 2) */
     int hf_transposed;    /* stored (in, out) in HF files (GPT-2 Conv1D) */
     enum model_init init;
+    int stage;            /* its gradient is complete after this backward stage */
     struct gpu_buffer *w, *grad;
 };
 
@@ -74,6 +75,12 @@ void model_zero_grad(struct model *m);
 void model_forward(struct model *m, const struct model_batch *b, float scale);
 /* Records the backward of the last forward, accumulating into gradients. */
 void model_backward(struct model *m);
+/* The same backward in stages, so gradients that are complete can be sent
+ * while the rest runs: stage 0 is the head (final norm, untied LM head),
+ * stage 1 + i is layer n_layers − 1 − i, the last stage the embeddings.
+ * model_backward records every stage in order. */
+int model_backward_stages(const struct model *m);
+void model_backward_stage(struct model *m, int stage);
 /* Each forward adds its micro-batch's loss sum and valid-token count to a
  * device-side accumulator (deterministic reductions, in micro-batch order);
  * model_loss_reset zeroes it, model_read_loss submits and reads it. */

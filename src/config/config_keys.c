@@ -48,8 +48,10 @@ const struct config_key config_keys[] = {
     {"dataset.val_fraction", KT_FLOAT, OFF(dataset.val_fraction), 0, 1, KF_OPEN_MAX, NULL},
     {"dataset.skip_bad_lines", KT_BOOL, OFF(dataset.skip_bad_lines), 0, 0, 0, NULL},
     {"dataset.exclude", KT_STRLIST, OFF(dataset.exclude), 0, 0, 0, NULL},
-    {"batch_size", KT_INT, OFF(batch_size), 1, IMAX, 0, NULL},
-    {"gradient_accumulation_steps", KT_INT, OFF(gradient_accumulation_steps), 1, IMAX, 0, NULL},
+    /* Not hashed: a run may resume with another split of the same global
+     * batch W·A·B (train_state.json records it and resume checks it). */
+    {"batch_size", KT_INT, OFF(batch_size), 1, IMAX, KF_NOHASH, NULL},
+    {"gradient_accumulation_steps", KT_INT, OFF(gradient_accumulation_steps), 1, IMAX, KF_NOHASH, NULL},
     {"epochs", KT_I64, OFF(epochs), 1, LMAX, KF_NOHASH, NULL},
     {"max_steps", KT_I64, OFF(max_steps), 1, LMAX, KF_NULL | KF_NOHASH, NULL},
     {"optimizer.lr", KT_FLOAT, OFF(optimizer.lr), 0, DBL_MAX, KF_OPEN_MIN, NULL},
@@ -67,6 +69,7 @@ const struct config_key config_keys[] = {
     {"device.index", KT_INT, OFF(device_index), 0, IMAX, KF_AUTO | KF_NOHASH, NULL},
     {"dist.bucket_mb", KT_INT, OFF(dist.bucket_mb), 1, 4096, KF_NOHASH, NULL},
     {"dist.check_every", KT_I64, OFF(dist.check_every), 0, LMAX, KF_NOHASH, NULL},
+    {"dist.overlap", KT_BOOL, OFF(dist.overlap), 0, 0, KF_NOHASH, NULL},
 };
 const int config_n_keys = (int)(sizeof config_keys / sizeof config_keys[0]);
 
@@ -97,6 +100,7 @@ void config_defaults(struct config *cfg)
     cfg->device_index = -1;
     cfg->dist.bucket_mb = 25;
     cfg->dist.check_every = 100;
+    cfg->dist.overlap = true;
 }
 
 int config_key_find(const char *name)

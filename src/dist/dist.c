@@ -109,6 +109,38 @@ void dist_sum_i64(int64_t *x, size_t n)
 #endif
 }
 
+#ifdef VKTRAIN_HAVE_MPI
+static MPI_Request *pending;
+static int n_pending, cap_pending;
+#endif
+
+void dist_isum_f32(float *x, size_t n)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (!mpi_on)
+        return;
+    for (size_t done = 0; done < n; done += MPI_PIECE) {
+        if (n_pending == cap_pending) {
+            cap_pending = cap_pending ? 2 * cap_pending : 64;
+            pending = vkt_realloc(pending, sizeof *pending * (size_t)cap_pending, "MPI requests");
+        }
+        size_t k = n - done < MPI_PIECE ? n - done : MPI_PIECE;
+        MPI_Iallreduce(MPI_IN_PLACE, x + done, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &pending[n_pending++]);
+    }
+#else
+    (void)x, (void)n;
+#endif
+}
+
+void dist_wait_all(void)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (n_pending)
+        MPI_Waitall(n_pending, pending, MPI_STATUSES_IGNORE);
+    n_pending = 0;
+#endif
+}
+
 void dist_bcast(void *buf, size_t bytes, int root)
 {
 #ifdef VKTRAIN_HAVE_MPI

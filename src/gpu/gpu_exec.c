@@ -128,6 +128,7 @@ void gpu_cmd_ensure(struct gpu *g)
 {
     if (g->recording)
         return;
+    gpu_wait(g); /* the one command buffer is free again */
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
@@ -279,7 +280,7 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
     g->n_recorded++;
 }
 
-void gpu_submit(struct gpu *g)
+void gpu_submit_async(struct gpu *g)
 {
     if (!g->recording)
         return;
@@ -292,6 +293,21 @@ void gpu_submit(struct gpu *g)
         .pCommandBuffers = &g->cmd,
     };
     VK_CHECK(vkQueueSubmit(g->queue, 1, &si, g->fence), "submitting %u recorded commands", g->n_recorded);
+    g->recording = 0;
+    g->in_flight = 1;
+}
+
+void gpu_submit(struct gpu *g)
+{
+    gpu_submit_async(g);
+    gpu_wait(g);
+}
+
+void gpu_wait(struct gpu *g)
+{
+    if (!g->in_flight)
+        return;
+    g->in_flight = 0;
     VK_CHECK(vkWaitForFences(g->device, 1, &g->fence, VK_TRUE, UINT64_MAX), "waiting for %u commands to finish",
              g->n_recorded);
     VK_CHECK(vkResetFences(g->device, 1, &g->fence), "resetting the submit fence");
@@ -308,7 +324,6 @@ void gpu_submit(struct gpu *g)
                  "reading timestamp %u", q);
         g->query_pending[q] = 0;
     }
-    g->recording = 0;
     g->n_recorded = 0;
     g->sets_used = 0;
 }

@@ -63,6 +63,7 @@ struct gpu {
     VkCommandBuffer cmd;
     VkFence fence;
     int recording;          /* cmd has been begun */
+    int in_flight;          /* cmd was submitted and not yet waited for */
     uint32_t n_recorded;    /* commands since the last submit */
     VkDescriptorPool desc_pool;
     uint32_t sets_used;

@@ -78,6 +78,7 @@ void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b)
         return;
     if (g->n_recorded)
         gpu_submit(g);
+    gpu_wait(g);
     gpu_buffer_views_destroy(g, b);
     vkDestroyBuffer(g->device, b->buffer, NULL);
     vkFreeMemory(g->device, b->memory, NULL);
@@ -85,6 +86,7 @@ void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b)
 }
 
 size_t gpu_buffer_size(const struct gpu_buffer *b) { return b->size; }
+const void *gpu_buffer_host(const struct gpu_buffer *b) { return b->mapped; }
 const char *gpu_buffer_name(const struct gpu_buffer *b) { return b->name; }
 
 static void check_range(const struct gpu_buffer *b, size_t offset, size_t bytes, const char *verb)
@@ -112,6 +114,7 @@ void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *
     check_range(b, offset, bytes, "uploading");
     if (g->n_recorded)
         gpu_submit(g);
+    gpu_wait(g);
     if (b->mapped) {
         memcpy((char *)b->mapped + offset, src, bytes);
         return;
@@ -134,6 +137,7 @@ void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void
     check_range(b, offset, bytes, "downloading");
     if (g->n_recorded)
         gpu_submit(g);
+    gpu_wait(g);
     if (b->mapped) {
         memcpy(dst, (const char *)b->mapped + offset, bytes);
         return;

@@ -33,6 +33,7 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->decay = p->ndim >= 2;
     p->hf_transposed = transposed;
     p->init = init;
+    p->stage = m->building_stage;
     p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
     p->grad = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
     return m->n_params++;
@@ -46,9 +47,11 @@ static void build_table(struct model *m)
     m->lp = vkt_calloc(c->n_layers, sizeof *m->lp, "layer table");
     m->pos_embed = m->norm_f_b = m->lm_head = -1;
     if (c->arch == MODEL_LLAMA) {
+        m->building_stage = (int)c->n_layers + 1;
         m->embed = add_param(m, 0, INIT_NORMAL, V, C, "model.embed_tokens.weight");
         for (uint32_t l = 0; l < c->n_layers; l++) {
             struct layer_params *p = &m->lp[l];
+            m->building_stage = (int)(c->n_layers - l);
             memset(p, -1, sizeof *p);
             p->norm1 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.input_layernorm.weight", l);
             p->wq = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.q_proj.weight", l);
@@ -60,13 +63,16 @@ static void build_table(struct model *m)
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
             p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
         }
+        m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
         m->lm_head = c->tie_embeddings ? m->embed : add_param(m, 0, INIT_NORMAL, V, C, "lm_head.weight");
     } else {
+        m->building_stage = (int)c->n_layers + 1;
         m->embed = add_param(m, 0, INIT_NORMAL, V, C, "wte.weight");
         m->pos_embed = add_param(m, 0, INIT_NORMAL, c->max_seq_len, C, "wpe.weight");
         for (uint32_t l = 0; l < c->n_layers; l++) {
             struct layer_params *p = &m->lp[l];
+            m->building_stage = (int)(c->n_layers - l);
             memset(p, -1, sizeof *p);
             p->norm1 = add_param(m, 0, INIT_ONES, C, 0, "h.%u.ln_1.weight", l);
             p->norm1_b = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.ln_1.bias", l);
@@ -81,6 +87,7 @@ static void build_table(struct model *m)
             p->down = add_param(m, 1, INIT_NORMAL, C, F, "h.%u.mlp.c_proj.weight", l);
             p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.mlp.c_proj.bias", l);
         }
+        m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "ln_f.weight");
         m->norm_f_b = add_param(m, 0, INIT_ZEROS, C, 0, "ln_f.bias");
         m->lm_head = m->embed;

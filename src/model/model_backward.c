@@ -72,23 +72,34 @@ static void layer_backward(struct model *m, uint32_t l)
     }
 }
 
-void model_backward(struct model *m)
+int model_backward_stages(const struct model *m) { return (int)m->c.n_layers + 2; }
+
+void model_backward_stage(struct model *m, int stage)
 {
     const struct model_config *c = &m->c;
     struct gpu *g = m->g;
     uint32_t R = m->last.B * m->last.T, C = c->dim, V = c->vocab_size;
-    /* Head: logits = xf·Wlmᵀ; m->logits now holds dlogits. */
-    op_matmul_nn(g, m->logits, W(m, m->lm_head), m->dxn, R, V, C, 0);
-    op_matmul_tn(g, m->logits, m->xf, G(m, m->lm_head), R, V, C, 1);
-    gpu_zero(g, m->dres);
-    if (c->arch == MODEL_GPT2)
-        op_layernorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->mean_f, m->rstd_f, m->dres, G(m, m->norm_f),
-                              G(m, m->norm_f_b), R, C);
-    else
-        op_rmsnorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->rstd_f, m->dres, G(m, m->norm_f), R, C);
-    for (uint32_t l = c->n_layers; l-- > 0;)
-        layer_backward(m, l);
-    op_embedding_backward(g, m->tokens, m->dres, G(m, m->embed), R, C, V);
-    if (c->arch == MODEL_GPT2)
-        op_embedding_backward(g, m->positions, m->dres, G(m, m->pos_embed), R, C, c->max_seq_len);
+    if (stage == 0) {
+        /* Head: logits = xf·Wlmᵀ; m->logits now holds dlogits. */
+        op_matmul_nn(g, m->logits, W(m, m->lm_head), m->dxn, R, V, C, 0);
+        op_matmul_tn(g, m->logits, m->xf, G(m, m->lm_head), R, V, C, 1);
+        gpu_zero(g, m->dres);
+        if (c->arch == MODEL_GPT2)
+            op_layernorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->mean_f, m->rstd_f, m->dres,
+                                  G(m, m->norm_f), G(m, m->norm_f_b), R, C);
+        else
+            op_rmsnorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->rstd_f, m->dres, G(m, m->norm_f), R, C);
+    } else if (stage <= (int)c->n_layers) {
+        layer_backward(m, c->n_layers - (uint32_t)stage);
+    } else {
+        op_embedding_backward(g, m->tokens, m->dres, G(m, m->embed), R, C, V);
+        if (c->arch == MODEL_GPT2)
+            op_embedding_backward(g, m->positions, m->dres, G(m, m->pos_embed), R, C, c->max_seq_len);
+    }
+}
+
+void model_backward(struct model *m)
+{
+    for (int s = 0; s < model_backward_stages(m); s++)
+        model_backward_stage(m, s);
 }

@@ -38,6 +38,7 @@ struct model {
     uint32_t max_rows;
     struct model_param params[MODEL_MAX_PARAMS];
     int n_params;
+    int building_stage;      /* backward stage of the parameters being added */
     int embed, pos_embed, norm_f, norm_f_b, lm_head; /* indices (-1 if absent) */
     struct layer_params *lp;
     struct layer_acts *la;

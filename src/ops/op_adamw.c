@@ -7,6 +7,8 @@
  * torch rounds its Python-float scalars. Never allocates, never submits, and
  * never decides the learning rate, the step count or which tensors decay. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ops_internal.h"
 #include "vktrain/ops_optim.h"
@@ -51,5 +53,10 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
         .eps = (float)s->eps,
     };
     struct gpu_arg args[4] = {{.buf = param, .write = 1}, {.buf = grad}, {.buf = m, .write = 1}, {.buf = v, .write = 1}};
-    ops_dispatch_elements(g, ops_kernel(g, "adamw", 4, sizeof push, 1), args, &push, n, 1);
+    const char *variant = getenv("VKTRAIN_ADAMW");
+    int fused = variant && !strcmp(variant, "fused");
+    if (variant && *variant && !fused && strcmp(variant, "torch"))
+        vkt_fatal("VKTRAIN_ADAMW='%s' is not an AdamW variant (torch or fused)", variant);
+    ops_dispatch_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, &push,
+                          n, 1);
 }

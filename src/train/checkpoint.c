@@ -71,14 +71,21 @@ static void write_optimizer(struct trainer *t, const char *path)
         vkt_fatal("writing the checkpoint: %s", err);
 }
 
+/* Sequences per optimizer step, W·A·B: what a resumed run must keep. */
+static int64_t global_batch(const struct trainer *t)
+{
+    return (int64_t)t->dist->world * t->cfg->gradient_accumulation_steps * t->cfg->batch_size;
+}
+
 static void write_state(struct trainer *t, const char *path)
 {
     struct data_pos pos = sampler_pos(&t->sampler, t->step);
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)config_hash(t->cfg));
-    json_t *j = json_pack("{s:I, s:I, s:I, s:s, s:i, s:I}", "step", (json_int_t)t->step, "epoch",
+    json_t *j = json_pack("{s:I, s:I, s:I, s:s, s:i, s:I, s:I}", "step", (json_int_t)t->step, "epoch",
                           (json_int_t)pos.epoch, "step_in_epoch", (json_int_t)pos.step, "recipe_hash", hash,
-                          "world_size", t->dist->world, "tokens_seen", (json_int_t)t->tokens_seen);
+                          "world_size", t->dist->world, "global_batch", (json_int_t)global_batch(t),
+                          "tokens_seen", (json_int_t)t->tokens_seen);
     char *text = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     size_t len = strlen(text);
@@ -184,6 +191,13 @@ int checkpoint_resume(struct trainer *t)
         vkt_fatal("resume: %s:%d: %s", p, je.line, je.text);
     json_int_t step = json_integer_value(json_object_get(j, "step"));
     json_int_t seen = json_integer_value(json_object_get(j, "tokens_seen"));
+    json_int_t G = json_integer_value(json_object_get(j, "global_batch"));
+    if (G != global_batch(t))
+        vkt_fatal("resume: %s was trained with a global batch of %lld sequences per step; this run has "
+                  "W x A x B = %d x %d x %d = %lld. Keep W x A x B (ranks x gradient_accumulation_steps x "
+                  "batch_size) equal to resume",
+                  p, (long long)G, t->dist->world, t->cfg->gradient_accumulation_steps, t->cfg->batch_size,
+                  (long long)global_batch(t));
     const char *hash = json_string_value(json_object_get(j, "recipe_hash"));
     char want[32];
     snprintf(want, sizeof want, "%016llx", (unsigned long long)config_hash(t->cfg));

@@ -36,44 +36,6 @@ static struct model_config model_config_of(const struct config_model *c)
     };
 }
 
-/* Gradients (or weights) of every parameter to and from one host array. */
-static void stage(struct trainer *t, int weights, int upload)
-{
-    size_t off = 0;
-    for (int i = 0; i < model_param_count(t->model); i++) {
-        struct model_param *p = model_param(t->model, i);
-        struct gpu_buffer *b = weights ? p->w : p->grad;
-        if (upload)
-            gpu_upload(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
-        else
-            gpu_download(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
-        off += p->numel;
-    }
-}
-
-/* Step 3: g = Σ_r G_r/N. The all-reduce is a SUM, in buckets of
- * dist.bucket_mb; with one rank it is skipped. */
-static void allreduce_grads(struct trainer *t)
-{
-    if (t->dist->world == 1)
-        return;
-    stage(t, 0, 0);
-    size_t bucket = (size_t)t->cfg->dist.bucket_mb * (1u << 20) / sizeof(float);
-    for (size_t off = 0; off < t->n_grads; off += bucket)
-        dist_sum_f32(t->host_grads + off, t->n_grads - off < bucket ? t->n_grads - off : bucket);
-    stage(t, 0, 1);
-}
-
-/* Rank 0's weights on every rank (replicas start identical). */
-static void broadcast_weights(struct trainer *t)
-{
-    if (t->dist->world == 1)
-        return;
-    stage(t, 1, 0);
-    dist_bcast(t->host_grads, t->n_grads * sizeof(float), 0);
-    stage(t, 1, 1);
-}
-
 static double global_grad_norm(struct trainer *t)
 {
     int n = model_param_count(t->model);
@@ -137,18 +99,20 @@ static int train_step(struct trainer *t, struct step_metrics *out)
         return 0;
     }
 
-    /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N. */
+    /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N;
+     * 3. on the last one, the buckets of finished gradients are summed over
+     *    ranks while the backward goes on (grad_sync.c). */
     model_zero_grad(t->model);
     model_loss_reset(t->model);
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
         struct model_batch mb = {(uint32_t)b->rows, (uint32_t)b->T, b->inputs, b->labels, b->positions, b->doc_ids};
         model_forward(t->model, &mb, (float)(1.0 / (double)N));
-        model_backward(t->model);
+        if (m + 1 < A)
+            model_backward(t->model);
+        else
+            grad_sync_backward(t);
     }
-
-    /* 3. Sum over ranks. */
-    allreduce_grads(t);
 
     /* 4. Norm, clipping, AdamW. */
     double norm = global_grad_norm(t);
@@ -162,6 +126,7 @@ static int train_step(struct trainer *t, struct step_metrics *out)
     model_read_loss(t->model, &s[0], &s[1]);
     dist_sum_f64(s, 1);
     double ms = (vkt_now() - t0) * 1e3;
+    t->step_seconds += ms * 1e-3;
     *out = (struct step_metrics){.step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm,
                                  .tokens = (double)N, .tokens_per_sec = (double)N / (ms * 1e-3), .step_ms = ms};
     t->tokens_seen += N;
@@ -185,6 +150,25 @@ static void banner(struct trainer *t)
            t->step ? " (resumed)" : "");
     printf("  output: %s\n", cfg->output_dir);
     fflush(stdout);
+}
+
+/* Rank 0 prints which host and device every rank uses. */
+static void print_rank_map(struct trainer *t)
+{
+    struct rank_info {
+        char host[64], device[256];
+        int index, texel;
+    } mine = {0}, *all = vkt_calloc((size_t)t->dist->world, sizeof *all, "rank map");
+    snprintf(mine.host, sizeof mine.host, "%s", t->dist->host);
+    snprintf(mine.device, sizeof mine.device, "%s", gpu_info(t->g)->name);
+    mine.index = gpu_info(t->g)->index;
+    mine.texel = gpu_kernel_class(t->g) == GPU_KERNELS_TEXEL;
+    dist_allgather(&mine, all, sizeof mine);
+    if (t->dist->rank == 0)
+        for (int r = 0; r < t->dist->world; r++)
+            printf("  rank %d: %s, device %d: %s (%s kernels)\n", r, all[r].host, all[r].index, all[r].device,
+                   all[r].texel ? "texel" : "tiled");
+    free(all);
 }
 
 static void setup(struct trainer *t)
@@ -230,6 +214,7 @@ static void setup(struct trainer *t)
     t->norm_scratch =
         gpu_buffer_create(t->g, sizeof(float) * grad_norm_scratch(t->g, t->grads, n), "grad norm scratch");
     t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
+    grad_sync_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
     for (int m = 0; m < cfg->gradient_accumulation_steps; m++)
         data_batch_init(&t->micro[m], cfg->batch_size, cfg->model.max_seq_len);
@@ -248,6 +233,7 @@ static void teardown(struct trainer *t)
     free(t->adam_v);
     free(t->host_grads);
     free(t->grads);
+    grad_sync_free(t);
     gpu_buffer_destroy(t->g, t->norm_slots);
     gpu_buffer_destroy(t->g, t->norm_scratch);
     model_destroy(t->model);
@@ -261,15 +247,19 @@ int train_run(const struct config *cfg, const struct dist *d)
     struct trainer t = {.cfg = cfg, .dist = d};
     setup(&t);
     int resumed = cfg->resume && checkpoint_resume(&t);
-    broadcast_weights(&t);
-    if (d->rank == 0) {
+    replica_broadcast(&t, 1); /* replicas start from rank 0's state */
+    if (d->rank == 0)
         banner(&t);
+    print_rank_map(&t);
+    fflush(stdout);
+    if (d->rank == 0)
         metrics_open(&t, resumed);
-    }
     t.t_start = vkt_now();
     t.first_step = t.step;
     const char *kill_env = getenv("VKTRAIN_KILL_AFTER_STEP");
     int64_t kill_after = kill_env ? strtoll(kill_env, NULL, 10) : -1;
+    const char *kill_rank_env = getenv("VKTRAIN_KILL_RANK");
+    int kill_rank = kill_rank_env ? atoi(kill_rank_env) : -1;
     while (t.step < t.total_steps) {
         struct step_metrics m;
         int stepped = train_step(&t, &m);
@@ -283,20 +273,33 @@ int train_run(const struct config *cfg, const struct dist *d)
         }
         if (d->rank == 0 && (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || s == t.first_step + 1))
             metrics_log(&t, &m);
+        if (cfg->dist.check_every > 0 && s % cfg->dist.check_every == 0)
+            replica_check(&t);
         if (cfg->save_every_n_steps > 0 && s % cfg->save_every_n_steps == 0 && s != t.total_steps) {
             char name[64];
+            replica_check(&t);
             snprintf(name, sizeof name, "step_%lld", (long long)s);
             checkpoint_save(&t, name);
         }
-        if (s == kill_after)
+        if (s == kill_after && (kill_rank < 0 || kill_rank == d->rank))
             raise(SIGKILL); /* tests: die mid-run, as a crash or a scheduler would */
     }
     char name[64];
     snprintf(name, sizeof name, "step_%lld", (long long)t.step);
+    int was_identical = replica_check(&t);
+    if (d->world > 1 && d->rank == 0)
+        vkt_info("replicas: identical on all %d ranks at step %lld%s", d->world, (long long)t.step,
+                 was_identical ? "" : " (after the repair above)");
     checkpoint_save(&t, name);
     checkpoint_save_final(&t);
-    if (d->rank == 0)
+    if (d->rank == 0) {
         metrics_close(&t);
+        if (d->world > 1 && t.step_seconds > 0)
+            printf("communication: %.1f%% of step time (%.1f ms per step; %d bucket(s), overlap %s)\n",
+                   100.0 * t.comm_seconds / t.step_seconds,
+                   1e3 * t.comm_seconds / (double)(t.step - t.first_step), t.n_buckets,
+                   cfg->dist.overlap ? "on" : "off");
+    }
     teardown(&t);
     return 0;
 }

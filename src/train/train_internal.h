@@ -25,6 +25,10 @@ struct trainer {
     struct data_batch *micro; /* A micro-batches of this rank */
     float *host_grads;   /* all gradients, staged for the all-reduce */
     size_t n_grads;
+    int *sync_order;     /* parameters in the order their gradients complete */
+    struct bucket *buckets;
+    int n_buckets;
+    double comm_seconds, step_seconds; /* over the run, for the summary */
     FILE *metrics;       /* rank 0 */
     double t_start;
     int64_t first_step; /* the step this process started from */
@@ -40,6 +44,17 @@ struct step_metrics {
 void metrics_open(struct trainer *t, int resumed);
 void metrics_log(struct trainer *t, const struct step_metrics *m);
 void metrics_close(struct trainer *t);
+
+/* grad_sync.c: the backward of the step's last micro-batch with the
+ * bucketed gradient all-reduce (overlapped when dist.overlap). */
+void grad_sync_init(struct trainer *t);
+void grad_sync_free(struct trainer *t);
+void grad_sync_backward(struct trainer *t);
+
+/* replica.c: rank 0's weights (and optimizer state) to every rank; the
+ * check returns 1 when all replicas were identical, else repairs them. */
+void replica_broadcast(struct trainer *t, int with_optimizer);
+int replica_check(struct trainer *t);
 
 /* checkpoint.c */
 void checkpoint_save(struct trainer *t, const char *dir_name);

@@ -1,0 +1,96 @@
+# test_dist: data parallel under mpirun (OpenMPI), on lavapipe with one
+# thread per rank.
+#  1. for llama and gpt2, (W,A,B) = (1,1,8), (2,2,2), (2,4,1), (4,1,2),
+#     (1,4,2) give the same losses (rel < 1e-5), grad norms (rel < 1e-4)
+#     and final weights (max|Δ| ≤ 1e-4 of the model's largest weight; see
+#     compare_runs.py) — float32 rounding only: the summation order
+#     differs with W;
+#     with dist.bucket_mb=1 the llama gradients span several buckets;
+#  2. a simulated mixed cluster (rank 1: tiled kernels and fused AdamW
+#     arithmetic) drifts, the replica check reports and repairs it, and the
+#     run ends with identical replicas;
+#  3. a checkpoint written by 2 ranks resumes on 1 rank (A doubled) and
+#     continues the same trajectory;
+#  4. a rank killed by SIGKILL mid-run, a config error and a missing data
+#     file each end the whole job within 30 s with a non-zero status.
+set -u
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+if ! command -v mpirun >/dev/null; then echo "FAIL: mpirun not found (apt-get install openmpi-bin)"; exit 1; fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LP_NUM_THREADS=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+cmp_py="/usr/bin/python3 $SRC/tests/compare_runs.py"
+mpi() { local np=$1; shift; timeout 300 mpirun --oversubscribe -np "$np" "$@"; }
+
+for i in $(seq 1 600); do
+  echo "the $((i % 7)) quick brown foxes jump over $((i * 13 % 11)) lazy dogs near river $((i % 5))"
+done > "$work/corpus.txt"
+recipe() { # arch extra-model-keys
+  cat <<YAML
+seed: 3
+output_dir: $work/unused
+model: {arch: $1, dim: 96, n_heads: 4, hidden_dim: 192, max_seq_len: 32 $2}
+dataset: {type: text, path: $work/corpus.txt, packed: true}
+batch_size: 8
+max_steps: 5
+optimizer: {lr: 3.0e-3, weight_decay: 0.1}
+lr_scheduler: {type: cosine, warmup_steps: 2}
+clip_grad_norm: 1.0
+log_every_n_steps: 1
+dist: {bucket_mb: 1}
+YAML
+}
+recipe llama ", n_layers: 3, n_kv_heads: 2" > "$work/llama.yaml" # 1.2 MB of gradients: 2 buckets
+recipe gpt2 ", n_layers: 2" > "$work/gpt2.yaml"
+
+# 1. Factorizations.
+for arch in llama gpt2; do
+  dirs=()
+  for wab in "1 1 8" "2 2 2" "2 4 1" "4 1 2" "1 4 2"; do
+    set -- $wab
+    out="$work/$arch-$1-$2-$3"
+    mpi "$1" "$VKTRAIN" train --config "$work/$arch.yaml" output_dir="$out" gradient_accumulation_steps=$2 \
+      batch_size=$3 > "$out.log" 2>&1 || { echo "run $arch W=$1 A=$2 B=$3 failed:"; tail -5 "$out.log"; fail=1; }
+    dirs+=("$out")
+  done
+  check "$arch: (W,A,B) = (1,1,8) (2,2,2) (2,4,1) (4,1,2) (1,4,2) give one trajectory" "$cmp_py ${dirs[*]}"
+done
+check "rank 0 prints the rank -> host -> device map" 'grep -q "rank 3: .*device" "$work/llama-4-1-2.log"'
+check "only rank 0 logs steps" '[ "$(grep -c "^step 5/5" "$work/llama-2-2-2.log")" -eq 1 ]'
+check "the llama gradients span several buckets" 'grep -q "[2-9] bucket(s)" "$work/llama-2-2-2.log"'
+
+# 2. Mixed cluster.
+mpi 1 "$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/mixed" batch_size=4 dist.check_every=2 : \
+  -np 1 -x VKTRAIN_KERNELS=tiled -x VKTRAIN_ADAMW=fused "$VKTRAIN" train --config "$work/llama.yaml" \
+  output_dir="$work/mixed" batch_size=4 dist.check_every=2 > "$work/mixed.log" 2>&1
+rc=$?
+check "the mixed cluster run completes" '[ $rc -eq 0 ]'
+check "the drift is reported with ranks, tensors and the difference" 'grep -q "rank 1 differs from rank 0 in .* tensors (largest: .*max |diff|" "$work/mixed.log"'
+check "it ends with identical replicas" 'grep -q "replicas: identical on all 2 ranks at step 5" "$work/mixed.log"'
+check "rank 1 ran the tiled kernels" 'grep -q "rank 1: .*(tiled kernels)" "$work/mixed.log"'
+
+# 3. Resume a 2-rank checkpoint on 1 rank.
+mpi 2 "$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/w2" batch_size=4 max_steps=8 \
+  save_every_n_steps=4 > "$work/w2.log" 2>&1
+VKTRAIN_KILL_AFTER_STEP=6 mpi 2 -x VKTRAIN_KILL_AFTER_STEP "$VKTRAIN" train --config "$work/llama.yaml" \
+  output_dir="$work/w2k" batch_size=4 max_steps=8 save_every_n_steps=4 > "$work/w2k.log" 2>&1
+check "the 2-rank run was killed after its step-4 checkpoint" '[ -d "$work/w2k/checkpoints/step_4" ] && [ ! -e "$work/w2k/model.safetensors" ]'
+"$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/w2k" batch_size=4 gradient_accumulation_steps=2 \
+  max_steps=8 save_every_n_steps=4 resume=true > "$work/w1r.log" 2>&1
+check "the 1-rank resume continues the 2-rank trajectory" "$cmp_py $work/w2 $work/w2k"
+
+# 4. Failures end the job.
+timed() { local t0=$SECONDS; "$@" > "$work/fail.log" 2>&1; rc=$?; took=$((SECONDS - t0)); }
+timed env VKTRAIN_KILL_AFTER_STEP=3 VKTRAIN_KILL_RANK=1 timeout 120 mpirun --oversubscribe -np 2 \
+  -x VKTRAIN_KILL_AFTER_STEP -x VKTRAIN_KILL_RANK "$VKTRAIN" train --config "$work/llama.yaml" \
+  output_dir="$work/dead" max_steps=100000
+check "a SIGKILLed rank ends the job within 30 s (took ${took}s, status $rc)" '[ $rc -ne 0 ] && [ $took -lt 30 ]'
+printf 'output_dir: %s\nmodel:\n  dim: 64\n  n_layrs: 2\n' "$work/x" > "$work/bad.yaml"
+timed timeout 120 mpirun --oversubscribe -np 2 "$VKTRAIN" train --config "$work/bad.yaml"
+check "a config error ends every rank within 30 s, naming the key" '[ $rc -ne 0 ] && [ $took -lt 30 ] && grep -q "n_layrs" "$work/fail.log"'
+timed timeout 120 mpirun --oversubscribe -np 2 "$VKTRAIN" train --config "$work/llama.yaml" \
+  dataset.path="$work/missing.txt" output_dir="$work/y"
+check "a missing data file ends the job within 30 s, naming it" '[ $rc -ne 0 ] && [ $took -lt 30 ] && grep -q "missing.txt" "$work/fail.log"'
+exit $fail
