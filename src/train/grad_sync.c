@@ -106,6 +106,7 @@ void grad_sync_backward(struct trainer *t)
     }
     if (t->dist->world == 1)
         return;
+    gpu_submit(t->g); /* the backward's compute is not communication */
     double c0 = vkt_now();
     start_ready(t, stages, 0);
     dist_wait_all();
