@@ -6,7 +6,11 @@
 #  3. kill and resume: a run SIGKILLed after step 15 (checkpoint at 10),
 #     resumed, ends with a model.safetensors bit-identical to an
 #     uninterrupted run, and its metrics from step 11 on equal the
-#     uninterrupted run's (loss, grad_norm, lr, tokens).
+#     uninterrupted run's (loss, grad_norm, lr, tokens);
+#  4. evaluation: val_loss on every eval step, over the validation split;
+#  5. init_from: a run started from the first run's output begins at its
+#     final loss, not at the random-init loss; a shape key that disagrees
+#     with init_from's config.json is an error.
 set -u
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
@@ -89,4 +93,28 @@ f=lambda r:(r['step'],r['loss'],r['grad_norm'],r['lr'],r['tokens'])
 sys.exit(not ([f(r) for r in a]==[f(r) for r in b] and len(a)==30))\""
 out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/killed" resume=true seed=8 2>&1); rc=$?
 check "resuming with another recipe is an error naming the hash" '[ $rc -ne 0 ] && grep -q "different recipe" <<<"$out"'
+# 4. Evaluation.
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/eval" max_steps=6 dataset.val_fraction=0.1 \
+  eval_every_n_steps=3 > "$work/eval.log" 2>&1
+check "val_loss is logged at steps 3 and 6 only" \
+  "$py -c \"
+import json,sys
+rows=[json.loads(l) for l in open('$work/eval/metrics.jsonl')]
+v=[r['step'] for r in rows if 'val_loss' in r]
+print('  val_loss at', v, [round(r['val_loss'],4) for r in rows if 'val_loss' in r])
+sys.exit(not (v==[3,6] and all(r['val_loss']>0 for r in rows if 'val_loss' in r)))\""
+
+# 5. init_from.
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/cont" model.init_from="$work/out" max_steps=2 \
+  > "$work/cont.log" 2>&1
+check "init_from starts from the trained weights" \
+  "$py -c \"
+import json,sys
+first=json.loads(open('$work/out/metrics.jsonl').readline())['loss']
+last=[json.loads(l) for l in open('$work/out/metrics.jsonl')][-1]['loss']
+start=json.loads(open('$work/cont/metrics.jsonl').readline())['loss']
+print('  random init', first, 'trained', last, 'init_from step 1', start)
+sys.exit(not abs(start-last) < 0.25*abs(first-last))\""
+out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/bad" model.init_from="$work/out" model.dim=64 2>&1); rc=$?
+check "init_from with a disagreeing model.dim is an error naming it" '[ $rc -ne 0 ] && grep -q "dim" <<<"$out"'
 exit $fail
