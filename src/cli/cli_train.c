@@ -44,7 +44,13 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
 {
     char err[2048];
     struct config cfg;
+    struct dist dist;
+    int training = !print_config && !data_only;
+    if (training) /* from here on an error on any rank ends the whole job */
+        dist_init(NULL, NULL, &dist);
     if (config_load(&cfg, path, n_over, over, err, sizeof err)) {
+        if (training)
+            vkt_fatal("%s", err);
         fprintf(stderr, "vktrain: error: %s\n", err);
         return 1;
     }
@@ -53,10 +59,8 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
         config_free(&cfg);
         return 0;
     }
-    if (!data_only) {
-        struct dist d;
-        dist_init(NULL, NULL, &d);
-        int status = train_run(&cfg, &d);
+    if (training) {
+        int status = train_run(&cfg, &dist);
         config_free(&cfg);
         dist_finalize();
         return status;
