@@ -72,6 +72,28 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
     return 0;
 }
 
+int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, char *err,
+                   size_t errlen)
+{
+    char **files, *buf = NULL;
+    int n_files;
+    size_t cap = 0, n;
+    if (data_list_files(d, path, &files, &n_files, err, errlen))
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < n_files && rc == 0; i++) {
+        rc = data_read_file(files[i], &buf, &cap, &n, err, errlen);
+        if (rc)
+            break;
+        d->stats.n_files++;
+        d->stats.n_bytes += (int64_t)n;
+        rc = fn(d, docs, files[i], buf, n, err, errlen);
+    }
+    free(buf);
+    data_free_files(files, n_files);
+    return rc;
+}
+
 void data_free_files(char **files, int n)
 {
     for (int i = 0; i < n; i++)

@@ -90,46 +90,38 @@ static void push_sample(struct data *d, json_t *obj)
     push_special(d, d->tok.eos, last_assistant || on_input);
 }
 
+static int sft_file(struct data *d, struct data_docs *docs, const char *file, const char *buf, size_t n, char *err,
+                    size_t errlen)
+{
+    int rc = 0;
+    long line_no = 0;
+    for (size_t line = 0; rc == 0 && line < n;) {
+        const char *nl = memchr(buf + line, '\n', n - line);
+        size_t end = nl ? (size_t)(nl - buf) : n;
+        line_no++;
+        if (strspn(buf + line, " \t\r") < end - line) {
+            json_error_t jerr;
+            json_t *obj = json_loadb(buf + line, end - line, 0, &jerr);
+            const char *bad = obj ? check_sample(obj) : jerr.text;
+            if (!bad) {
+                int64_t start = d->n_tok;
+                push_sample(d, obj);
+                data_docs_push(docs, start, d->n_tok - start);
+                d->stats.n_docs++;
+            } else if (d->cfg->dataset.skip_bad_lines) {
+                d->stats.n_bad_lines++;
+            } else {
+                snprintf(err, errlen, "%s:%ld: %s%s", file, line_no, obj ? "" : "invalid JSON: ", bad);
+                rc = -1;
+            }
+            json_decref(obj);
+        }
+        line = end + 1;
+    }
+    return rc;
+}
+
 int data_read_sft(struct data *d, const char *path, struct data_docs *docs, char *err, size_t errlen)
 {
-    char **files, *buf = NULL;
-    int n_files;
-    size_t cap = 0, n;
-    if (data_list_files(d, path, &files, &n_files, err, errlen))
-        return -1;
-    int rc = 0;
-    for (int f = 0; f < n_files && rc == 0; f++) {
-        rc = data_read_file(files[f], &buf, &cap, &n, err, errlen);
-        if (rc)
-            break;
-        d->stats.n_files++;
-        d->stats.n_bytes += (int64_t)n;
-        long line_no = 0;
-        for (size_t line = 0; rc == 0 && line < n;) {
-            const char *nl = memchr(buf + line, '\n', n - line);
-            size_t end = nl ? (size_t)(nl - buf) : n;
-            line_no++;
-            if (strspn(buf + line, " \t\r") < end - line) {
-                json_error_t jerr;
-                json_t *obj = json_loadb(buf + line, end - line, 0, &jerr);
-                const char *bad = obj ? check_sample(obj) : jerr.text;
-                if (!bad) {
-                    int64_t start = d->n_tok;
-                    push_sample(d, obj);
-                    data_docs_push(docs, start, d->n_tok - start);
-                    d->stats.n_docs++;
-                } else if (d->cfg->dataset.skip_bad_lines) {
-                    d->stats.n_bad_lines++;
-                } else {
-                    snprintf(err, errlen, "%s:%ld: %s%s", files[f], line_no, obj ? "" : "invalid JSON: ", bad);
-                    rc = -1;
-                }
-                json_decref(obj);
-            }
-            line = end + 1;
-        }
-    }
-    free(buf);
-    data_free_files(files, n_files);
-    return rc;
+    return data_each_file(d, path, docs, sft_file, err, errlen);
 }

@@ -51,26 +51,18 @@ static void split_file(struct data *d, struct data_docs *docs, const char *buf, 
         push_doc(d, docs, buf + doc, chomp(buf + doc, n - doc));
 }
 
+static int text_file(struct data *d, struct data_docs *docs, const char *file, const char *buf, size_t n, char *err,
+                     size_t errlen)
+{
+    (void)file, (void)err, (void)errlen;
+    if (d->cfg->dataset.separator)
+        split_file(d, docs, buf, n, d->cfg->dataset.separator);
+    else
+        push_doc(d, docs, buf, n);
+    return 0;
+}
+
 int data_read_text(struct data *d, const char *path, struct data_docs *docs, char *err, size_t errlen)
 {
-    char **files, *buf = NULL;
-    int n_files;
-    size_t cap = 0, n;
-    if (data_list_files(d, path, &files, &n_files, err, errlen))
-        return -1;
-    int rc = 0;
-    for (int i = 0; i < n_files && rc == 0; i++) {
-        rc = data_read_file(files[i], &buf, &cap, &n, err, errlen);
-        if (rc)
-            break;
-        d->stats.n_files++;
-        d->stats.n_bytes += (int64_t)n;
-        if (d->cfg->dataset.separator)
-            split_file(d, docs, buf, n, d->cfg->dataset.separator);
-        else
-            push_doc(d, docs, buf, n);
-    }
-    free(buf);
-    data_free_files(files, n_files);
-    return rc;
+    return data_each_file(d, path, docs, text_file, err, errlen);
 }
