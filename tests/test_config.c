@@ -191,12 +191,13 @@ static void test_init_from(void)
     config_free(&c);
 
     write_json("{\"model_type\": \"mistral\"}");
-    expect_error(recipe, 0, NULL, "model_type 'mistral' is not supported");
+    expect_error(recipe, 0, NULL, "unsupported model_type 'mistral'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
-    expect_error(recipe, 0, NULL, "lacks num_hidden_layers");
+    expect_error(recipe, 0, NULL, "missing required key 'vocab_size'");
     char missing[512];
     snprintf(missing, sizeof missing, "output_dir: o\nmodel:\n  init_from: %s/none\n", test_dir);
     expect_error(missing, 0, NULL, "r.yaml:3:14: model.init_from: cannot read");
+    expect_error(missing, 0, NULL, "none/config.json: unable to open");
 }
 
 static void test_print_and_hash(void)

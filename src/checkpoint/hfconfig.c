@@ -170,6 +170,8 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
     memset(c, 0, sizeof *c);
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && jerr.line < 1) /* the file itself, not its text */
+        return vkt_error(err, errlen, "cannot read %s: %s", path, jerr.text);
     if (!root)
         return vkt_error(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
     int rc = -1;

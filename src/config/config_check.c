@@ -3,6 +3,7 @@
  * (which then defines the model), requires the keys without a default and
  * rejects values that contradict each other. Never reads the dataset. */
 #include "config_keys.h"
+#include "vktrain/hfconfig.h"
 
 #include "vktrain/tokenizer.h"
 
@@ -18,110 +19,70 @@ static bool is_set(struct config_ctx *ctx, const char *name)
     return ctx->set[K(name)];
 }
 
-/* One model key as a Hugging Face config.json spells it. def: value when the
- * JSON lacks it; NAN makes it required. */
-struct hf_key {
-    const char *key, *json;
-    double def;
-};
-
-static const struct hf_key llama_keys[] = {
-    {"model.dim", "hidden_size", NAN},
-    {"model.n_layers", "num_hidden_layers", NAN},
-    {"model.n_heads", "num_attention_heads", NAN},
-    {"model.n_kv_heads", "num_key_value_heads", -1},
-    {"model.hidden_dim", "intermediate_size", NAN},
-    {"model.vocab_size", "vocab_size", NAN},
-    {"model.max_seq_len", "max_position_embeddings", NAN},
-    {"model.norm_eps", "rms_norm_eps", 1e-6},
-    {"model.rope_theta", "rope_theta", 10000.0},
-    {"model.tie_embeddings", "tie_word_embeddings", 0},
-    {NULL, NULL, 0},
-};
-
-static const struct hf_key gpt2_keys[] = {
-    {"model.dim", "n_embd", NAN},
-    {"model.n_layers", "n_layer", NAN},
-    {"model.n_heads", "n_head", NAN},
-    {"model.n_kv_heads", "n_head", NAN},
-    {"model.hidden_dim", "n_inner", -1},
-    {"model.vocab_size", "vocab_size", NAN},
-    {"model.max_seq_len", "n_positions", NAN},
-    {"model.norm_eps", "layer_norm_epsilon", 1e-5},
-    {"model.tie_embeddings", "tie_word_embeddings", 1},
-    {NULL, NULL, 0},
-};
-
 /* Applies one config.json value: fills the key when the recipe left it
  * unset, else requires agreement (max_seq_len may be shorter). */
-static int apply_hf(struct config_ctx *ctx, const struct hf_key *h, double v, const char *file)
+static int apply_hf(struct config_ctx *ctx, const char *key, const char *json, double v, const char *file)
 {
-    int k = K(h->key);
+    int k = K(key);
     char msg[128];
     if (config_key_range(k, v, msg, sizeof msg))
-        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, h->json, v,
-                           h->key, msg);
+        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, json, v,
+                           key, msg);
     if (!ctx->set[k]) {
         config_key_put(ctx->cfg, k, v);
         return 0;
     }
     double mine = config_key_get(ctx->cfg, k);
-    if (!strcmp(h->key, "model.max_seq_len")) {
+    if (!strcmp(key, "model.max_seq_len")) {
         if (mine > v)
-            return config_fail(ctx, k, "%s: %.17g exceeds %s = %.17g in %s", h->key, mine, h->json, v, file);
+            return config_fail(ctx, k, "%s: %.17g exceeds %s = %.17g in %s", key, mine, json, v, file);
         return 0;
     }
     if (fabs(mine - v) > 1e-12 * fabs(v))
         return config_fail(ctx, k,
                            "%s: %.17g disagrees with %s = %.17g in %s (model.init_from defines "
                            "the model: drop the key or make it match)",
-                           h->key, mine, h->json, v, file);
+                           key, mine, json, v, file);
     return 0;
 }
 
+/* The model keys from init_from's config.json (src/checkpoint/hfconfig.c
+ * reads it, with Hugging Face's defaults). */
 static int read_init_from(struct config_ctx *ctx)
 {
     struct config *cfg = ctx->cfg;
     int ki = K("model.init_from");
-    char file[4096];
+    char file[4096], err[1024];
     snprintf(file, sizeof file, "%s/config.json", cfg->model.init_from);
-    json_error_t jerr;
-    json_t *root = json_load_file(file, 0, &jerr);
-    if (!root)
-        return config_fail(ctx, ki, "model.init_from: cannot read %s: %s", file, jerr.text);
-    int rc = 0;
-    const char *type = json_string_value(json_object_get(root, "model_type"));
-    int arch = type && !strcmp(type, "llama") ? ARCH_LLAMA : type && !strcmp(type, "gpt2") ? ARCH_GPT2 : -1;
-    if (arch < 0)
-        rc = config_fail(ctx, ki, "model.init_from: %s: model_type '%s' is not supported (llama, gpt2)", file,
-                         type ? type : "(missing)");
-    else if (is_set(ctx, "model.arch") && (int)cfg->model.arch != arch)
-        rc = config_fail(ctx, K("model.arch"), "model.arch: %s disagrees with model_type '%s' in %s",
-                         cfg->model.arch == ARCH_LLAMA ? "llama" : "gpt2", type, file);
-    cfg->model.arch = (enum config_arch)arch;
-    const struct hf_key *keys = arch == ARCH_GPT2 ? gpt2_keys : llama_keys;
-    for (int i = 0; rc == 0 && keys[i].key; i++) {
-        json_t *j = json_object_get(root, keys[i].json);
-        double v = keys[i].def;
-        if (json_is_number(j))
-            v = json_number_value(j);
-        else if (json_is_boolean(j))
-            v = json_is_true(j);
-        else if (j && !json_is_null(j))
-            rc = config_fail(ctx, ki, "model.init_from: %s: %s must be a number", file, keys[i].json);
-        if (rc)
-            break;
-        if (isnan(v))
-            rc = config_fail(ctx, ki, "model.init_from: %s lacks %s", file, keys[i].json);
-        else if (v == -1 && !strcmp(keys[i].key, "model.n_kv_heads"))
-            v = cfg->model.n_heads;
-        else if (v == -1 && !strcmp(keys[i].key, "model.hidden_dim"))
-            v = 4.0 * cfg->model.dim;
-        if (rc == 0)
-            rc = apply_hf(ctx, &keys[i], v, file);
-    }
-    json_decref(root);
-    return rc;
+    struct hf_config h;
+    if (hf_config_read(file, &h, err, sizeof err))
+        return config_fail(ctx, ki, "model.init_from: %s", err);
+    enum config_arch arch = h.arch == HF_GPT2 ? ARCH_GPT2 : ARCH_LLAMA;
+    if (is_set(ctx, "model.arch") && cfg->model.arch != arch)
+        return config_fail(ctx, K("model.arch"), "model.arch: %s disagrees with model_type '%s' in %s",
+                           cfg->model.arch == ARCH_LLAMA ? "llama" : "gpt2", arch == ARCH_GPT2 ? "gpt2" : "llama",
+                           file);
+    cfg->model.arch = arch;
+    int gpt2 = arch == ARCH_GPT2;
+    const struct {
+        const char *key, *json;
+        double v;
+    } keys[] = {
+        {"model.dim", gpt2 ? "n_embd" : "hidden_size", h.dim},
+        {"model.n_layers", gpt2 ? "n_layer" : "num_hidden_layers", h.n_layers},
+        {"model.n_heads", gpt2 ? "n_head" : "num_attention_heads", h.n_heads},
+        {"model.n_kv_heads", gpt2 ? "n_head" : "num_key_value_heads", h.n_kv_heads},
+        {"model.hidden_dim", gpt2 ? "n_inner" : "intermediate_size", h.hidden_dim},
+        {"model.vocab_size", "vocab_size", h.vocab_size},
+        {"model.max_seq_len", gpt2 ? "n_positions" : "max_position_embeddings", h.max_seq_len},
+        {"model.norm_eps", gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", h.norm_eps},
+        {"model.rope_theta", "rope_theta", gpt2 ? cfg->model.rope_theta : h.rope_theta},
+        {"model.tie_embeddings", "tie_word_embeddings", h.tie_embeddings},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (apply_hf(ctx, keys[i].key, keys[i].json, keys[i].v, file))
+            return -1;
+    return 0;
 }
 
 static int require(struct config_ctx *ctx, const char *name, const char *why)
