@@ -123,13 +123,21 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
 int main(void)
 {
     g = test_gpu();
-    struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0};
-    run("llama untied GQA 4/2", &llama, 0);
-    llama.tied = 1, llama.n_kv_heads = 1;
-    run("llama tied GQA 4/1 packed", &llama, 1);
-    struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1};
-    run("gpt2", &gpt2, 0);
-    run("gpt2 packed", &gpt2, 1);
+    /* Both kernel families on this device (texel: CPU, tiled: GPU). */
+    enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
+    for (int c = 0; c < 2; c++) {
+        gpu_set_kernel_class(g, classes[c]);
+        struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0};
+        run(c ? "llama untied GQA 4/2 (tiled)" : "llama untied GQA 4/2 (texel)", &llama, 0);
+        llama.tied = 1, llama.n_kv_heads = 1;
+        run(c ? "llama tied GQA 4/1 packed (tiled)" : "llama tied GQA 4/1 packed (texel)", &llama, 1);
+        struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1};
+        run(c ? "gpt2 (tiled)" : "gpt2 (texel)", &gpt2, 0);
+        run(c ? "gpt2 packed (tiled)" : "gpt2 packed (texel)", &gpt2, 1);
+        /* head size 6: the R32F texel kernels */
+        struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0};
+        run(c ? "llama head size 6 packed (tiled)" : "llama head size 6 packed (texel)", &odd, 1);
+    }
     gpu_destroy(g);
     return test_result("test_model");
 }

@@ -287,28 +287,40 @@ int main(void)
 {
     ref_rng_seed(&rng, 7);
     g = test_gpu();
-    test_rmsnorm(1, 1);
-    test_rmsnorm(7, 33);
-    test_rmsnorm(5, 300);
-    test_layernorm(1, 3);
-    test_layernorm(9, 300);
-    test_embedding(1, 1, 1, 1, 0);
-    test_embedding(37, 13, 11, 9, 1);
-    test_embedding(50, 70, 259, 64, 0);
-    test_rope(1, 1, 2, 1);
-    test_rope(23, 3, 10, 40);
-    test_rope(16, 4, 64, 2048);
-    test_attention(1, 1, 1, 1, 2, 0);
-    test_attention(2, 9, 4, 2, 6, 0);
-    test_attention(2, 13, 6, 3, 8, 1);
-    test_attention(3, 7, 2, 1, 5, 1);
-    test_activations(1);
-    test_activations(1037);
-    test_bias(1, 1);
-    test_bias(19, 67);
-    test_cross_entropy(1, 1);
-    test_cross_entropy(17, 259);
-    test_cross_entropy(9, 1000);
+    /* Both kernel families on this device (texel: CPU, tiled: GPU). */
+    enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
+    for (int c = 0; c < 2; c++) {
+        gpu_set_kernel_class(g, classes[c]);
+        test_rmsnorm(1, 1);
+        test_rmsnorm(7, 33);
+        test_rmsnorm(5, 300);
+        test_rmsnorm(6, 130);
+        test_rmsnorm(70, 64);
+        test_layernorm(1, 3);
+        test_layernorm(9, 300);
+        test_layernorm(7, 130);
+        test_layernorm(70, 64);
+        test_embedding(1, 1, 1, 1, 0);
+        test_embedding(37, 13, 11, 9, 1);
+        test_embedding(50, 70, 259, 64, 0);
+        test_rope(1, 1, 2, 1);
+        test_rope(23, 3, 10, 40);
+        test_rope(16, 4, 64, 2048);
+        test_attention(1, 1, 1, 1, 2, 0);
+        test_attention(2, 9, 4, 2, 6, 0);
+        test_attention(2, 13, 6, 3, 8, 1);
+        test_attention(3, 7, 2, 1, 5, 1);
+        test_attention(2, 37, 4, 2, 32, 1); /* vec4 texel path, registers */
+        test_attention(2, 21, 2, 2, 12, 0);
+        test_attention(1, 9, 2, 1, 68, 0);  /* head too large for registers */
+        test_activations(1);
+        test_activations(1037);
+        test_bias(1, 1);
+        test_bias(19, 67);
+        test_cross_entropy(1, 1);
+        test_cross_entropy(17, 259);
+        test_cross_entropy(9, 1000);
+    }
     gpu_destroy(g);
     return test_result("test_ops_nn");
 }

@@ -10,7 +10,9 @@
 #  4. evaluation: val_loss on every eval step, over the validation split;
 #  5. init_from: a run started from the first run's output begins at its
 #     final loss, not at the random-init loss; a shape key that disagrees
-#     with init_from's config.json is an error.
+#     with init_from's config.json is an error;
+#  6. a global batch without a valid label (SFT prompts longer than the
+#     context, so every label is masked) skips its step with a warning.
 set -u
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
@@ -117,4 +119,13 @@ print('  random init', first, 'trained', last, 'init_from step 1', start)
 sys.exit(not abs(start-last) < 0.25*abs(first-last))\""
 out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/bad" model.init_from="$work/out" model.dim=64 2>&1); rc=$?
 check "init_from with a disagreeing model.dim is an error naming it" '[ $rc -ne 0 ] && grep -q "dim" <<<"$out"'
+# 6. N = 0.
+for i in $(seq 1 8); do
+  echo "{\"prompt\": \"a prompt much longer than the context window of this tiny model $i\", \"response\": \"ok\"}"
+done > "$work/masked.jsonl"
+out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/masked" dataset.type=sft_jsonl \
+  dataset.path="$work/masked.jsonl" dataset.packed=false max_steps=2 2>&1); rc=$?
+check "steps without a valid label are skipped with a warning" \
+  '[ $rc -eq 0 ] && [ "$(grep -c "no valid label in the global batch" <<<"$out")" -eq 2 ] && [ ! -s "$work/masked/metrics.jsonl" ]' \
+  || echo "$out" | tail -5
 exit $fail

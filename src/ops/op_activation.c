@@ -1,6 +1,11 @@
 /* op_activation: the MLP activations SwiGLU and GELU (tanh), forward and
- * backward, elementwise (shaders/activation.comp). Never allocates. */
+ * backward, elementwise (shaders/activation.comp; on CPU devices, the
+ * texel family, activation_texel.comp: vec4 chunks read through RGBA32F
+ * texel views). Never allocates. */
+#include <stdio.h>
+
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a, struct gpu_buffer *b,
@@ -16,6 +21,21 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         uint32_t n;
         float unused;
     } push = {(uint32_t)n, 0.0f};
+    struct gpu_buffer *in[3] = {a, b, c};
+    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, 3)) {
+        /* bindings: a, b, c as texels (c is an input for the backward),
+         * then c, d, e as storage (outputs) */
+        struct gpu_arg targs[6] = {{.buf = a}, {.buf = b}, {.buf = c}, args[2], args[3], args[4]};
+        targs[2].write = 0;
+        enum gpu_binding_kind kinds[6] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
+                                          GPU_BIND_STORAGE,    GPU_BIND_STORAGE,    GPU_BIND_STORAGE};
+        char name[48];
+        snprintf(name, sizeof name, "activation_texel_%s", variant + 11);
+        uint32_t wg = gpu_workgroup_1d(g);
+        ops_dispatch_elements(g, ops_texel_kernel(g, name, 6, kinds, sizeof push, 1, &wg), targs, &push,
+                              (n + 3) / 4, 1);
+        return;
+    }
     ops_dispatch_elements(g, ops_kernel(g, variant, 5, sizeof push, 1), args, &push, n, 1);
 }
 

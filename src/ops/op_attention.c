@@ -2,10 +2,15 @@
  * document when document ids are given; forward saves the probabilities,
  * backward runs three deterministic passes (shaders/attention_back.comp).
  * q, k, v may be views into one fused buffer (GPT-2's c_attn output).
- * Never allocates. */
+ * On CPU devices (texel family) the kernels are attention_texel.comp and
+ * attention_back_texel.comp: per-head vectors in registers, inputs read
+ * through texel buffers, dq fused into the dS pass. Never allocates. */
 #include <math.h>
 
+#include <stdio.h>
+
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 struct attention_push {
@@ -43,6 +48,49 @@ static void check_views(const char *op, const struct attention_push *p, struct g
 
 static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
 
+/* Head sizes up to this many floats keep their vectors in registers in the
+ * texel kernels; larger ones use the storage kernels. */
+#define TEXEL_MAX_HD 64
+
+/* The texel variant for this shape and these buffers: 4 (RGBA32F, every
+ * offset, stride and head size a multiple of 4), 1 (R32F), or 0 (use the
+ * storage kernels). */
+static int texel_width(const struct gpu *g, const struct attention_push *p, struct gpu_buffer *const *bufs, int n)
+{
+    if (p->hd > TEXEL_MAX_HD)
+        return 0;
+    int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
+             p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
+    /* loop iterations per invocation, counting the inner per-head loops
+     * (HDC = hd/4 or hd chunks, in case they are not unrolled): forward
+     * and dS about 3T·HDC, dk/dv (H/KVH)·T·HDC, plus the per-key loops */
+    size_t group = p->H / p->KVH, per_key = (size_t)3 * (v4 ? p->hd / 4 : p->hd) + 2;
+    if ((size_t)p->T * (group > 3 ? group : 3) * per_key > OPS_TEXEL_LOOP_BUDGET)
+        return 0;
+    /* probabilities and score gradients are always read as R32F */
+    if (!ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n))
+        return 0;
+    if (v4 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n))
+        return 4;
+    return 1;
+}
+
+/* Bindings 0..n_tex-1 are texel views (R32F where f32_mask has the bit or
+ * width is 1, else RGBA32F), the rest storage. */
+static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+                                       int n_bind, uint32_t hd)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s_%s", base, width == 4 ? "vec4" : "scalar");
+    enum gpu_binding_kind kinds[GPU_MAX_BINDINGS];
+    for (int i = 0; i < n_bind; i++)
+        kinds[i] = i >= n_tex                             ? GPU_BIND_STORAGE
+                   : width == 4 && !(f32_mask & (1u << i)) ? GPU_BIND_TEXEL_VEC4
+                                                           : GPU_BIND_TEXEL_F32;
+    uint32_t hdc = hd / (uint32_t)width;
+    return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct attention_push), 1, &hdc);
+}
+
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
                   struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out)
 {
@@ -55,8 +103,11 @@ void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_
         ops_check("attention", "document ids", doc, sizeof(int32_t) * s->B * s->T);
     struct gpu_arg args[6] = {{.buf = q}, {.buf = k}, {.buf = v}, {.buf = doc ? doc : q},
                               {.buf = probs, .write = 1}, {.buf = out, .write = 1}};
-    gpu_dispatch(g, ops_kernel(g, "attention", 6, sizeof push, 0), args, &push,
-                 groups64((size_t)s->B * s->T * s->H), 1, 1);
+    struct gpu_buffer *in[3] = {q, k, v};
+    int width = texel_width(g, &push, in, 3);
+    struct gpu_kernel *kern = width ? texel_kernel(g, "attention_texel", width, 3, 0, 6, s->hd)
+                                    : ops_kernel(g, "attention", 6, sizeof push, 0);
+    gpu_dispatch(g, kern, args, &push, groups64((size_t)s->B * s->T * s->H), 1, 1);
 }
 
 void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -70,9 +121,23 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
     check_views("attention_backward (gradients)", &push, dq, dk, dv);
     ops_check("attention_backward", "output gradient", dout, F * s->B * s->T * s->H * s->hd);
     ops_check("attention_backward", "score gradient", dscores, F * s->B * s->H * s->T * s->T);
+    size_t queries = (size_t)s->B * s->T * s->H, keys = (size_t)s->B * s->T * s->KVH;
+    struct gpu_buffer *in[6] = {q, k, v, probs, dout, dscores};
+    int width = texel_width(g, &push, in, 6);
+    if (width) {
+        /* dS and dq in one pass, then dk and dv. */
+        struct gpu_arg a0[6] = {{.buf = k}, {.buf = v}, {.buf = probs}, {.buf = dout},
+                                {.buf = dscores, .write = 1}, {.buf = dq, .write = 1}};
+        gpu_dispatch(g, texel_kernel(g, "attention_back_texel_ds", width, 4, 1u << 2, 6, s->hd), a0, &push,
+                     groups64(queries), 1, 1);
+        struct gpu_arg a1[6] = {{.buf = q}, {.buf = probs}, {.buf = dscores}, {.buf = dout},
+                                {.buf = dk, .write = 1}, {.buf = dv, .write = 1}};
+        gpu_dispatch(g, texel_kernel(g, "attention_back_texel_dkv", width, 4, 3u << 1, 6, s->hd), a1, &push,
+                     groups64(keys), 1, 1);
+        return;
+    }
     struct gpu_arg args[8] = {{.buf = q}, {.buf = k}, {.buf = v}, {.buf = probs}, {.buf = dout},
                               {.buf = dscores, .write = 1}, {.buf = dq}, {.buf = dv}};
-    size_t queries = (size_t)s->B * s->T * s->H, keys = (size_t)s->B * s->T * s->KVH;
     gpu_dispatch(g, ops_kernel(g, "attention_back_ds", 8, sizeof push, 0), args, &push, groups64(queries), 1, 1);
     args[5].write = 0;
     args[6] = (struct gpu_arg){.buf = dq, .write = 1};

@@ -1,8 +1,11 @@
 /* op_cross_entropy: the masked softmax cross-entropy fused with its
  * backward (shaders/cross_entropy.comp), dispatched over row ranges so a
  * logits buffer larger than maxStorageBufferRange (the GPT-2 vocabulary
- * over many tokens) still works. Never allocates. */
+ * over many tokens) still works. On CPU devices (texel family) the kernel
+ * is cross_entropy_texel.comp: one invocation per row, logits read through
+ * an R32F texel view of the whole buffer. Never allocates. */
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 struct ce_push {
@@ -33,6 +36,26 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
                   info->max_storage_buffer_range);
     if (per > info->max_workgroup_count[0])
         per = info->max_workgroup_count[0] - info->max_workgroup_count[0] % step;
+    struct gpu_buffer *in[1] = {logits};
+    /* three passes over a row: 3V loop iterations per invocation */
+    if ((size_t)3 * V + 1 <= OPS_TEXEL_LOOP_BUDGET && ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, 1)) {
+        enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
+                                          GPU_BIND_STORAGE};
+        struct gpu_kernel *k = ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof(struct ce_push), 0, NULL);
+        for (size_t r0 = 0; r0 < rows; r0 += per) {
+            size_t n = rows - r0 < per ? rows - r0 : per;
+            struct gpu_arg args[5] = {
+                {.buf = logits},
+                {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes},
+                {.buf = labels},
+                {.buf = row_loss, .write = 1},
+                {.buf = row_count, .write = 1},
+            };
+            struct ce_push push = {V, (uint32_t)n, scale, (uint32_t)r0};
+            gpu_dispatch(g, k, args, &push, (uint32_t)((n + 63) / 64), 1, 1);
+        }
+        return;
+    }
     struct gpu_kernel *k = ops_kernel(g, "cross_entropy", 4, sizeof(struct ce_push), 1);
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t n = rows - r0 < per ? rows - r0 : per;

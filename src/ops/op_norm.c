@@ -1,8 +1,13 @@
 /* op_norm: RMSNorm, LayerNorm and the column sums that give their weight
  * and bias gradients (and a linear layer's bias gradient). Row kernels run
  * one workgroup per row; column sums one invocation per column, rows in
- * order, so every result is deterministic. Never allocates. */
+ * order, so every result is deterministic. On CPU devices (texel family)
+ * the kernels are norm_texel.comp and colsum_texel.comp: one invocation
+ * per row or column chunk, inputs through texel views. Never allocates. */
+#include <stdio.h>
+
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 #define F sizeof(float)
@@ -14,6 +19,39 @@ struct norm_push {
 struct colsum_push {
     uint32_t rows, C;
 };
+struct norm_texel_push {
+    uint32_t rows, C;
+    float eps;
+};
+
+/* Texel width for rows of C floats over these buffers: 4 (RGBA32F), 1
+ * (R32F) or 0 (the storage kernels). Per-row vectors (mean, rstd) are read
+ * as R32F, so every buffer must also fit an R32F view. */
+static int texel_width(const struct gpu *g, uint32_t C, struct gpu_buffer *const *bufs, int n)
+{
+    if ((size_t)3 * C > OPS_TEXEL_LOOP_BUDGET) /* three passes over a row */
+        return 0;
+    if (!ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n))
+        return 0;
+    return C % 4 == 0 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n) ? 4 : 1;
+}
+
+/* `<base>_<vec4|scalar>`: n_tex texel bindings (R32F where f32_mask has the
+ * bit or width is 1), then storage. */
+static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+                                       int n_bind, uint32_t push_size)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s_%s", base, width == 4 ? "vec4" : "scalar");
+    enum gpu_binding_kind kinds[GPU_MAX_BINDINGS];
+    for (int i = 0; i < n_bind; i++)
+        kinds[i] = i >= n_tex                             ? GPU_BIND_STORAGE
+                   : width == 4 && !(f32_mask & (1u << i)) ? GPU_BIND_TEXEL_VEC4
+                                                           : GPU_BIND_TEXEL_F32;
+    return ops_texel_kernel(g, name, n_bind, kinds, push_size, 0, NULL);
+}
+
+static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
 
 static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
                    struct gpu_buffer *mean, struct gpu_buffer *rstd, struct gpu_buffer *out, uint32_t rows,
@@ -22,6 +60,16 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     ops_check(variant, "gradient", out, F * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
     struct colsum_push push = {rows, C};
+    struct gpu_buffer *in[4] = {dy, x, mean, rstd};
+    int width = rows <= OPS_TEXEL_LOOP_BUDGET ? texel_width(g, C, in, 4) : 0;
+    if (width) {
+        /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
+        char base[32];
+        snprintf(base, sizeof base, "colsum_texel_%s", variant + 7);
+        gpu_dispatch(g, texel_kernel(g, base, width, 4, 3u << 2, 5, sizeof push), args, &push, groups64(C / width),
+                     1, 1);
+        return;
+    }
     ops_dispatch_elements(g, ops_kernel(g, variant, 5, sizeof push, 1), args, &push, C, 0);
 }
 
@@ -33,6 +81,14 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     ops_check("rmsnorm", "output", y, F * rows * C);
     ops_check("rmsnorm", "rstd", rstd, F * rows);
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
+    struct gpu_buffer *in[2] = {x, w};
+    int width = texel_width(g, C, in, 2);
+    if (width) {
+        struct norm_texel_push tp = {rows, C, eps};
+        gpu_dispatch(g, texel_kernel(g, "norm_texel_rms", width, 2, 0, 4, sizeof tp), args, &tp, groups64(rows), 1,
+                     1);
+        return;
+    }
     struct norm_push push = {C, eps};
     gpu_dispatch(g, ops_kernel(g, "rmsnorm", 4, sizeof push, 1), args, &push, rows, 1, 1);
 }
@@ -44,8 +100,16 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     ops_check("rmsnorm_backward", "output gradient", dy, F * rows * C);
     ops_check("rmsnorm_backward", "input gradient", dx, F * rows * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = rstd}, {.buf = dx, .write = 1}};
-    uint32_t push = C;
-    gpu_dispatch(g, ops_kernel(g, "rmsnorm_back", 5, sizeof push, 1), args, &push, rows, 1, 1);
+    struct gpu_buffer *in[4] = {dy, x, w, rstd};
+    int width = texel_width(g, C, in, 4);
+    if (width) {
+        struct norm_texel_push tp = {rows, C, 0};
+        gpu_dispatch(g, texel_kernel(g, "norm_texel_rmsback", width, 4, 1u << 3, 5, sizeof tp), args, &tp,
+                     groups64(rows), 1, 1);
+    } else {
+        uint32_t push = C;
+        gpu_dispatch(g, ops_kernel(g, "rmsnorm_back", 5, sizeof push, 1), args, &push, rows, 1, 1);
+    }
     colsum(g, "colsum_rms", dy, x, rstd, rstd, dw, rows, C);
 }
 
@@ -61,6 +125,14 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
     ops_check("layernorm", "rstd", rstd, F * rows);
     struct gpu_arg args[6] = {{.buf = x}, {.buf = w}, {.buf = b}, {.buf = y, .write = 1}, {.buf = mean, .write = 1},
                               {.buf = rstd, .write = 1}};
+    struct gpu_buffer *in[3] = {x, w, b};
+    int width = texel_width(g, C, in, 3);
+    if (width) {
+        struct norm_texel_push tp = {rows, C, eps};
+        gpu_dispatch(g, texel_kernel(g, "norm_texel_ln", width, 3, 0, 6, sizeof tp), args, &tp, groups64(rows), 1,
+                     1);
+        return;
+    }
     struct norm_push push = {C, eps};
     gpu_dispatch(g, ops_kernel(g, "layernorm", 6, sizeof push, 1), args, &push, rows, 1, 1);
 }
@@ -73,8 +145,16 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     ops_check("layernorm_backward", "input gradient", dx, F * rows * C);
     struct gpu_arg args[6] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = mean}, {.buf = rstd},
                               {.buf = dx, .write = 1}};
-    uint32_t push = C;
-    gpu_dispatch(g, ops_kernel(g, "layernorm_back", 6, sizeof push, 1), args, &push, rows, 1, 1);
+    struct gpu_buffer *in[5] = {dy, x, w, mean, rstd};
+    int width = texel_width(g, C, in, 5);
+    if (width) {
+        struct norm_texel_push tp = {rows, C, 0};
+        gpu_dispatch(g, texel_kernel(g, "norm_texel_lnback", width, 5, 3u << 3, 6, sizeof tp), args, &tp,
+                     groups64(rows), 1, 1);
+    } else {
+        uint32_t push = C;
+        gpu_dispatch(g, ops_kernel(g, "layernorm_back", 6, sizeof push, 1), args, &push, rows, 1, 1);
+    }
     colsum(g, "colsum_ln", dy, x, mean, rstd, dw, rows, C);
     colsum(g, "colsum_plain", dy, dy, dy, dy, db, rows, C);
 }

@@ -1,0 +1,25 @@
+/* ops_texel: see ops_texel.h. */
+#include "ops_texel.h"
+
+int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *const *bufs, int n)
+{
+    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL)
+        return 0;
+    size_t limit = gpu_texel_limit(g, kind);
+    for (int i = 0; i < n; i++)
+        if (bufs[i] && gpu_buffer_size(bufs[i]) > limit)
+            return 0;
+    return 1;
+}
+
+struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,
+                                    const enum gpu_binding_kind *kinds, uint32_t push_size, int n_spec,
+                                    const uint32_t *spec)
+{
+    struct gpu_kernel_desc d = {.shader = shader, .n_bindings = n_bind, .push_size = push_size, .n_spec = n_spec};
+    for (int i = 0; i < n_bind; i++)
+        d.bindings[i] = kinds[i];
+    for (int i = 0; i < n_spec; i++)
+        d.spec[i] = spec[i];
+    return gpu_kernel_get(g, &d);
+}

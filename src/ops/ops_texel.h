@@ -1,0 +1,26 @@
+/* ops_texel: helpers for the texel-family variants of the non-matmul ops
+ * (inputs through uniform texel buffers, outputs storage; CPU devices, see
+ * README "Kernels per device class"). Nothing outside src/ops includes it. */
+#ifndef VKTRAIN_OPS_TEXEL_H
+#define VKTRAIN_OPS_TEXEL_H
+
+#include "vktrain/ops.h"
+
+/* llvmpipe stops a shader invocation's loops after 65535 iterations in
+ * all (its loop limiter counts every loop's iterations together), so a
+ * texel kernel is chosen only when a bound on its iterations per
+ * invocation stays under this; otherwise the op uses its storage kernel
+ * (workgroup per row: far fewer iterations per invocation). */
+#define OPS_TEXEL_LOOP_BUDGET 60000u
+
+/* Nonzero when g runs the texel family and every buffer in bufs (n of
+ * them, NULLs skipped) fits one texel view of `kind`. */
+int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *const *bufs, int n);
+
+/* The kernel `shader` with the given binding kinds; spec constants
+ * spec[0..n_spec-1]. */
+struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,
+                                    const enum gpu_binding_kind *kinds, uint32_t push_size, int n_spec,
+                                    const uint32_t *spec);
+
+#endif
