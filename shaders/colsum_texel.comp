@@ -13,7 +13,7 @@
 //   ln:    out[c] += Σ_r dy[r,c]·(x[r,c]−mean[r])·rstd[r]
 #include "texel.glsl"
 layout(local_size_x = 64) in;
-layout(push_constant) uniform Push { uint rows; uint C; } p;
+layout(push_constant) uniform Push { uint row0; uint row1; uint C; } p; // rows [row0, row1)
 layout(binding = 0) uniform samplerBuffer tdy;
 layout(binding = 1) uniform samplerBuffer tx;
 layout(binding = 2) uniform samplerBuffer tm;
@@ -25,7 +25,7 @@ void main()
     uint c = gl_GlobalInvocationID.x;
     if (c >= p.C / W) return;
     VT s = VT(0.0);
-    for (uint r = 0u; r < p.rows; r++) {
+    for (uint r = p.row0; r < p.row1; r++) {
         uint e = r * p.C + c * W;
         VT g = FETCH(tdy, e);
 #if MODE == 1

@@ -1,10 +1,11 @@
 #version 450
-// Token (and learned position) embedding, one invocation per (row, channel):
-//   out[n,c] = wte[tok[n],c] (+ wpe[pos[n],c] when has_pos)
+// Token (and learned position) embedding over n = rows·C outputs:
+//   out[r,c] = wte[tok[r],c] (+ wpe[pos[r],c] when has_pos)
 // Ids are clamped into the tables: the data layer rejects out-of-range
 // tokens, and the shader never reads out of bounds whatever it is given.
-layout(local_size_x = 64, local_size_y = 1) in;
-layout(push_constant) uniform Push { uint rows; uint C; uint V; uint P; uint has_pos; } q;
+#define CUSTOM_PUSH
+layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; } p;
+#include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BT { int tok[]; };
 layout(std430, binding = 1) readonly buffer BP { int pos[]; };
 layout(std430, binding = 2) readonly buffer BWte { float wte[]; };
@@ -13,10 +14,11 @@ layout(std430, binding = 4) writeonly buffer BO { float o[]; };
 
 void main()
 {
-    uint n = gl_GlobalInvocationID.y, c = gl_GlobalInvocationID.x;
-    if (n >= q.rows || c >= q.C) return;
-    uint t = uint(clamp(tok[n], 0, int(q.V) - 1));
-    float v = wte[t * q.C + c];
-    if (q.has_pos != 0u) v += wpe[uint(clamp(pos[n], 0, int(q.P) - 1)) * q.C + c];
-    o[n * q.C + c] = v;
+    FOR_EACH_ELEMENT(i) {
+        uint r = i / p.C, c = i % p.C;
+        uint t = uint(clamp(tok[r], 0, int(p.V) - 1));
+        float v = wte[t * p.C + c];
+        if (p.has_pos != 0u) v += wpe[uint(clamp(pos[r], 0, int(p.P) - 1)) * p.C + c];
+        o[i] = v;
+    }
 }

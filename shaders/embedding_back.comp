@@ -4,7 +4,7 @@
 // order, so the result is deterministic (no float atomics). Used for the
 // token table (ids = tokens) and the position table (ids = positions).
 layout(local_size_x_id = 0) in;
-layout(push_constant) uniform Push { uint rows; uint C; uint V; } p;
+layout(push_constant) uniform Push { uint row0; uint row1; uint C; uint V; } p; // rows [row0, row1)
 layout(std430, binding = 0) readonly buffer BI { int ids[]; };
 layout(std430, binding = 1) readonly buffer BD { float dout[]; };
 layout(std430, binding = 2) buffer BT { float dtable[]; };
@@ -13,7 +13,7 @@ void main()
 {
     uint c = gl_GlobalInvocationID.x;
     if (c >= p.C) return;
-    for (uint n = 0u; n < p.rows; n++) {
+    for (uint n = p.row0; n < p.row1; n++) {
         uint id = uint(clamp(ids[n], 0, int(p.V) - 1));
         dtable[id * p.C + c] += dout[n * p.C + c];
     }

@@ -1,12 +1,13 @@
 #version 450
 // Rotary position embedding, Hugging Face rotate_half convention, in place
-// on x (rows, H, hd). One invocation per (row, head, j < hd/2):
+// on x (rows, H, hd). One element per (row, head, j < hd/2):
 //   a = pos·theta^(−2j/hd);  (x_j, x_{j+hd/2}) ← R(sign·a)·(x_j, x_{j+hd/2})
 // sign = +1 forward; −1 backward (Rᵀ = R(−a) maps dout to dinp).
 // cos/sin come from a table (max_pos, hd/2, 2) the host computes in double,
 // so every device rotates by the same float angles.
-layout(local_size_x = 64) in;
-layout(push_constant) uniform Push { uint rows; uint H; uint hd; uint max_pos; float sign; } p;
+#define CUSTOM_PUSH
+layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; } p; // n = rows·H·hd/2
+#include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BP { int pos[]; };
 layout(std430, binding = 1) readonly buffer BT { vec2 cs[]; };
 layout(std430, binding = 2) buffer BX { float x[]; };
@@ -14,14 +15,14 @@ layout(std430, binding = 2) buffer BX { float x[]; };
 void main()
 {
     uint half_hd = p.hd / 2u;
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.rows * p.H * half_hd) return;
-    uint j = i % half_hd, h = (i / half_hd) % p.H, n = i / (half_hd * p.H);
-    uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));
-    vec2 c = cs[ps * half_hd + j];
-    float sn = p.sign * c.y;
-    uint base = (n * p.H + h) * p.hd;
-    float a = x[base + j], b = x[base + j + half_hd];
-    x[base + j] = a * c.x - b * sn;
-    x[base + j + half_hd] = b * c.x + a * sn;
+    FOR_EACH_ELEMENT(i) {
+        uint j = i % half_hd, h = (i / half_hd) % p.H, n = i / (half_hd * p.H);
+        uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));
+        vec2 c = cs[ps * half_hd + j];
+        float sn = p.sign * c.y;
+        uint base = (n * p.H + h) * p.hd;
+        float a = x[base + j], b = x[base + j + half_hd];
+        x[base + j] = a * c.x - b * sn;
+        x[base + j + half_hd] = b * c.x + a * sn;
+    }
 }

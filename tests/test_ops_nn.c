@@ -320,7 +320,15 @@ int main(void)
         test_cross_entropy(1, 1);
         test_cross_entropy(17, 259);
         test_cross_entropy(9, 1000);
+        /* Walks longer than llvmpipe's 65,535-iteration loop limit: the
+         * column sums and the embedding backward split their rows. */
+        test_bias(70001, 3);
+        test_embedding(70001, 5, 7, 3, 1);
     }
+    /* Long attention on the texel kernels: 1024 keys at head size 64 stay
+     * within llvmpipe's loop limit only because the per-head loops unroll. */
+    gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);
+    test_attention(1, 1024, 2, 1, 64, 1);
     gpu_destroy(g);
     return test_result("test_ops_nn");
 }

@@ -48,6 +48,10 @@ struct gpu_device_info {
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_count[3];
     int float16, int64, texel_vec4;    /* shaderFloat16, shaderInt64, RGBA32F uniform texel buffers */
+    /* Loop iterations one invocation may run in total, 0 = no limit. Mesa's
+     * llvmpipe ends any loop after 65,535 iterations (a guard against
+     * endless shaders), so ops split longer walks into several dispatches. */
+    uint32_t max_loop_iterations;
     int usable;                        /* Vulkan >= 1.2 with a compute queue */
     const char *unusable_reason;
     uint32_t heap_count;

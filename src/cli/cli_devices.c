@@ -55,6 +55,9 @@ int cli_devices(int argc, char **argv)
         printf("    maxTexelBufferElements %u\n", x->max_texel_buffer_elements);
         printf("    workgroup            %u invocations, count %u x %u x %u\n", x->max_workgroup_invocations,
                x->max_workgroup_count[0], x->max_workgroup_count[1], x->max_workgroup_count[2]);
+        if (x->max_loop_iterations)
+            printf("    loop limit           %u iterations per invocation (kernels split longer loops)\n",
+                   x->max_loop_iterations);
         printf("    features             float16 %s, int64 %s, RGBA32F texel buffers %s\n", yes(x->float16),
                yes(x->int64), yes(x->texel_vec4));
         for (uint32_t h = 0; h < x->heap_count; h++)

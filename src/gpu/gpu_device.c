@@ -222,6 +222,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
         d->heap_device_local[i] = !!(mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT);
     }
 
+    d->max_loop_iterations = drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;
     d->usable = 1;
     if (d->api_version < VK_API_VERSION_1_2) {
         d->usable = 0;

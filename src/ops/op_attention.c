@@ -48,6 +48,21 @@ static void check_views(const char *op, const struct attention_push *p, struct g
 
 static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
 
+/* The storage kernels loop over keys and, inside, over the head: on a
+ * device with a loop limit (llvmpipe) a shape past it would be cut short
+ * silently, so it is an error instead. */
+static void check_storage_loops(const struct gpu *g, const char *op, const struct attention_push *p)
+{
+    size_t group = p->H / p->KVH;
+    size_t iterations = (size_t)p->T * (2 * (size_t)p->hd + 2) * (group > 1 ? group : 1);
+    uint32_t limit = gpu_info(g)->max_loop_iterations;
+    if (limit && iterations > limit)
+        vkt_fatal("%s: %u positions with head size %u need about %zu loop iterations per invocation, over the %u "
+                  "%s allows; on this device use a head size of at most 64 (the texel kernels) or a shorter "
+                  "max_seq_len",
+                  op, p->T, p->hd, iterations, limit, gpu_info(g)->name);
+}
+
 /* Head sizes up to this many floats keep their vectors in registers in the
  * texel kernels; larger ones use the storage kernels. */
 #define TEXEL_MAX_HD 64
@@ -61,11 +76,13 @@ static int texel_width(const struct gpu *g, const struct attention_push *p, stru
         return 0;
     int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
              p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
-    /* loop iterations per invocation, counting the inner per-head loops
-     * (HDC = hd/4 or hd chunks, in case they are not unrolled): forward
-     * and dS about 3T·HDC, dk/dv (H/KVH)·T·HDC, plus the per-key loops */
-    size_t group = p->H / p->KVH, per_key = (size_t)3 * (v4 ? p->hd / 4 : p->hd) + 2;
-    if ((size_t)p->T * (group > 3 ? group : 3) * per_key > OPS_TEXEL_LOOP_BUDGET)
+    /* Loop iterations per invocation against the device's loop limit: the
+     * per-head loops run HDC times, a specialization constant, and are
+     * unrolled (test_ops_nn runs T = 1024, hd = 64 on lavapipe, which would
+     * fail otherwise), so the walks over keys are what count: forward and
+     * dS about 3T, dk/dv (H/KVH)·T. */
+    size_t group = p->H / p->KVH;
+    if ((size_t)p->T * (group > 3 ? group : 3) > ops_loop_chunk(g))
         return 0;
     /* probabilities and score gradients are always read as R32F */
     if (!ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n))
@@ -105,6 +122,8 @@ void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_
                               {.buf = probs, .write = 1}, {.buf = out, .write = 1}};
     struct gpu_buffer *in[3] = {q, k, v};
     int width = texel_width(g, &push, in, 3);
+    if (!width)
+        check_storage_loops(g, "attention", &push);
     struct gpu_kernel *kern = width ? texel_kernel(g, "attention_texel", width, 3, 0, 6, s->hd)
                                     : ops_kernel(g, "attention", 6, sizeof push, 0);
     gpu_dispatch(g, kern, args, &push, groups64((size_t)s->B * s->T * s->H), 1, 1);
@@ -136,6 +155,7 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
                      groups64(keys), 1, 1);
         return;
     }
+    check_storage_loops(g, "attention_backward", &push);
     struct gpu_arg args[8] = {{.buf = q}, {.buf = k}, {.buf = v}, {.buf = probs}, {.buf = dout},
                               {.buf = dscores, .write = 1}, {.buf = dq}, {.buf = dv}};
     gpu_dispatch(g, ops_kernel(g, "attention_back_ds", 8, sizeof push, 0), args, &push, groups64(queries), 1, 1);

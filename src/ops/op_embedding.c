@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *positions, struct gpu_buffer *wte,
@@ -18,8 +19,8 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     }
     struct gpu_arg args[5] = {{.buf = tokens}, {.buf = wpe ? positions : tokens}, {.buf = wte},
                               {.buf = wpe ? wpe : wte}, {.buf = out, .write = 1}};
-    uint32_t push[5] = {rows, C, V, wpe ? P : 1, wpe != NULL};
-    gpu_dispatch(g, ops_kernel(g, "embedding", 5, sizeof push, 0), args, push, (C + 63) / 64, rows, 1);
+    uint32_t push[5] = {rows * C, C, V, wpe ? P : 1, wpe != NULL};
+    ops_dispatch_elements(g, ops_kernel(g, "embedding", 5, sizeof push, 1), args, push, (size_t)rows * C, 1);
 }
 
 void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout,
@@ -29,8 +30,13 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     ops_check("embedding_backward", "output gradient", dout, sizeof(float) * rows * C);
     ops_check("embedding_backward", "table gradient", dtable, sizeof(float) * V * C);
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
-    uint32_t push[3] = {rows, C, V};
-    ops_dispatch_elements(g, ops_kernel(g, "embedding_back", 3, sizeof push, 1), args, push, C, 0);
+    struct gpu_kernel *k = ops_kernel(g, "embedding_back", 3, 4 * sizeof(uint32_t), 1);
+    /* Rows in ranges within the device's loop limit, in order. */
+    uint32_t chunk = ops_loop_chunk(g);
+    for (uint32_t r0 = 0; r0 < rows; r0 += chunk) {
+        uint32_t push[4] = {r0, rows - r0 < chunk ? rows : r0 + chunk, C, V};
+        ops_dispatch_elements(g, k, args, push, C, 0);
+    }
 }
 
 void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta)
@@ -55,10 +61,10 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     ops_check("rope", "positions", positions, sizeof(int32_t) * rows);
     ops_check("rope", "cos/sin table", table, sizeof(float) * max_pos * hd);
     struct gpu_arg args[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
-    struct {
-        uint32_t rows, H, hd, max_pos;
-        float sign;
-    } push = {rows, H, hd, max_pos, backward ? -1.0f : 1.0f};
     size_t n = (size_t)rows * H * (hd / 2);
-    gpu_dispatch(g, ops_kernel(g, "rope", 3, sizeof push, 0), args, &push, (uint32_t)((n + 63) / 64), 1, 1);
+    struct {
+        uint32_t n, H, hd, max_pos;
+        float sign;
+    } push = {(uint32_t)n, H, hd, max_pos, backward ? -1.0f : 1.0f};
+    ops_dispatch_elements(g, ops_kernel(g, "rope", 3, sizeof push, 1), args, &push, n, 1);
 }

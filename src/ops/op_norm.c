@@ -17,7 +17,7 @@ struct norm_push {
     float eps;
 };
 struct colsum_push {
-    uint32_t rows, C;
+    uint32_t row0, row1, C;
 };
 struct norm_texel_push {
     uint32_t rows, C;
@@ -59,18 +59,27 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
 {
     ops_check(variant, "gradient", out, F * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
-    struct colsum_push push = {rows, C};
     struct gpu_buffer *in[4] = {dy, x, mean, rstd};
-    int width = rows <= OPS_TEXEL_LOOP_BUDGET ? texel_width(g, C, in, 4) : 0;
+    int width = texel_width(g, C, in, 4);
+    struct gpu_kernel *k;
     if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
         char base[32];
         snprintf(base, sizeof base, "colsum_texel_%s", variant + 7);
-        gpu_dispatch(g, texel_kernel(g, base, width, 4, 3u << 2, 5, sizeof push), args, &push, groups64(C / width),
-                     1, 1);
-        return;
+        k = texel_kernel(g, base, width, 4, 3u << 2, 5, sizeof(struct colsum_push));
+    } else {
+        k = ops_kernel(g, variant, 5, sizeof(struct colsum_push), 1);
     }
-    ops_dispatch_elements(g, ops_kernel(g, variant, 5, sizeof push, 1), args, &push, C, 0);
+    /* Rows in ranges within the device's loop limit, in order: the sums
+     * accumulate, so the result is the same as one walk. */
+    uint32_t chunk = ops_loop_chunk(g);
+    for (uint32_t r0 = 0; r0 < rows; r0 += chunk) {
+        struct colsum_push push = {r0, rows - r0 < chunk ? rows : r0 + chunk, C};
+        if (width)
+            gpu_dispatch(g, k, args, &push, groups64(C / width), 1, 1);
+        else
+            ops_dispatch_elements(g, k, args, &push, C, 0);
+    }
 }
 
 void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,
@@ -164,7 +173,9 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     ops_check("bias_add", "bias", bias, F * C);
     ops_check("bias_add", "output", y, F * rows * C);
     struct gpu_arg args[2] = {{.buf = bias}, {.buf = y, .write = 1}};
-    struct colsum_push push = {rows * C, C};
+    struct {
+        uint32_t n, C;
+    } push = {rows * C, C};
     ops_dispatch_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, &push, (size_t)rows * C, 1);
 }
 

@@ -23,3 +23,9 @@ struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bin
         d.spec[i] = spec[i];
     return gpu_kernel_get(g, &d);
 }
+
+uint32_t ops_loop_chunk(const struct gpu *g)
+{
+    uint32_t limit = gpu_info(g)->max_loop_iterations;
+    return limit ? limit - limit / 16 : UINT32_MAX;
+}

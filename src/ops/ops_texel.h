@@ -13,6 +13,11 @@
  * (workgroup per row: far fewer iterations per invocation). */
 #define OPS_TEXEL_LOOP_BUDGET 60000u
 
+/* The most iterations a kernel should plan for one invocation's walk over
+ * rows (or keys) on this device: a margin under its loop limit, or no
+ * limit. Ops with longer walks split them over dispatches. */
+uint32_t ops_loop_chunk(const struct gpu *g);
+
 /* Nonzero when g runs the texel family and every buffer in bufs (n of
  * them, NULLs skipped) fits one texel view of `kind`. */
 int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *const *bufs, int n);
