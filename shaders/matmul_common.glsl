@@ -10,37 +10,70 @@
 // views are RGBA32F and every contiguous dimension read as vec4 must be a
 // multiple of 4; without it the views are R32F and any shape works.
 // Each invocation owns 16 rows x 4 columns of the output; 8x8 invocations.
+//
+// One dispatch computes one block of the product (src/ops/op_matmul.c
+// splits a product whose output exceeds a storage binding): M, N, K are
+// the block's sizes in the layout's terms, and each operand is addressed
+// as element (row, col) = base + row * ld + col, where A's and B's bases
+// are element offsets into their whole texel views (multiples of 4 with
+// VEC4, as are lda and ldb) and C's base is an element offset into the
+// storage range bound for this block.
+// SPLIT (specialization constant 0) is 1 for such a block. At 0 (a
+// dispatch covering the whole product, the usual case) A's and B's bases
+// are 0 and their rows as wide as the block, as compile-time facts: read
+// from push constants instead, the hot loops measured 7-20% slower on
+// llvmpipe. Each kernel defines LDA_WHOLE and LDB_WHOLE, those widths.
 #extension GL_EXT_control_flow_attributes : enable
 
 #define ROWS 16
 layout(local_size_x = 8, local_size_y = 8) in;
 
 // accumulate != 0: add the product to the output instead of overwriting it.
-layout(push_constant) uniform Push { uint M; uint N; uint K; uint accumulate; } p;
+layout(push_constant) uniform Push {
+    uint M; uint N; uint K; uint accumulate;
+    uint a0; uint lda; uint b0; uint ldb; uint c0; uint ldc;
+} p;
+
+layout(constant_id = 0) const uint SPLIT = 0u;
+#define A0 (SPLIT != 0u ? p.a0 : 0u)
+#define B0 (SPLIT != 0u ? p.b0 : 0u)
+#define LDA (SPLIT != 0u ? p.lda : LDA_WHOLE)
+#define LDB (SPLIT != 0u ? p.ldb : LDB_WHOLE)
 
 layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
 layout(std430, binding = 2) buffer Out { float C[]; };
 
-// Four consecutive floats (row, 4*col4 .. 4*col4+3) of a matrix with `cols`
-// columns; elements past the row's end read as 0 in the scalar variant.
-vec4 load4(samplerBuffer T, uint row, uint col4, uint cols)
+// UNITS(e): e floats (a multiple of 4 with VEC4) as texels of a view;
+// UNITS4(c4): c4 groups of 4 floats as texels.
+#if VEC4
+#define UNITS(e) ((e) >> 2)
+#define UNITS4(c4) (c4)
+#else
+#define UNITS(e) (e)
+#define UNITS4(c4) (4u * (c4))
+#endif
+
+// Four consecutive floats starting at texel `at` of T, which holds column
+// c of a block row of `cols` columns; in the scalar variant the floats
+// past the row's end read as 0. Callers fold the operand's base offset
+// into `at` once per loop step, not once per row.
+vec4 load4(samplerBuffer T, uint at, uint c, uint cols)
 {
 #if VEC4
-    return texelFetch(T, int(row * (cols >> 2) + col4));
+    return texelFetch(T, int(at));
 #else
-    uint c = col4 * 4u, base = row * cols;
     vec4 v;
     [[unroll]] for (uint j = 0u; j < 4u; j++) {
         uint cj = min(c + j, cols - 1u);
-        v[j] = c + j < cols ? texelFetch(T, int(base + cj)).x : 0.0;
+        v[j] = c + j < cols ? texelFetch(T, int(at + cj - c)).x : 0.0;
     }
     return v;
 #endif
 }
 
-void store(uint row, uint col, uint cols, float v)
+void store(uint row, uint col, float v)
 {
-    uint i = row * cols + col;
+    uint i = p.c0 + row * p.ldc + col;
     C[i] = p.accumulate != 0u ? C[i] + v : v;
 }

@@ -6,6 +6,10 @@
 //   nt  Y  = X·W^T : A = X  (K, 1),  B = W (1, K)
 //   nn  dX = dY·W  : A = dY (N, 1),  B = W (K, 1)
 //   tn  dW = dY^T·X: A = dY (1, N),  B = X (K, 1)
+// One dispatch computes one block of the product (src/ops/op_matmul.c splits
+// a product whose operands exceed a storage binding): M, N, K are the
+// block's sizes, and a0, b0, c0 the element offsets of the block's first
+// element within the ranges bound for it; C's rows are ldc apart.
 // The workgroup is WG_X x WG_Y (specialization constants 0 and 1, chosen
 // by the host from the device limits); each invocation computes
 // (64/WG_Y) x (64/WG_X) outputs.
@@ -23,6 +27,7 @@ const uint RN = TN / WG_X;
 layout(push_constant) uniform Push {
     uint M, N, K, accumulate;
     uint sam, sak, sbk, sbn;
+    uint a0, b0, c0, ldc;
 } p;
 
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
@@ -45,12 +50,12 @@ void main()
         for (uint e = tid; e < TK * TM; e += nthreads) {
             uint kk = e / TM, mm = e % TM;
             uint m = m0 + mm, k = k0 + kk;
-            As[kk][mm] = (m < p.M && k < p.K) ? A[m * p.sam + k * p.sak] : 0.0;
+            As[kk][mm] = (m < p.M && k < p.K) ? A[p.a0 + m * p.sam + k * p.sak] : 0.0;
         }
         for (uint e = tid; e < TK * TN; e += nthreads) {
             uint kk = e / TN, nn = e % TN;
             uint n = n0 + nn, k = k0 + kk;
-            Bs[kk][nn] = (n < p.N && k < p.K) ? B[k * p.sbk + n * p.sbn] : 0.0;
+            Bs[kk][nn] = (n < p.N && k < p.K) ? B[p.b0 + k * p.sbk + n * p.sbn] : 0.0;
         }
         barrier();
         [[unroll]] for (uint kk = 0u; kk < TK; kk++) {
@@ -68,7 +73,7 @@ void main()
         [[unroll]] for (uint j = 0u; j < RN; j++) {
             uint n = n0 + tx + j * WG_X;
             if (m < p.M && n < p.N) {
-                uint o = m * p.N + n;
+                uint o = p.c0 + m * p.ldc + n;
                 C[o] = p.accumulate != 0u ? C[o] + acc[i][j] : acc[i][j];
             }
         }

@@ -3,7 +3,9 @@
  * families (texel and tiled) on the same device.
  *
  * Tolerances:
- *   matmul: normalized error mse(gpu, ref)/mse(ref, 0) < 1e-10. fp32 dot
+ *   matmul (also split into blocks by a small storage binding limit, the
+ *     path tensors over maxStorageBufferRange take; see test_large):
+ *     normalized error mse(gpu, ref)/mse(ref, 0) < 1e-10. fp32 dot
  *     products of length K err by about sqrt(K)·2^-24 relative; at K ≤ 300
  *     that is ≤ 1e-12 in this measure, so 1e-10 leaves margin yet catches
  *     any indexing mistake (which gives errors near 1).
@@ -13,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
 #include "ref_ops.h"
 #include "vktrain/ops.h"
@@ -157,6 +160,24 @@ int main(void)
             for (int l = 0; l < 3; l++)
                 for (int acc = 0; acc < 2; acc++)
                     test_matmul(g, (enum layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc);
+        /* Binding limits of a few KiB split these into blocks of rows,
+         * columns and (tiled) the reduction, at unaligned offsets and with
+         * odd remainders; vec4 and scalar shapes. */
+        static const int split_shapes[][3] = {{300, 200, 68}, {261, 203, 67}, {37, 129, 300}};
+        static const size_t limits[] = {20000, 4099};
+        for (size_t s = 0; s < sizeof split_shapes / sizeof split_shapes[0]; s++)
+            for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
+                ops_set_storage_limit(limits[li]);
+                for (int l = 0; l < 3; l++)
+                    test_matmul(g, (enum layout)l, split_shapes[s][0], split_shapes[s][1], split_shapes[s][2], 1);
+            }
+        ops_set_storage_limit(0);
+        /* Reductions longer than llvmpipe's 65,535-iteration loop limit:
+         * tn walks 140,003 tokens (split into accumulating blocks), nt and
+         * nn 4 elements per iteration over 270,001 and 270,004. */
+        test_matmul(g, TN, 140003, 5, 6, 1);
+        test_matmul(g, NT, 3, 5, 270001, 0);
+        test_matmul(g, NN, 3, 270004, 4, 1);
     }
     static const size_t lengths[] = {1, 7, 1000, 100003};
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)

@@ -1,72 +1,217 @@
-/* op_matmul: the three matmul layouts of a linear layer, each one dispatch.
- * Picks the kernel per device class: texel kernels (vec4 views when the
- * contiguous dimensions are multiples of 4, scalar views otherwise) on CPU
- * drivers, the shared-memory tiled kernel on GPUs. Never allocates. */
+/* op_matmul: the three matmul layouts of a linear layer. Picks the kernel
+ * per device class: texel kernels (vec4 views when the contiguous
+ * dimensions are multiples of 4, scalar views otherwise) on CPU drivers,
+ * the shared-memory tiled kernel on GPUs.
+ *
+ * A product is one dispatch unless an operand bound as a storage buffer
+ * exceeds the binding limit (maxStorageBufferRange, 128 MiB on lavapipe:
+ * the 50304 x 768 LM head, its gradient, the logits of >= 667 tokens) or
+ * the grid exceeds the workgroup count limit. Then it is split into blocks
+ * of output rows, output columns and (tiled kernel only, whose inputs are
+ * storage buffers too) the reduction; each block is one dispatch whose
+ * storage bindings are ranges starting at aligned offsets, and blocks
+ * after the first along the reduction accumulate. The texel kernels are
+ * specialized for blocks (SPLIT = 1), so the one-dispatch case keeps its
+ * unsplit inner loops. On a device with a loop limit (llvmpipe ends a loop
+ * after 65,535 iterations) a reduction too long for one invocation's walk
+ * is split into accumulating blocks as well. Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 enum layout { NT, NN, TN };
+/* The dimensions of a product C[ROW, COL] = sum over RED of A·B. */
+enum dim { ROW, COL, RED };
+
+/* An operand as a row-major matrix: its rows run along `outer`, its
+ * contiguous elements along `inner`, rows `ld` elements apart (ld is the
+ * full size of `inner`, which is never bound partially by rows). */
+struct operand {
+    enum dim outer, inner;
+    uint32_t ld;
+};
 
 struct matmul_push_texel {
     uint32_t M, N, K, accumulate;
+    uint32_t a0, lda, b0, ldb, c0, ldc;
 };
 struct matmul_push_tiled {
     uint32_t M, N, K, accumulate;
     uint32_t sam, sak, sbk, sbn;
+    uint32_t a0, b0, c0, ldc;
 };
 
-static uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+static size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* First element of operand o's block that starts at s[], and the number of
+ * elements from there to the block's last element for block sizes n[]. */
+static size_t block_first(const struct operand *o, const size_t *s)
+{
+    return s[o->outer] * o->ld + s[o->inner];
+}
+static size_t block_extent(const struct operand *o, const size_t *n)
+{
+    return (n[o->outer] - 1) * o->ld + n[o->inner];
+}
+
+/* The storage binding of operand o's block: from the aligned offset at or
+ * before its first element to its last; *base = the first element's index
+ * within the binding. */
+static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct operand *o, const size_t *s,
+                                  const size_t *n, size_t align, uint32_t *base)
+{
+    size_t first = block_first(o, s) * sizeof(float);
+    size_t end = first + block_extent(o, n) * sizeof(float);
+    size_t off = first - first % align;
+    *base = (uint32_t)((first - off) / sizeof(float));
+    return (struct gpu_arg){.buf = b, .write = write, .offset = off, .range = end - off};
+}
 
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout. */
 static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
                    uint32_t M, uint32_t N, uint32_t K, int accumulate)
 {
     static const char *names[] = {"matmul_nt", "matmul_nn", "matmul_tn"};
+    static const char *roles[] = {"first input", "second input", "output"};
     if (M == 0 || N == 0 || K == 0)
         vkt_fatal("%s: empty shape M=%u N=%u K=%u", names[l], M, N, K);
-    /* Output rows x cols of C, and the sizes of a, b. */
-    uint32_t rows = l == TN ? N : M, cols = l == NT ? N : K;
-    ops_check(names[l], "first input", a, sizeof(float) * M * (l == NT ? K : N));
-    ops_check(names[l], "second input", b, sizeof(float) * (l == TN ? M : N) * K);
-    ops_check(names[l], "output", c, sizeof(float) * rows * cols);
-    struct gpu_arg args[3] = {{.buf = a}, {.buf = b}, {.buf = c, .write = 1}};
+    /* C[rows, cols] = sum over red; operands A, B, C as matrices. */
+    const size_t size[3] = {l == TN ? N : M, l == NT ? N : K, l == NT ? K : l == NN ? N : M};
+    const struct operand opd[3][3] = {
+        [NT] = {{ROW, RED, K}, {COL, RED, K}, {ROW, COL, N}}, /* X[M,K], W[N,K], Y[M,N] */
+        [NN] = {{ROW, RED, N}, {RED, COL, K}, {ROW, COL, K}}, /* dY[M,N], W[N,K], dX[M,K] */
+        [TN] = {{RED, ROW, N}, {RED, COL, K}, {ROW, COL, K}}, /* dY[M,N], X[M,K], dW[N,K] */
+    };
+    const struct operand *o = opd[l];
+    struct gpu_buffer *bufs[3] = {a, b, c};
+    size_t bytes[3];
+    for (int i = 0; i < 3; i++) {
+        bytes[i] = size[o[i].outer] * o[i].ld * sizeof(float);
+        ops_check(names[l], roles[i], bufs[i], bytes[i]);
+    }
 
     int aligned = K % 4 == 0 && (l == NT || N % 4 == 0);
     enum gpu_binding_kind tk = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
-    size_t limit = gpu_texel_limit(g, tk);
-    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL && gpu_buffer_size(a) <= limit && gpu_buffer_size(b) <= limit) {
+    size_t tlimit = gpu_texel_limit(g, tk);
+    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && bytes[0] <= tlimit && bytes[1] <= tlimit;
+
+    /* Block sizes: every storage binding fits the limit with up to align-4
+     * bytes of lead-in before its aligned offset; rows and columns are
+     * whole tiles (or multiples of 4, which vec4 views need) when split. */
+    const struct gpu_device_info *info = gpu_info(g);
+    size_t align = info->min_storage_offset_alignment ? info->min_storage_offset_alignment : 1;
+    size_t limit = ops_storage_limit(g), lead = align > 4 ? align - 4 : 0;
+    size_t tile[2] = {texel ? 128 : 64, texel ? 32 : 64};
+    size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
+                     min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
+    for (int i = texel ? 2 : 0; i < 3; i++) {
+        if (bytes[i] <= limit)
+            continue;
+        size_t fit = limit > lead ? (limit - lead) / (o[i].ld * sizeof(float)) : 0;
+        if (fit == 0)
+            vkt_fatal("%s: one row of the %s '%s' (%u floats) exceeds the storage binding limit (%zu bytes)", names[l],
+                      roles[i], gpu_buffer_name(bufs[i]), o[i].ld, limit);
+        cap[o[i].outer] = min_size(cap[o[i].outer], fit);
+    }
+    /* One invocation walks the whole reduction of its block: the texel tn
+     * kernel a token per iteration, nt and nn 4 elements, the tiled kernel
+     * 16 per step with 9 loop iterations (its tile loads) inside. */
+    size_t per_iteration = texel ? (l == TN ? 1 : 4) : 1;
+    size_t walk = (size_t)ops_loop_chunk(g) * per_iteration;
+    if (walk < cap[RED])
+        cap[RED] = walk - walk % 16;
+    for (int d = ROW; d <= COL; d++) {
+        if (cap[d] == size[d])
+            continue;
+        cap[d] -= cap[d] >= tile[d] ? cap[d] % tile[d] : cap[d] >= 4 ? cap[d] % 4 : 0;
+        if (texel && aligned && cap[d] % 4)
+            vkt_fatal("%s: 4 rows of the output '%s' exceed the storage binding limit (%zu bytes)", names[l],
+                      gpu_buffer_name(c), limit);
+    }
+
+    struct gpu_kernel *k;
+    if (texel) {
         char shader[32];
         snprintf(shader, sizeof shader, "%s_%s", names[l], aligned ? "vec4" : "scalar");
+        /* SPLIT (spec constant 0) = 1 when there is more than one block. */
+        uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED];
         struct gpu_kernel_desc d = {
-            .shader = shader, .n_bindings = 3, .bindings = {tk, tk, GPU_BIND_STORAGE},
+            .shader = shader,
+            .n_bindings = 3,
+            .bindings = {tk, tk, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_texel),
+            .n_spec = 1,
+            .spec = {split},
         };
-        struct matmul_push_texel push = {M, N, K, (uint32_t)!!accumulate};
-        gpu_dispatch(g, gpu_kernel_get(g, &d), args, &push, ceil_div(ceil_div(cols, 4), 8), ceil_div(rows, 128), 1);
-        return;
+        k = gpu_kernel_get(g, &d);
+    } else {
+        uint32_t wg_y = info->max_workgroup_invocations >= 256 ? 16 : 8;
+        struct gpu_kernel_desc d = {
+            .shader = "matmul_tiled",
+            .n_bindings = 3,
+            .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+            .push_size = sizeof(struct matmul_push_tiled),
+            .n_spec = 2,
+            .spec = {16, wg_y},
+        };
+        k = gpu_kernel_get(g, &d);
     }
-    /* Tiled: C[rows, cols] = A(rows x inner) · B(inner x cols) by strides. */
-    uint32_t wg_x = 16, wg_y = gpu_info(g)->max_workgroup_invocations >= 256 ? 16 : 8;
-    struct gpu_kernel_desc d = {
-        .shader = "matmul_tiled", .n_bindings = 3,
-        .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
-        .push_size = sizeof(struct matmul_push_tiled), .n_spec = 2, .spec = {wg_x, wg_y},
-    };
-    struct matmul_push_tiled push = {rows, cols, 0, (uint32_t)!!accumulate, 0, 0, 0, 0};
-    switch (l) {
-    case NT: /* A = X (M,K), B(k,n) = W[n,k] */
-        push.K = K, push.sam = K, push.sak = 1, push.sbk = 1, push.sbn = K;
-        break;
-    case NN: /* A = dY (M,N), B(k,n) = W[k,n] with k over N */
-        push.K = N, push.sam = N, push.sak = 1, push.sbk = K, push.sbn = 1;
-        break;
-    case TN: /* A(n,m) = dY[m,n], B(m,k) = X[m,k] with m over M */
-        push.K = M, push.sam = 1, push.sak = N, push.sbk = K, push.sbn = 1;
-        break;
-    }
-    gpu_dispatch(g, gpu_kernel_get(g, &d), args, &push, ceil_div(cols, 64), ceil_div(rows, 64), 1);
+
+    size_t s[3], n[3];
+    for (s[ROW] = 0; s[ROW] < size[ROW]; s[ROW] += cap[ROW])
+        for (s[COL] = 0; s[COL] < size[COL]; s[COL] += cap[COL])
+            for (s[RED] = 0; s[RED] < size[RED]; s[RED] += cap[RED]) {
+                for (int d = 0; d < 3; d++)
+                    n[d] = min_size(cap[d], size[d] - s[d]);
+                uint32_t acc = s[RED] == 0 ? (uint32_t) !!accumulate : 1;
+                uint32_t gx = (uint32_t)ceil_div(n[COL], tile[COL]), gy = (uint32_t)ceil_div(n[ROW], tile[ROW]);
+                struct gpu_arg args[3];
+                if (texel) {
+                    /* Inputs: whole views (bounded by bytes[] where the buffer is larger). */
+                    struct matmul_push_texel p = {
+                        .accumulate = acc,
+                        .a0 = (uint32_t)block_first(&o[0], s),
+                        .lda = o[0].ld,
+                        .b0 = (uint32_t)block_first(&o[1], s),
+                        .ldb = o[1].ld,
+                        .ldc = o[2].ld,
+                    };
+                    p.M = (uint32_t)(l == TN ? n[RED] : n[ROW]);
+                    p.N = (uint32_t)(l == NT ? n[COL] : l == NN ? n[RED] : n[ROW]);
+                    p.K = (uint32_t)(l == NT ? n[RED] : n[COL]);
+                    for (int i = 0; i < 2; i++)
+                        args[i] = (struct gpu_arg){.buf = bufs[i],
+                                                   .range = gpu_buffer_size(bufs[i]) <= tlimit ? 0 : bytes[i]};
+                    args[2] = storage_arg(c, 1, &o[2], s, n, align, &p.c0);
+                    gpu_dispatch(g, k, args, &p, gx, gy, 1);
+                } else {
+                    /* A(m,k), B(k,n) by strides; C(m,n) rows ldc apart. */
+                    struct matmul_push_tiled p = {
+                        .M = (uint32_t)n[ROW],
+                        .N = (uint32_t)n[COL],
+                        .K = (uint32_t)n[RED],
+                        .accumulate = acc,
+                        .sam = o[0].outer == ROW ? o[0].ld : 1,
+                        .sak = o[0].outer == RED ? o[0].ld : 1,
+                        .sbk = o[1].outer == RED ? o[1].ld : 1,
+                        .sbn = o[1].outer == COL ? o[1].ld : 1,
+                        .ldc = o[2].ld,
+                    };
+                    args[0] = storage_arg(a, 0, &o[0], s, n, align, &p.a0);
+                    args[1] = storage_arg(b, 0, &o[1], s, n, align, &p.b0);
+                    args[2] = storage_arg(c, 1, &o[2], s, n, align, &p.c0);
+                    gpu_dispatch(g, k, args, &p, gx, gy, 1);
+                }
+            }
 }
 
 void op_matmul_nt(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,

@@ -1,4 +1,5 @@
-/* ops_common: the checks and dispatch shapes the op wrappers share. */
+/* ops_common: the checks and dispatch shapes the op wrappers share, and
+ * the storage binding limit op_matmul plans for (with its test knob). */
 #include "ops_internal.h"
 #include "vktrain/util.h"
 
@@ -21,6 +22,19 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
         d.spec[0] = gpu_workgroup_1d(g);
     }
     return gpu_kernel_get(g, &d);
+}
+
+static size_t storage_limit_override;
+
+void ops_set_storage_limit(size_t bytes)
+{
+    storage_limit_override = bytes;
+}
+
+size_t ops_storage_limit(const struct gpu *g)
+{
+    size_t dev = gpu_info(g)->max_storage_buffer_range;
+    return storage_limit_override && storage_limit_override < dev ? storage_limit_override : dev;
 }
 
 void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push,

@@ -14,6 +14,13 @@ void ops_check(const char *op, const char *role, const struct gpu_buffer *b, siz
  * workgroup size when wg_spec is set. */
 struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size, int wg_spec);
 
+/* The largest storage binding (bytes) op_matmul plans its blocks for: the
+ * device's maxStorageBufferRange, or less after ops_set_storage_limit.
+ * Test-only knob: a small limit makes small shapes take the split path;
+ * 0 restores the device limit. */
+size_t ops_storage_limit(const struct gpu *g);
+void ops_set_storage_limit(size_t bytes);
+
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
  * capped at 4096 (elementwise shaders stride over the rest). */
 void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push,
