@@ -92,20 +92,13 @@ static int texel_width(const struct gpu *g, const struct attention_push *p, stru
     return 1;
 }
 
-/* Bindings 0..n_tex-1 are texel views (R32F where f32_mask has the bit or
- * width is 1, else RGBA32F), the rest storage. */
+/* The texel kernel `base` for width 4 or 1, head size hd (its chunks are
+ * specialization constant 0). */
 static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
                                        int n_bind, uint32_t hd)
 {
-    char name[48];
-    snprintf(name, sizeof name, "%s_%s", base, width == 4 ? "vec4" : "scalar");
-    enum gpu_binding_kind kinds[GPU_MAX_BINDINGS];
-    for (int i = 0; i < n_bind; i++)
-        kinds[i] = i >= n_tex                             ? GPU_BIND_STORAGE
-                   : width == 4 && !(f32_mask & (1u << i)) ? GPU_BIND_TEXEL_VEC4
-                                                           : GPU_BIND_TEXEL_F32;
     uint32_t hdc = hd / (uint32_t)width;
-    return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct attention_push), 1, &hdc);
+    return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, sizeof(struct attention_push), 1, &hdc);
 }
 
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,

@@ -38,7 +38,7 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
         per = info->max_workgroup_count[0] - info->max_workgroup_count[0] % step;
     struct gpu_buffer *in[1] = {logits};
     /* three passes over a row: 3V loop iterations per invocation */
-    if ((size_t)3 * V + 1 <= OPS_TEXEL_LOOP_BUDGET && ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, 1)) {
+    if ((size_t)3 * V + 1 <= ops_loop_chunk(g) && ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, 1)) {
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
         struct gpu_kernel *k = ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof(struct ce_push), 0, NULL);

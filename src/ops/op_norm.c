@@ -29,26 +29,17 @@ struct norm_texel_push {
  * as R32F, so every buffer must also fit an R32F view. */
 static int texel_width(const struct gpu *g, uint32_t C, struct gpu_buffer *const *bufs, int n)
 {
-    if ((size_t)3 * C > OPS_TEXEL_LOOP_BUDGET) /* three passes over a row */
+    if ((size_t)3 * C > ops_loop_chunk(g)) /* three passes over a row */
         return 0;
     if (!ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n))
         return 0;
     return C % 4 == 0 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n) ? 4 : 1;
 }
 
-/* `<base>_<vec4|scalar>`: n_tex texel bindings (R32F where f32_mask has the
- * bit or width is 1), then storage. */
 static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
                                        int n_bind, uint32_t push_size)
 {
-    char name[48];
-    snprintf(name, sizeof name, "%s_%s", base, width == 4 ? "vec4" : "scalar");
-    enum gpu_binding_kind kinds[GPU_MAX_BINDINGS];
-    for (int i = 0; i < n_bind; i++)
-        kinds[i] = i >= n_tex                             ? GPU_BIND_STORAGE
-                   : width == 4 && !(f32_mask & (1u << i)) ? GPU_BIND_TEXEL_VEC4
-                                                           : GPU_BIND_TEXEL_F32;
-    return ops_texel_kernel(g, name, n_bind, kinds, push_size, 0, NULL);
+    return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, push_size, 0, NULL);
 }
 
 static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }

@@ -1,4 +1,6 @@
 /* ops_texel: see ops_texel.h. */
+#include <stdio.h>
+
 #include "ops_texel.h"
 
 int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *const *bufs, int n)
@@ -28,4 +30,17 @@ uint32_t ops_loop_chunk(const struct gpu *g)
 {
     uint32_t limit = gpu_info(g)->max_loop_iterations;
     return limit ? limit - limit / 16 : UINT32_MAX;
+}
+
+struct gpu_kernel *ops_texel_variant(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+                                     int n_bind, uint32_t push_size, int n_spec, const uint32_t *spec)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s_%s", base, width == 4 ? "vec4" : "scalar");
+    enum gpu_binding_kind kinds[GPU_MAX_BINDINGS];
+    for (int i = 0; i < n_bind; i++)
+        kinds[i] = i >= n_tex                             ? GPU_BIND_STORAGE
+                   : width == 4 && !(f32_mask & (1u << i)) ? GPU_BIND_TEXEL_VEC4
+                                                           : GPU_BIND_TEXEL_F32;
+    return ops_texel_kernel(g, name, n_bind, kinds, push_size, n_spec, spec);
 }

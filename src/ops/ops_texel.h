@@ -6,16 +6,12 @@
 
 #include "vktrain/ops.h"
 
-/* llvmpipe stops a shader invocation's loops after 65535 iterations in
- * all (its loop limiter counts every loop's iterations together), so a
- * texel kernel is chosen only when a bound on its iterations per
- * invocation stays under this; otherwise the op uses its storage kernel
- * (workgroup per row: far fewer iterations per invocation). */
-#define OPS_TEXEL_LOOP_BUDGET 60000u
-
 /* The most iterations a kernel should plan for one invocation's walk over
  * rows (or keys) on this device: a margin under its loop limit, or no
- * limit. Ops with longer walks split them over dispatches. */
+ * limit. llvmpipe counts every loop's iterations in an invocation
+ * together, so a texel kernel is chosen only when a bound on its
+ * iterations stays under this, and ops with longer walks split them over
+ * dispatches. */
 uint32_t ops_loop_chunk(const struct gpu *g);
 
 /* Nonzero when g runs the texel family and every buffer in bufs (n of
@@ -27,5 +23,11 @@ int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu
 struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,
                                     const enum gpu_binding_kind *kinds, uint32_t push_size, int n_spec,
                                     const uint32_t *spec);
+
+/* The kernel `<base>_<vec4|scalar>` for texel width 4 or 1: bindings
+ * 0..n_tex-1 are texel views (R32F where f32_mask has the bit, or at width
+ * 1; RGBA32F otherwise), the rest storage. */
+struct gpu_kernel *ops_texel_variant(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+                                     int n_bind, uint32_t push_size, int n_spec, const uint32_t *spec);
 
 #endif
