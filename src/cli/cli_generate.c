@@ -185,6 +185,7 @@ static int run(const struct generate_args *a)
         enum generate_stop stop;
         generate_tokens(d, prompt, n_prompt, &o, out, &stop);
         fputc('\n', stdout);
+        fflush(stdout); /* before the note on stderr */
         if (stop == GENERATE_STOP_CONTEXT)
             fprintf(stderr, "vktrain: note: stopped at the model's max_seq_len (%u tokens)\n", c.max_seq_len);
         decoder_destroy(d);
