@@ -12,7 +12,9 @@
 #     final loss, not at the random-init loss; a shape key that disagrees
 #     with init_from's config.json is an error;
 #  6. a global batch without a valid label (SFT prompts longer than the
-#     context, so every label is masked) skips its step with a warning.
+#     context, so every label is masked) skips its step with a warning;
+#  7. a new run in an output_dir that holds an earlier run's checkpoint of
+#     the same step replaces it.
 set -u
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
@@ -128,4 +130,9 @@ out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/masked" da
 check "steps without a valid label are skipped with a warning" \
   '[ $rc -eq 0 ] && [ "$(grep -c "no valid label in the global batch" <<<"$out")" -eq 2 ] && [ ! -s "$work/masked/metrics.jsonl" ]' \
   || echo "$out" | tail -5
+# 7. Checkpoints of an earlier run are replaced, not kept.
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=2 > /dev/null 2>&1
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=2 optimizer.lr=1e-2 > /dev/null 2>&1
+check "a rerun's checkpoint replaces the earlier one" \
+  'cmp -s "$work/again/model.safetensors" "$work/again/checkpoints/step_2/model.safetensors" && ! ls -a "$work/again/checkpoints" | grep -q "^\."[a-z]'
 exit $fail

@@ -101,13 +101,11 @@ void checkpoint_save(struct trainer *t, const char *name)
 {
     if (t->dist->rank != 0)
         return;
-    char root[4096], dir[4096], tmp[4096], p[4096], err[1024];
+    char root[4096], dir[4096], tmp[4096], old[4096], p[4096], err[1024];
     path_join(root, sizeof root, t->cfg->output_dir, "checkpoints");
     path_join(dir, sizeof dir, root, name);
-    struct stat st;
-    if (!stat(dir, &st))
-        return; /* this step's checkpoint exists: training is deterministic */
     vkt_path(tmp, sizeof tmp, "%s/.%s.tmp", root, name);
+    vkt_path(old, sizeof old, "%s/.%s.old", root, name);
     remove_flat_dir(tmp);
     if (vkt_mkdir_p(tmp))
         vkt_fatal("cannot create %s: %s", tmp, strerror(errno));
@@ -118,9 +116,16 @@ void checkpoint_save(struct trainer *t, const char *name)
     path_join(p, sizeof p, tmp, "train_state.json");
     write_state(t, p);
     fsync_dir(tmp);
+    /* A checkpoint of this step from an earlier run is replaced: moved
+     * aside first, since rename cannot replace a non-empty directory. */
+    remove_flat_dir(old);
+    struct stat st;
+    if (!stat(dir, &st) && rename(dir, old))
+        vkt_fatal("cannot move the earlier %s aside: %s", dir, strerror(errno));
     if (rename(tmp, dir))
         vkt_fatal("cannot rename %s to %s: %s", tmp, dir, strerror(errno));
     fsync_dir(root);
+    remove_flat_dir(old);
 }
 
 void checkpoint_save_final(struct trainer *t)
