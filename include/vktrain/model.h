@@ -55,7 +55,9 @@ struct model_batch {
 struct model;
 
 /* Checks the config (fatal with the reason) and allocates parameters,
- * gradients and activations for up to batch x max_seq_len tokens. */
+ * gradients and activations for up to batch x max_seq_len tokens; batch 0
+ * allocates the weights alone (generation: no gradients, no forward or
+ * backward of batches). */
 struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch);
 void model_destroy(struct model *m);
 const struct model_config *model_config(const struct model *m);

@@ -160,7 +160,7 @@ static int run(const struct generate_args *a)
 
     struct gpu_options go = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&go);
-    struct model *m = model_create(g, &c, 1);
+    struct model *m = model_create(g, &c, 0); /* weights only: the decoder has its own buffers */
     int rc = 1;
     if (model_load(m, a->model, err, sizeof err)) {
         fprintf(stderr, "vktrain: error: %s\n", err);

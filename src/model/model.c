@@ -35,7 +35,7 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->init = init;
     p->stage = m->building_stage;
     p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
-    p->grad = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
+    p->grad = m->max_rows ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
     return m->n_params++;
 }
 
@@ -99,6 +99,20 @@ static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
     return gpu_buffer_create(m->g, floats * sizeof(float), name);
 }
 
+/* llama: cos/sin of every position, computed once in double. */
+static void build_rope_table(struct model *m)
+{
+    const struct model_config *c = &m->c;
+    if (c->arch != MODEL_LLAMA)
+        return;
+    size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
+    float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
+    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
+    m->rope_table = act(m, T * hd, "rope table");
+    gpu_upload(m->g, m->rope_table, 0, table, sizeof(float) * T * hd);
+    free(table);
+}
+
 static void build_activations(struct model *m, uint32_t batch)
 {
     const struct model_config *c = &m->c;
@@ -153,11 +167,6 @@ static void build_activations(struct model *m, uint32_t batch)
         m->dk = act(m, R * kv, "dk");
         m->dv = act(m, R * kv, "dv");
         m->dgate = act(m, R * F, "dgate");
-        float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-        op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
-        m->rope_table = act(m, T * hd, "rope table");
-        gpu_upload(m->g, m->rope_table, 0, table, sizeof(float) * T * hd);
-        free(table);
     } else {
         m->dqkv = act(m, R * 3 * C, "dqkv");
     }
@@ -182,9 +191,12 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
     m->c = *c;
     m->max_rows = batch * c->max_seq_len;
     build_table(m);
-    build_activations(m, batch);
-    model_zero_grad(m);
-    model_loss_reset(m);
+    build_rope_table(m);
+    if (batch) {
+        build_activations(m, batch);
+        model_zero_grad(m);
+        model_loss_reset(m);
+    }
     return m;
 }
 
@@ -196,7 +208,7 @@ void model_destroy(struct model *m)
         gpu_buffer_destroy(m->g, m->params[i].w);
         gpu_buffer_destroy(m->g, m->params[i].grad);
     }
-    for (uint32_t l = 0; l < m->c.n_layers; l++) {
+    for (uint32_t l = 0; m->la && l < m->c.n_layers; l++) {
         struct gpu_buffer **b = (struct gpu_buffer **)&m->la[l];
         for (size_t i = 0; i < sizeof m->la[l] / sizeof *b; i++)
             gpu_buffer_destroy(m->g, b[i]);
@@ -261,14 +273,23 @@ void model_init_random(struct model *m, uint64_t seed)
     }
 }
 
+/* Training calls on a weights-only model (batch 0) are programming errors. */
+static void require_training(const struct model *m, const char *what)
+{
+    if (!m->max_rows)
+        vkt_fatal("model: %s needs a model created with batch > 0 (this one holds weights only)", what);
+}
+
 void model_zero_grad(struct model *m)
 {
+    require_training(m, "model_zero_grad");
     for (int i = 0; i < m->n_params; i++)
         gpu_zero(m->g, m->params[i].grad);
 }
 
 void model_keep_logits(struct model *m, int keep)
 {
+    require_training(m, "model_keep_logits");
     m->keep_logits = keep;
     if (keep && !m->logits_kept)
         m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
@@ -281,10 +302,15 @@ void model_read_logits(struct model *m, float *out)
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
 }
 
-void model_loss_reset(struct model *m) { gpu_zero(m->g, m->loss_acc); }
+void model_loss_reset(struct model *m)
+{
+    require_training(m, "model_loss_reset");
+    gpu_zero(m->g, m->loss_acc);
+}
 
 void model_read_loss(struct model *m, double *loss_sum, double *count)
 {
+    require_training(m, "model_read_loss");
     float s[2];
     gpu_download(m->g, m->loss_acc, 0, s, sizeof s);
     *loss_sum = s[0];

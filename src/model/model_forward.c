@@ -11,6 +11,8 @@
 static void upload_batch(struct model *m, const struct model_batch *b)
 {
     size_t rows = (size_t)b->B * b->T, bytes = rows * sizeof(int32_t);
+    if (!m->max_rows)
+        vkt_fatal("model: model_forward needs a model created with batch > 0 (this one holds weights only)");
     if (rows > m->max_rows || b->T > m->c.max_seq_len)
         vkt_fatal("model: a batch of %u x %u tokens exceeds the %u x %u the model was sized for", b->B, b->T,
                   m->max_rows / m->c.max_seq_len, m->c.max_seq_len);
