@@ -179,10 +179,17 @@ int main(void)
         test_matmul(g, NT, 3, 5, 270001, 0);
         test_matmul(g, NN, 3, 270004, 4, 1);
     }
-    static const size_t lengths[] = {1, 7, 1000, 100003};
-    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
-        test_elementwise(g, lengths[i]);
-    test_elementwise(g, ((size_t)1 << 22) + 3); /* more than the grid cap: strided loop */
+    /* Elementwise ops on both families: exact C bits; odd lengths leave a
+     * tail of n % 4 after the texel kernels' vec4 chunks. */
+    static const size_t lengths[] = {1, 6, 7, 1000, 4097, 100003};
+    for (int c = 0; c < 2; c++) {
+        gpu_set_kernel_class(g, classes[c]);
+        for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
+            test_elementwise(g, lengths[i]);
+        /* More than the grid cap (4096 groups), in floats and in vec4 chunks:
+         * strided loops. */
+        test_elementwise(g, ((size_t)1 << 22) + 4099);
+    }
     test_reduce(g, 1);
     test_reduce(g, 1000);
     test_reduce(g, ((size_t)1 << 24) + 12345);

@@ -49,6 +49,24 @@ static void expect(const char *what, struct gpu_buffer *b, const double *ref, si
     free(out);
 }
 
+/* The other kernel family than the current one (texel <-> tiled). */
+static enum gpu_kernel_class other_class(void)
+{
+    return gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL;
+}
+
+/* Buffers a and b (n floats) hold the same bits: the two kernel families
+ * do the same arithmetic for copies, sums and rotations. */
+static void expect_same_bits(const char *what, struct gpu_buffer *a, struct gpu_buffer *b, size_t n)
+{
+    float *x = download_floats(g, a, n), *y = download_floats(g, b, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += memcmp(&x[i], &y[i], sizeof(float)) != 0;
+    CHECK(bad == 0, "%s: %zu of %zu elements differ between the kernel families", what, bad, n);
+    free(x), free(y);
+}
+
 static void test_rmsnorm(int N, int C)
 {
     double *x = rnd((size_t)N * C, 2), *w = rnd(C, 1), *dy = rnd((size_t)N * C, 1), *dx0 = rnd((size_t)N * C, 1);
@@ -129,8 +147,22 @@ static void test_embedding(int N, int C, int V, int P, int with_pos)
     expect("embedding out", bout, out, n);
     expect("embedding dwte", bdwte, dwte, (size_t)V * C);
     expect("embedding dwpe", bdwpe, with_pos ? dwpe : dwpe0, (size_t)P * C);
-    struct gpu_buffer *bufs[] = {bt, bp, bwte, bwpe, bout, bdout, bdwte, bdwpe};
-    for (size_t i = 0; i < 8; i++)
+    /* The same ops on the other kernel family give the same bits. */
+    struct gpu_buffer *bout2 = gpu_buffer_create(g, 4 * n, "out 2");
+    struct gpu_buffer *bdwte2 = buffer_from_doubles(g, dwte0, (size_t)V * C, "dwte 2");
+    struct gpu_buffer *bdwpe2 = buffer_from_doubles(g, dwpe0, (size_t)P * C, "dwpe 2");
+    enum gpu_kernel_class cls = gpu_kernel_class(g);
+    gpu_set_kernel_class(g, other_class());
+    op_embedding(g, bt, with_pos ? bp : NULL, bwte, with_pos ? bwpe : NULL, bout2, N, C, V, P);
+    op_embedding_backward(g, bt, bdout, bdwte2, N, C, V);
+    if (with_pos)
+        op_embedding_backward(g, bp, bdout, bdwpe2, N, C, P);
+    gpu_set_kernel_class(g, cls);
+    expect_same_bits("embedding out", bout, bout2, n);
+    expect_same_bits("embedding dwte", bdwte, bdwte2, (size_t)V * C);
+    expect_same_bits("embedding dwpe", bdwpe, bdwpe2, (size_t)P * C);
+    struct gpu_buffer *bufs[] = {bt, bp, bwte, bwpe, bout, bdout, bdwte, bdwpe, bout2, bdwte2, bdwpe2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         gpu_buffer_destroy(g, bufs[i]);
     free(tok), free(pos), free(wte), free(wpe), free(dout), free(dwte0), free(dwpe0), free(out), free(dwte);
     free(dwpe);
@@ -155,6 +187,16 @@ static void test_rope(int N, int H, int hd, int max_pos)
     op_rope(g, bd, bp, bt, N, H, hd, max_pos, 1);
     expect("rope forward", bx, y, n);
     expect("rope backward", bd, dx, n);
+    /* The same ops on the other kernel family give the same bits. */
+    struct gpu_buffer *bx2 = buffer_from_doubles(g, x, n, "x 2"), *bd2 = buffer_from_doubles(g, x, n, "dout 2");
+    enum gpu_kernel_class cls = gpu_kernel_class(g);
+    gpu_set_kernel_class(g, other_class());
+    op_rope(g, bx2, bp, bt, N, H, hd, max_pos, 0);
+    op_rope(g, bd2, bp, bt, N, H, hd, max_pos, 1);
+    gpu_set_kernel_class(g, cls);
+    expect_same_bits("rope forward", bx, bx2, n);
+    expect_same_bits("rope backward", bd, bd2, n);
+    gpu_buffer_destroy(g, bx2), gpu_buffer_destroy(g, bd2);
     gpu_buffer_destroy(g, bt), gpu_buffer_destroy(g, bp), gpu_buffer_destroy(g, bx), gpu_buffer_destroy(g, bd);
     free(pos), free(x), free(y), free(dx), free(table);
 }
@@ -324,6 +366,13 @@ int main(void)
          * column sums and the embedding backward split their rows. */
         test_bias(70001, 3);
         test_embedding(70001, 5, 7, 3, 1);
+        test_embedding(70001, 8, 7, 3, 0);
+        /* Last, so the random inputs of the tests above stay as they were:
+         * the vec4 texel embedding, and RoPE with hd/2 not a multiple of 4
+         * (scalar texel path) and equal to 4 (one vec4 chunk per head). */
+        test_embedding(41, 24, 19, 12, 1);
+        test_rope(9, 2, 12, 9);
+        test_rope(7, 3, 8, 5);
     }
     /* Long attention on the texel kernels: 1024 keys at head size 64 stay
      * within llvmpipe's loop limit only because the per-head loops unroll. */

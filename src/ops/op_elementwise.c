@@ -1,7 +1,13 @@
 /* op_elementwise: add, scale, axpy, copy over n floats, one dispatch each.
  * The workgroup size comes from the device (gpu_workgroup_1d); the grid is
- * capped and the shaders stride, so any n fits. Never allocates. */
+ * capped and the shaders stride, so any n fits. On CPU devices (texel
+ * family) the kernels are elementwise_texel.comp: vec4 chunks read through
+ * RGBA32F texel views, written to storage (scale and axpy read their
+ * in/out buffer through a view and write it as storage). Never allocates. */
+#include <stdio.h>
+
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/util.h"
 
 struct elementwise_push {
@@ -9,36 +15,57 @@ struct elementwise_push {
     float a;
 };
 
-static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_arg *args, size_t n, float a)
+/* args: the storage kernel's bindings, the written one last. The texel
+ * kernel binds the n_in inputs as views, then the written buffer as
+ * storage; in-place ops name it among the inputs too. */
+static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_arg *args, int n_in,
+                struct gpu_buffer *const *in, size_t n, float a)
 {
     if (n > UINT32_MAX)
         vkt_fatal("%s: %zu elements exceed the 2^32 limit of one dispatch", shader, n);
     for (int i = 0; i < n_bind; i++)
         ops_check(shader, "an", args[i].buf, n * sizeof(float));
     struct elementwise_push push = {(uint32_t)n, a};
+    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, n_in)) {
+        struct gpu_arg targs[3];
+        enum gpu_binding_kind kinds[3];
+        for (int i = 0; i < n_in; i++)
+            targs[i] = (struct gpu_arg){.buf = in[i]}, kinds[i] = GPU_BIND_TEXEL_VEC4;
+        targs[n_in] = args[n_bind - 1], kinds[n_in] = GPU_BIND_STORAGE;
+        char name[32];
+        snprintf(name, sizeof name, "elementwise_texel_%s", shader);
+        uint32_t wg = gpu_workgroup_1d(g);
+        ops_dispatch_elements(g, ops_texel_kernel(g, name, n_in + 1, kinds, sizeof push, 1, &wg), targs, &push,
+                              (n + 3) / 4, 1);
+        return;
+    }
     ops_dispatch_elements(g, ops_kernel(g, shader, n_bind, sizeof push, 1), args, &push, n, 1);
 }
 
 void op_add(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, struct gpu_buffer *z, size_t n)
 {
     struct gpu_arg args[3] = {{.buf = x}, {.buf = y}, {.buf = z, .write = 1}};
-    run(g, "add", 3, args, n, 0.0f);
+    struct gpu_buffer *in[2] = {x, y};
+    run(g, "add", 3, args, 2, in, n, 0.0f);
 }
 
 void op_scale(struct gpu *g, struct gpu_buffer *x, float a, size_t n)
 {
     struct gpu_arg args[1] = {{.buf = x, .write = 1}};
-    run(g, "scale", 1, args, n, a);
+    struct gpu_buffer *in[1] = {x};
+    run(g, "scale", 1, args, 1, in, n, a);
 }
 
 void op_axpy(struct gpu *g, float a, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)
 {
     struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1}};
-    run(g, "axpy", 2, args, n, a);
+    struct gpu_buffer *in[2] = {x, y};
+    run(g, "axpy", 2, args, 2, in, n, a);
 }
 
 void op_copy(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)
 {
     struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1}};
-    run(g, "copy", 2, args, n, 0.0f);
+    struct gpu_buffer *in[1] = {x};
+    run(g, "copy", 2, args, 1, in, n, 0.0f);
 }

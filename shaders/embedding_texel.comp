@@ -1,0 +1,54 @@
+#version 450
+// variant: fwd_vec4 -DVEC4=1 -DBACK=0
+// variant: fwd_scalar -DVEC4=0 -DBACK=0
+// variant: back_vec4 -DVEC4=1 -DBACK=1
+// variant: back_scalar -DVEC4=0 -DBACK=1
+// Token (and learned position) embedding and its backward, texel family
+// (CPU devices): embedding.comp and embedding_back.comp (same arithmetic,
+// so the same bits) with the float tables and gradients read through
+// texel views in chunks of W floats (C a multiple of 4 for VEC4). Ids stay
+// int storage buffers; ids are clamped into the tables as there.
+//   fwd:  out[r,c] = wte[tok[r],c] (+ wpe[pos[r],c] when has_pos), one
+//         invocation per chunk of a row, striding over the n chunks.
+//   back: dtable[ids[r],c] += dout[r,c], one invocation per column chunk
+//         walking rows [row0, row1) in order (deterministic, no atomics).
+//         dtable is read and written through storage: a row's id may come
+//         back, and the walk must see its own earlier sums.
+#include "texel.glsl"
+#if BACK == 0
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; } p; // n = rows·C/W
+layout(binding = 0) uniform samplerBuffer twte;
+layout(binding = 1) uniform samplerBuffer twpe;
+layout(std430, binding = 2) readonly buffer BT { int tok[]; };
+layout(std430, binding = 3) readonly buffer BP { int pos[]; };
+layout(std430, binding = 4) writeonly buffer BO { VT o[]; };
+
+void main()
+{
+    uint cw = p.C / W;
+    for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+        uint r = i / cw, c = (i % cw) * W;
+        uint t = uint(clamp(tok[r], 0, int(p.V) - 1));
+        VT v = FETCH(twte, t * p.C + c);
+        if (p.has_pos != 0u) v += FETCH(twpe, uint(clamp(pos[r], 0, int(p.P) - 1)) * p.C + c);
+        o[i] = v;
+    }
+}
+#else
+layout(local_size_x = 8) in;
+layout(push_constant) uniform Push { uint row0; uint row1; uint C; uint V; } p; // rows [row0, row1)
+layout(binding = 0) uniform samplerBuffer tdout;
+layout(std430, binding = 1) readonly buffer BI { int ids[]; };
+layout(std430, binding = 2) buffer BT { VT dtable[]; };
+
+void main()
+{
+    uint cw = p.C / W, c = gl_GlobalInvocationID.x;
+    if (c >= cw) return;
+    for (uint n = p.row0; n < p.row1; n++) {
+        uint id = uint(clamp(ids[n], 0, int(p.V) - 1));
+        dtable[id * cw + c] += FETCH(tdout, n * p.C + c * W);
+    }
+}
+#endif
