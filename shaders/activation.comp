@@ -7,7 +7,7 @@
 //   swiglu:      h = silu(g)·u, silu(g) = g·σ(g)
 //   swiglu_back: dg += dh·u·σ(g)·(1 + g·(1 − σ(g))),  du += dh·silu(g)
 //   gelu:        y = 0.5·x·(1 + tanh(k·(x + 0.044715·x³))), k = √(2/π)
-//   gelu_back:   dx += dy·(0.5·(1 + th) + 0.5·x·(1 − th²)·k·(1 + 3·0.044715·x²))
+//   gelu_back:   dx += dy·gelu'(x)   (both computed as in gelu.glsl)
 // Bindings: a = gate or x, b = up (or unused), c = output or dh/dy, d/e = grads.
 #include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BA { float a[]; };
@@ -16,11 +16,7 @@ layout(std430, binding = 2) buffer BC { float c[]; };
 layout(std430, binding = 3) buffer BD { float d[]; };
 layout(std430, binding = 4) buffer BE { float e[]; };
 
-const float K = 0.7978845608028654;
-
-// tanh(k·(x + 0.044715·x³)), its argument clamped to ±15 where tanh is ±1
-// in float, so no device overflows exp inside tanh into inf/inf.
-float gelu_tanh(float x) { return tanh(clamp(K * (x + 0.044715 * x * x * x), -15.0, 15.0)); }
+#include "gelu.glsl"
 
 void main()
 {
@@ -34,10 +30,10 @@ void main()
         e[i] += dh * g * s;
 #elif OP == 2
         float x = a[i];
-        c[i] = 0.5 * x * (1.0 + gelu_tanh(x));
+        c[i] = x * GELU_S(x);
 #else
-        float x = a[i], th = gelu_tanh(x);
-        d[i] += c[i] * (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * K * (1.0 + 3.0 * 0.044715 * x * x));
+        float x = a[i], s = GELU_S(x);
+        d[i] += c[i] * GELU_DS(x, s);
 #endif
     }
 }

@@ -17,9 +17,7 @@ layout(std430, binding = 3) buffer BC { vec4 c[]; };
 layout(std430, binding = 4) buffer BD { vec4 d[]; };
 layout(std430, binding = 5) buffer BE { vec4 e[]; };
 
-const float K = 0.7978845608028654;
-
-vec4 gelu_tanh(vec4 x) { return tanh(clamp(K * (x + 0.044715 * x * x * x), -15.0, 15.0)); }
+#include "gelu.glsl"
 
 // Chunk j, lanes where mask is true (all of them except in the tail).
 void chunk(uint j, bvec4 mask)
@@ -36,12 +34,12 @@ void chunk(uint j, bvec4 mask)
     else for (uint k = 0u; k < 4u; k++) if (mask[k]) { d[j][k] += rd[k]; e[j][k] += re[k]; }
 #elif OP == 2
     vec4 x = texelFetch(ta, int(j));
-    vec4 r = 0.5 * x * (1.0 + gelu_tanh(x));
+    vec4 r = x * GELU_S(x);
     if (all(mask)) c[j] = r;
     else for (uint k = 0u; k < 4u; k++) if (mask[k]) c[j][k] = r[k];
 #else
-    vec4 x = texelFetch(ta, int(j)), th = gelu_tanh(x);
-    vec4 rd = texelFetch(tc, int(j)) * (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * K * (1.0 + 3.0 * 0.044715 * x * x));
+    vec4 x = texelFetch(ta, int(j)), s = GELU_S(x);
+    vec4 rd = texelFetch(tc, int(j)) * GELU_DS(x, s);
     if (all(mask)) d[j] += rd;
     else for (uint k = 0u; k < 4u; k++) if (mask[k]) d[j][k] += rd[k];
 #endif

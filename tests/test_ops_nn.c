@@ -244,6 +244,31 @@ static void test_attention(int B, int T, int H, int KVH, int hd, int with_doc)
     free(dq), free(dk), free(dv), free(o1), free(o2);
 }
 
+/* GELU far in its negative tail, where 0.5·x·(1 + tanh u) cancels: each
+ * output must keep its relative precision (max relative error < 1e-5),
+ * which the normalized error over mixed magnitudes would not show. The
+ * expected values use the identity 0.5·(1 + tanh u) = 1/(1 + exp(−2u)) in
+ * double, since the tanh form loses its digits there even in double. */
+static void test_gelu_tail(void)
+{
+    enum { n = 64 };
+    double x[n], y[n];
+    for (int i = 0; i < n; i++) {
+        x[i] = (double)(float)(-3.0 - 6.0 * i / (n - 1)); /* -3 .. -9 */
+        double u = 0.7978845608028654 * (x[i] + 0.044715 * x[i] * x[i] * x[i]);
+        y[i] = x[i] / (1.0 + exp(-2.0 * u));
+    }
+    struct gpu_buffer *bx = buffer_from_doubles(g, x, n, "x"), *by = gpu_buffer_create(g, 4 * n, "y");
+    op_gelu(g, bx, by, n);
+    float *out = download_floats(g, by, n);
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        worst = fmax(worst, fabs(out[i] - y[i]) / fabs(y[i]));
+    CHECK(worst < 1e-5, "gelu tail x in [-9, -3]: relative error %.3g", worst);
+    free(out);
+    gpu_buffer_destroy(g, bx), gpu_buffer_destroy(g, by);
+}
+
 static void test_activations(size_t n)
 {
     double *a = rnd(n, 6), *b = rnd(n, 2), *dh = rnd(n, 1), *d0 = rnd(n, 1), *e0 = rnd(n, 1);
@@ -357,6 +382,7 @@ int main(void)
         test_attention(1, 9, 2, 1, 68, 0);  /* head too large for registers */
         test_activations(1);
         test_activations(1037);
+        test_gelu_tail();
         test_bias(1, 1);
         test_bias(19, 67);
         test_cross_entropy(1, 1);
