@@ -106,7 +106,7 @@ static void test_errors(void)
     char *vocab[] = {"model.vocab_size=100"};
     expect_error(BASE, 1, vocab, "model.vocab_size: 100 is smaller than the tokenizer's 259 ids");
     char *hf[] = {"tokenizer.type=hf"};
-    expect_error(BASE, 1, hf, "hf tokenizers are not supported yet");
+    expect_error(BASE, 1, hf, "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
     char *both[] = {"dataset.val_path=v.txt", "dataset.val_fraction=0.1"};
     expect_error(BASE, 2, both, "give either dataset.val_path or dataset.val_fraction");
     char *eval[] = {"eval_every_n_steps=10"};

@@ -2,7 +2,8 @@
  * [--temperature T] [--top-k K] [--seed S]`.
  *
  * Loads an HF-style model directory (config.json + model.safetensors),
- * encodes <|bos|> + the prompt with the byte tokenizer, and prints the
+ * encodes <|bos|> + the prompt with DIR/tokenizer.json when the model has
+ * one (tokenizer.type: hf), else the byte tokenizer, and prints the
  * prompt followed by the generated text on stdout as it is drawn (the
  * decoder's key/value cache makes each token cost linear in its position).
  * Generation stops at --max-new-tokens, at <|eos|>, or when the model's
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "vktrain/cli.h"
 #include "vktrain/generate.h"
@@ -33,7 +35,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: vktrain generate --model DIR --prompt TEXT [--max-new-tokens N] [--temperature T]\n"
                "                        [--top-k K] [--seed S]\n"
                "  --model DIR          an HF-style directory: config.json + model.safetensors\n"
-               "  --prompt TEXT        the text to continue (byte tokenizer, after <|bos|>)\n"
+               "  --prompt TEXT        the text to continue (after <|bos|>; DIR/tokenizer.json or bytes)\n"
                "  --max-new-tokens N   tokens to generate at most [256]\n"
                "  --temperature T      softmax temperature; 0 = greedy [0.8]\n"
                "  --top-k K            draw only from the K most likely tokens; 0 = all [0]\n"
@@ -107,7 +109,7 @@ static void print_token(int32_t token, void *ctx)
 {
     const struct tokenizer *t = ctx;
     vkt_token id = (vkt_token)token;
-    char text[32];
+    char text[512];
     size_t n = tokenizer_decode(t, &id, 1, text, sizeof text);
     fwrite(text, 1, n < sizeof text ? n : sizeof text - 1, stdout);
     fflush(stdout);
@@ -126,29 +128,26 @@ static int run(const struct generate_args *a)
         fprintf(stderr, "vktrain: error: %s\n", err);
         return 1;
     }
-    /* The byte tokenizer; a larger vocab_size is padding that is never drawn. */
-    struct config_tokenizer tc = {.type = TOKENIZER_BYTE};
+    /* DIR/tokenizer.json (a model trained with tokenizer.type: hf) or the
+     * byte tokenizer; a vocab_size beyond the tokenizer's ids is padding
+     * that is never drawn. */
+    char tok_path[4096];
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", a->model);
+    struct config_tokenizer tc = {.type = access(tok_path, R_OK) ? TOKENIZER_BYTE : TOKENIZER_HF,
+                                  .path = tok_path};
     struct tokenizer tok;
     if (tokenizer_open(&tok, &tc, err, sizeof err)) {
         fprintf(stderr, "vktrain: error: %s\n", err);
         return 1;
     }
-    if (c.vocab_size < 256) {
-        fprintf(stderr, "vktrain: error: %s/config.json: vocab_size %u is smaller than the byte tokenizer's 256\n",
-                a->model, c.vocab_size);
+    if (c.vocab_size < (tc.type == TOKENIZER_HF ? (uint32_t)tok.size : 256u)) {
+        fprintf(stderr, "vktrain: error: %s/config.json: vocab_size %u is smaller than the tokenizer's %d ids\n",
+                a->model, c.vocab_size, tc.type == TOKENIZER_HF ? tok.size : 256);
+        tokenizer_close(&tok);
         return 1;
     }
     size_t n_text = strlen(a->prompt), n_prompt = 0;
     int with_bos = c.vocab_size > (uint32_t)tok.bos;
-    if (n_text + (size_t)with_bos > c.max_seq_len) {
-        fprintf(stderr, "vktrain: error: --prompt: %zu tokens do not fit the model's max_seq_len %u\n",
-                n_text + (size_t)with_bos, c.max_seq_len);
-        return 1;
-    }
-    if (n_text + (size_t)with_bos == 0) {
-        fprintf(stderr, "vktrain: error: --prompt is empty and the model has no <|bos|> token\n");
-        return 1;
-    }
     vkt_token *ids = vkt_malloc(sizeof *ids * (n_text + 1), "prompt");
     int32_t *prompt = vkt_malloc(sizeof *prompt * (n_text + 1), "prompt");
     size_t n_ids = tokenizer_encode(&tok, a->prompt, n_text, ids);
@@ -157,6 +156,16 @@ static int run(const struct generate_args *a)
     for (size_t i = 0; i < n_ids; i++)
         prompt[n_prompt++] = ids[i];
     free(ids);
+    if (n_prompt > c.max_seq_len || n_prompt == 0) {
+        if (n_prompt)
+            fprintf(stderr, "vktrain: error: --prompt: %zu tokens do not fit the model's max_seq_len %u\n",
+                    n_prompt, c.max_seq_len);
+        else
+            fprintf(stderr, "vktrain: error: --prompt is empty and the model has no <|bos|> token\n");
+        free(prompt);
+        tokenizer_close(&tok);
+        return 1;
+    }
 
     struct gpu_options go = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&go);
@@ -193,6 +202,7 @@ static int run(const struct generate_args *a)
         rc = 0;
     }
     free(prompt);
+    tokenizer_close(&tok);
     model_destroy(m);
     gpu_destroy(g);
     return rc;

@@ -169,12 +169,19 @@ static int check_data(struct config_ctx *ctx)
 int config_resolve(struct config_ctx *ctx)
 {
     struct tokenizer tok;
-    char msg[256];
-    if (tokenizer_open(&tok, &ctx->cfg->tokenizer, msg, sizeof msg))
-        return config_fail(ctx, K("tokenizer.type"), "%s", msg);
+    char msg[2048];
+    const struct config_tokenizer *tc = &ctx->cfg->tokenizer;
+    if (tc->type == TOKENIZER_BYTE && tc->path)
+        return config_fail(ctx, K("tokenizer.path"), "tokenizer.path: only tokenizer.type hf reads a file");
+    if (tc->type == TOKENIZER_HF && require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
+        return -1;
+    if (tokenizer_open(&tok, tc, msg, sizeof msg))
+        return config_fail(ctx, K(tc->type == TOKENIZER_HF ? "tokenizer.path" : "tokenizer.type"), "%s", msg);
+    int tokenizer_size = tok.size;
+    tokenizer_close(&tok);
     if (require(ctx, "output_dir", ""))
         return -1;
-    if (check_model(ctx, tok.size) || check_data(ctx))
+    if (check_model(ctx, tokenizer_size) || check_data(ctx))
         return -1;
     return 0;
 }

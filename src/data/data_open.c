@@ -254,6 +254,7 @@ void data_close(struct data *d)
     free(d->trainable);
     data_split_free(&d->train);
     data_split_free(&d->val);
+    tokenizer_close(&d->tok);
     memset(d, 0, sizeof *d);
 }
 

@@ -19,9 +19,9 @@
 static void push(struct data *d, const char *text, size_t n, bool trainable)
 {
     data_store_reserve(d, (int64_t)n);
-    tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok);
-    memset(d->trainable + d->n_tok, trainable, n);
-    d->n_tok += (int64_t)n;
+    size_t k = tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok); /* k <= n ids */
+    memset(d->trainable + d->n_tok, trainable, k);
+    d->n_tok += (int64_t)k;
 }
 
 static void push_special(struct data *d, int id, bool trainable)

@@ -1,7 +1,8 @@
 /* data_text: the `text` dataset reader. Each file, or each piece of a file
  * between lines holding only dataset.separator, is a document, stored as
- * BOS + bytes + EOS. A piece does not include the line break that ends its
- * last line (the one before the separator line); empty pieces are skipped.
+ * BOS + the ids of its text + EOS. A piece does not include the line break
+ * that ends its last line (the one before the separator line); empty pieces
+ * are skipped.
  * Owns nothing but the read buffer; never builds sequences. */
 #include "data_internal.h"
 
@@ -15,10 +16,10 @@ static void push_doc(struct data *d, struct data_docs *docs, const char *text, s
     data_store_reserve(d, (int64_t)n + 2);
     vkt_token *out = d->tok_ids + d->n_tok;
     out[0] = (vkt_token)d->tok.bos;
-    tokenizer_encode(&d->tok, text, n, out + 1);
-    out[n + 1] = (vkt_token)d->tok.eos;
-    data_docs_push(docs, d->n_tok, (int64_t)n + 2);
-    d->n_tok += (int64_t)n + 2;
+    size_t k = tokenizer_encode(&d->tok, text, n, out + 1); /* k <= n ids */
+    out[k + 1] = (vkt_token)d->tok.eos;
+    data_docs_push(docs, d->n_tok, (int64_t)k + 2);
+    d->n_tok += (int64_t)k + 2;
     d->stats.n_docs++;
 }
 

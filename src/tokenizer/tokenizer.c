@@ -1,15 +1,22 @@
-/* tokenizer: the byte tokenizer (see include/vktrain/tokenizer.h). Owns the
- * mapping between bytes and ids; never touches files or datasets. */
+/* tokenizer: the byte tokenizer, and the dispatch to the hf one
+ * (tokenizer_hf.c); see include/vktrain/tokenizer.h. Owns the mapping
+ * between bytes and ids; never touches datasets. */
 #include "vktrain/tokenizer.h"
+
+#include "tokenizer_hf.h"
 
 #include <stdio.h>
 #include <string.h>
 
 int tokenizer_open(struct tokenizer *t, const struct config_tokenizer *cfg, char *err, size_t errlen)
 {
-    if (cfg->type != TOKENIZER_BYTE) {
-        snprintf(err, errlen, "tokenizer.type: hf tokenizers are not supported yet (use byte)");
-        return -1;
+    memset(t, 0, sizeof *t);
+    if (cfg->type == TOKENIZER_HF) {
+        if (!cfg->path) {
+            snprintf(err, errlen, "tokenizer.path: an hf tokenizer needs the path of its tokenizer.json");
+            return -1;
+        }
+        return tokenizer_hf_open(t, cfg->path, err, errlen);
     }
     t->type = TOKENIZER_BYTE;
     t->size = TOKENIZER_BYTE_SIZE;
@@ -19,8 +26,17 @@ int tokenizer_open(struct tokenizer *t, const struct config_tokenizer *cfg, char
     return 0;
 }
 
+void tokenizer_close(struct tokenizer *t)
+{
+    if (t->hf)
+        tokenizer_hf_free(t->hf);
+    t->hf = NULL;
+}
+
 size_t tokenizer_encode(const struct tokenizer *t, const void *text, size_t n, vkt_token *out)
 {
+    if (t->hf)
+        return tokenizer_hf_encode(t->hf, text, n, out);
     const unsigned char *s = text;
     for (size_t i = 0; i < n; i++)
         out[i] = s[i];
@@ -29,6 +45,8 @@ size_t tokenizer_encode(const struct tokenizer *t, const void *text, size_t n, v
 
 size_t tokenizer_decode(const struct tokenizer *t, const vkt_token *ids, size_t n, char *out, size_t cap)
 {
+    if (t->hf)
+        return tokenizer_hf_decode(t->hf, ids, n, out, cap);
     static const char *const special[] = {"<|bos|>", "<|eos|>", "<|pad|>"};
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {

@@ -97,6 +97,29 @@ static void write_state(struct trainer *t, const char *path)
         vkt_fatal("writing the checkpoint: %s", err);
 }
 
+/* A model trained with a Hugging Face tokenizer carries its tokenizer.json,
+ * so the directory is complete for generate, init_from and HF tools. */
+static void copy_tokenizer(struct trainer *t, const char *dir)
+{
+    if (t->cfg->tokenizer.type != TOKENIZER_HF)
+        return;
+    char path[4096], err[1024];
+    vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
+    FILE *f = fopen(t->cfg->tokenizer.path, "rb");
+    if (!f)
+        vkt_fatal("cannot read %s to copy it beside the model: %s", t->cfg->tokenizer.path, strerror(errno));
+    size_t cap = 1 << 16, n = 0, k;
+    char *buf = vkt_malloc(cap, "tokenizer.json");
+    while ((k = fread(buf + n, 1, cap - n, f)) > 0)
+        if ((n += k) == cap)
+            buf = vkt_realloc(buf, cap *= 2, "tokenizer.json");
+    fclose(f);
+    const void *bufs[1] = {buf};
+    if (ckpt_write_atomic(path, 1, bufs, &n, err, sizeof err))
+        vkt_fatal("writing the model: %s", err);
+    free(buf);
+}
+
 void checkpoint_save(struct trainer *t, const char *name)
 {
     if (t->dist->rank != 0)
@@ -111,6 +134,7 @@ void checkpoint_save(struct trainer *t, const char *name)
         vkt_fatal("cannot create %s: %s", tmp, strerror(errno));
     if (model_save(t->model, tmp, err, sizeof err))
         vkt_fatal("writing the checkpoint: %s", err);
+    copy_tokenizer(t, tmp);
     path_join(p, sizeof p, tmp, "optimizer.safetensors");
     write_optimizer(t, p);
     path_join(p, sizeof p, tmp, "train_state.json");
@@ -135,6 +159,7 @@ void checkpoint_save_final(struct trainer *t)
     char err[1024];
     if (model_save(t->model, t->cfg->output_dir, err, sizeof err))
         vkt_fatal("writing the final model: %s", err);
+    copy_tokenizer(t, t->cfg->output_dir);
 }
 
 /* The newest complete checkpoint's step, or -1. */
