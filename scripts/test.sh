@@ -10,7 +10,7 @@ scripts/deps.sh test
 # The Hugging Face tokenizer test's oracle is the `tokenizers` package,
 # which Debian does not ship: from PyPI, once.
 /usr/bin/python3 -c 'import tokenizers' 2>/dev/null ||
-  /usr/bin/python3 -m pip install --quiet --break-system-packages tokenizers
+  /usr/bin/python3 -m pip install --quiet --break-system-packages --root-user-action=ignore tokenizers
 scripts/build.sh -DVKTRAIN_WERROR=ON
 export VKTRAIN_VALIDATE="${VKTRAIN_TEST_VALIDATE:-1}"
 # lavapipe: the tests are small; two threads per process is what we have.
