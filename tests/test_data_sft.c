@@ -1,12 +1,9 @@
 /* test_data_sft: the sft_jsonl dataset: both line forms, prompt masking and
  * train_on_input, malformed lines (error with file:line, or skipped and
  * counted), truncation, and greedy packing with per-sample segments. */
-#include "test_util.h"
-
-#include "vktrain/data.h"
+#include "data_testing.h"
 
 static char err[2048];
-static struct config cfg;
 
 static int open_sft(struct data *d, const char *path, int T, int n, char **ov)
 {
@@ -15,20 +12,7 @@ static int open_sft(struct data *d, const char *path, int T, int n, char **ov)
              "output_dir: o\nmodel: {dim: 8, n_layers: 1, n_heads: 2, max_seq_len: %d}\n"
              "dataset: {type: sft_jsonl, path: '%s'}\n",
              T, path);
-    if (config_load_string(&cfg, recipe, "s.yaml", n, ov, err, sizeof err)) {
-        CHECK(0, "recipe: %s", err);
-        return -1;
-    }
-    int rc = data_open(d, &cfg, err, sizeof err);
-    if (rc)
-        config_free(&cfg);
-    return rc;
-}
-
-static void close_sft(struct data *d)
-{
-    data_close(d);
-    config_free(&cfg);
+    return test_data_open(d, recipe, "s.yaml", n, ov, err, sizeof err);
 }
 
 enum { I = -100 };
@@ -67,13 +51,13 @@ static void test_masks(void)
     }
     CHECK(lab[b.T - 4] == 'y' && lab[b.T - 1] == 257, "assistant labels");
     data_batch_free(&b);
-    close_sft(&d);
+    test_data_close(&d);
 
     char *on_input[] = {"dataset.train_on_input=true"};
     if (open_sft(&d, path, 32, 1, on_input))
         return;
     CHECK(d.train.n_tokens == 4 + len1, "train_on_input: %lld labels", (long long)d.train.n_tokens);
-    close_sft(&d);
+    test_data_close(&d);
 }
 
 static void test_bad_lines(void)
@@ -93,7 +77,7 @@ static void test_bad_lines(void)
         return;
     CHECK(d.stats.n_bad_lines == 3 && d.stats.n_docs == 2, "bad %lld samples %lld", (long long)d.stats.n_bad_lines,
           (long long)d.stats.n_docs);
-    close_sft(&d);
+    test_data_close(&d);
 
     snprintf(path, sizeof path, "%s", test_write("bad2.jsonl", "{\"prompt\": 1}\n", -1));
     CHECK(open_sft(&d, path, 16, 0, NULL) == -1, "wrong field type accepted");
@@ -137,7 +121,7 @@ static void test_truncate_and_pack(void)
     CHECK(b.inputs[12] == 258 && b.labels[12] == I, "row 1 pads its second half");
     CHECK(b.n_valid == 3 + 3 + 3 + 4, "valid %lld", (long long)b.n_valid);
     data_batch_free(&b);
-    close_sft(&d);
+    test_data_close(&d);
 }
 
 int main(void)

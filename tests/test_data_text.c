@@ -1,14 +1,11 @@
 /* test_data_text: the text dataset: directory listing, separators, the
  * packed windows with their document ids and positions, unpacked samples
  * padded per micro-batch, label counts and the validation split. */
-#include "test_util.h"
-
 #include <unistd.h>
 
-#include "vktrain/data.h"
+#include "data_testing.h"
 
 static char err[2048];
-static struct config cfg;
 
 static int open_data(struct data *d, const char *path, int n, char **ov)
 {
@@ -17,20 +14,7 @@ static int open_data(struct data *d, const char *path, int n, char **ov)
              "output_dir: o\nmodel: {dim: 8, n_layers: 1, n_heads: 2, max_seq_len: 4}\n"
              "dataset: {type: text, path: '%s', separator: '%%', exclude: ['*.dat']}\n",
              path);
-    if (config_load_string(&cfg, recipe, "t.yaml", n, ov, err, sizeof err)) {
-        CHECK(0, "recipe: %s", err);
-        return -1;
-    }
-    int rc = data_open(d, &cfg, err, sizeof err);
-    if (rc)
-        config_free(&cfg);
-    return rc;
-}
-
-static void close_data(struct data *d)
-{
-    data_close(d);
-    config_free(&cfg);
+    return test_data_open(d, recipe, "t.yaml", n, ov, err, sizeof err);
 }
 
 /* Row r of b as arrays to compare against. */
@@ -82,7 +66,7 @@ static void test_packed(void)
     check_row(&b, 2, (int[]){E, B, 'f', P}, (int[]){B, 'f', E, I}, (int[]){0, 0, 1, 0}, (int[]){0, 1, 1, 2},
               "window 2, padded");
     data_batch_free(&b);
-    close_data(&d);
+    test_data_close(&d);
 }
 
 static void test_unpacked(void)
@@ -103,7 +87,7 @@ static void test_unpacked(void)
     check_row(&b, 0, (int[]){B, 'a', 'b'}, (int[]){'a', 'b', E}, (int[]){0, 1, 2}, (int[]){0, 0, 0}, "doc 0");
     check_row(&b, 1, (int[]){B, 'f', P}, (int[]){'f', E, I}, (int[]){0, 1, 0}, (int[]){0, 0, 1}, "doc 2, padded");
     data_batch_free(&b);
-    close_data(&d);
+    test_data_close(&d);
 }
 
 static void test_long_and_val(void)
@@ -123,7 +107,7 @@ static void test_long_and_val(void)
     data_batch_fill(&d, &d.train, seq, 1, &b);
     check_row(&b, 0, (int[]){'3', '4', '5', '6'}, (int[]){'4', '5', '6', '7'}, (int[]){0, 1, 2, 3}, (int[]){0, 0, 0, 0},
               "middle window");
-    close_data(&d);
+    test_data_close(&d);
 
     /* 20 documents of 5 tokens: 100 tokens, 25 windows; a fifth of them,
      * evenly spaced (2, 7, 12, 17, 22), is the validation split. */
@@ -144,7 +128,7 @@ static void test_long_and_val(void)
           "val rows start at windows 2 and 7");
     data_val_batch(&d, 2, 2, &b);
     CHECK(b.rows == 1 && b.inputs[0] == d.tok_ids[88], "last val batch: %d rows", b.rows);
-    close_data(&d);
+    test_data_close(&d);
 out:
     data_batch_free(&b);
 }

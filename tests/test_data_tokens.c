@@ -1,12 +1,9 @@
 /* test_data_tokens: llm.c token shards: reading one file and a glob, and
  * every validation error (size, magic, version, count, token range) with
  * its file and byte offset. */
-#include "test_util.h"
-
-#include "vktrain/data.h"
+#include "data_testing.h"
 
 static char err[2048];
-static struct config cfg;
 
 /* A shard holding tokens[0..n); header fields overridable for bad shards. */
 static const char *write_shard(const char *name, int magic, int version, int count, const uint16_t *tokens, int n)
@@ -25,14 +22,7 @@ static int open_tokens(struct data *d, const char *path)
              "output_dir: o\nmodel: {dim: 8, n_layers: 1, n_heads: 2, max_seq_len: 4, "
              "vocab_size: 1000}\ndataset: {type: tokens, path: '%s'}\n",
              path);
-    if (config_load_string(&cfg, recipe, "k.yaml", 0, NULL, err, sizeof err)) {
-        CHECK(0, "recipe: %s", err);
-        return -1;
-    }
-    int rc = data_open(d, &cfg, err, sizeof err);
-    if (rc)
-        config_free(&cfg);
-    return rc;
+    return test_data_open(d, recipe, "k.yaml", 0, NULL, err, sizeof err);
 }
 
 static void expect_error(const char *path, const char *want)
@@ -66,8 +56,7 @@ int main(void)
                       bt.positions[4 + t] == t,
                   "window 1 at %d", t);
         data_batch_free(&bt);
-        data_close(&d);
-        config_free(&cfg);
+        test_data_close(&d);
     }
 
     char path[600];
