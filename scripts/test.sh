@@ -15,4 +15,10 @@ scripts/build.sh -DVKTRAIN_WERROR=ON
 export VKTRAIN_VALIDATE="${VKTRAIN_TEST_VALIDATE:-1}"
 # lavapipe: the tests are small; two threads per process is what we have.
 export LP_NUM_THREADS="${LP_NUM_THREADS:-2}"
+if [ $# -eq 0 ]; then
+  # The PyTorch parity test's per-tensor errors, shown (ctest hides the
+  # output of passing tests); the whole suite, this test included, follows.
+  ctest --test-dir build -R '^test_parity_torch$' -V | grep -E '^[0-9]+: ' | sed 's/^[0-9]*: //' |
+    sed -n '/^Test timeout/,$p' | tail -n +2 || true # a failure shows in the full run below
+fi
 ctest --test-dir build --output-on-failure "$@"
