@@ -4,16 +4,6 @@
 
 #include "vktrain/config.h"
 
-#define BASE                                                                                                           \
-    "output_dir: out\n"                                                                                                \
-    "model:\n"                                                                                                         \
-    "  dim: 64\n"                                                                                                      \
-    "  n_layers: 2\n"                                                                                                  \
-    "  n_heads: 4\n"                                                                                                   \
-    "  max_seq_len: 32\n"                                                                                              \
-    "dataset:\n"                                                                                                       \
-    "  type: text\n"                                                                                                   \
-    "  path: data.txt\n"
 
 static char err[2048];
 
@@ -38,7 +28,7 @@ static void expect_error(const char *text, int n, char *const *ov, const char *w
 static void test_defaults(void)
 {
     struct config c;
-    CHECK(load(&c, BASE, 0, NULL) == 0, "%s", err);
+    CHECK(load(&c, TEST_RECIPE, 0, NULL) == 0, "%s", err);
     CHECK(c.seed == 1234, "seed %lld", (long long)c.seed);
     CHECK(c.model.arch == ARCH_LLAMA && c.model.n_kv_heads == 4, "n_kv_heads %d", c.model.n_kv_heads);
     CHECK(c.model.hidden_dim == 192, "llama hidden_dim of dim 64: %d (8/3*64 -> 192)", c.model.hidden_dim);
@@ -55,38 +45,38 @@ static void test_defaults(void)
     config_free(&c);
 
     char *gpt2[] = {"model.arch=gpt2", "dataset.type=sft_jsonl"};
-    CHECK(load(&c, BASE, 2, gpt2) == 0, "%s", err);
+    CHECK(load(&c, TEST_RECIPE, 2, gpt2) == 0, "%s", err);
     CHECK(c.model.hidden_dim == 256 && c.model.tie_embeddings, "gpt2: hidden %d", c.model.hidden_dim);
     CHECK(!c.dataset.packed, "sft_jsonl is not packed by default");
     config_free(&c);
 
     char *dim[] = {"model.dim=128"};
-    CHECK(load(&c, BASE, 1, dim) == 0 && c.model.hidden_dim == 352, "dim 128: hidden %d", c.model.hidden_dim);
+    CHECK(load(&c, TEST_RECIPE, 1, dim) == 0 && c.model.hidden_dim == 352, "dim 128: hidden %d", c.model.hidden_dim);
     config_free(&c);
 }
 
 static void test_errors(void)
 {
-    expect_error(BASE "optimizer:\n  lrr: 0.1\n", 0, NULL,
+    expect_error(TEST_RECIPE "optimizer:\n  lrr: 0.1\n", 0, NULL,
                  "r.yaml:11:3: unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)");
-    expect_error(BASE "lr: 0.1\n", 0, NULL, "r.yaml:10:1: unknown key 'lr' (did you mean 'optimizer.lr'?)");
-    expect_error(BASE "optimiser:\n  lr: 0.1\n", 0, NULL, "(did you mean 'optimizer'?)");
-    expect_error(BASE "zzzzzzzzzzzz: 1\n", 0, NULL, "unknown key 'zzzzzzzzzzzz'\0");
-    expect_error(BASE "batch_size: abc\n", 0, NULL, "r.yaml:10:13: batch_size: expected an integer, got 'abc'");
-    expect_error(BASE "batch_size: \"8\"\n", 0, NULL, "batch_size: expected an integer, got the string \"8\"");
-    expect_error(BASE "optimizer:\n  lr: fast\n", 0, NULL, "r.yaml:11:7: optimizer.lr: expected a number");
-    expect_error(BASE "resume: yes\n", 0, NULL, "resume: expected true or false, got 'yes'");
-    expect_error(BASE "lr_scheduler:\n  type: step\n", 0, NULL,
+    expect_error(TEST_RECIPE "lr: 0.1\n", 0, NULL, "r.yaml:10:1: unknown key 'lr' (did you mean 'optimizer.lr'?)");
+    expect_error(TEST_RECIPE "optimiser:\n  lr: 0.1\n", 0, NULL, "(did you mean 'optimizer'?)");
+    expect_error(TEST_RECIPE "zzzzzzzzzzzz: 1\n", 0, NULL, "unknown key 'zzzzzzzzzzzz'\0");
+    expect_error(TEST_RECIPE "batch_size: abc\n", 0, NULL, "r.yaml:10:13: batch_size: expected an integer, got 'abc'");
+    expect_error(TEST_RECIPE "batch_size: \"8\"\n", 0, NULL, "batch_size: expected an integer, got the string \"8\"");
+    expect_error(TEST_RECIPE "optimizer:\n  lr: fast\n", 0, NULL, "r.yaml:11:7: optimizer.lr: expected a number");
+    expect_error(TEST_RECIPE "resume: yes\n", 0, NULL, "resume: expected true or false, got 'yes'");
+    expect_error(TEST_RECIPE "lr_scheduler:\n  type: step\n", 0, NULL,
                  "lr_scheduler.type: expected one of constant, cosine, linear, got 'step'");
-    expect_error(BASE "optimizer:\n  betas: 0.9\n", 0, NULL, "optimizer.betas: expected a list of two numbers");
-    expect_error(BASE "model:\n  dim: 3\n", 0, NULL, "duplicate key 'model.dim' (first set at r.yaml:3:8)");
-    expect_error(BASE "dataset: text\n", 0, NULL, "'dataset' must be a mapping of dataset.* keys");
-    expect_error(BASE "batch_size: 0\n", 0, NULL, "r.yaml:10:13: batch_size: 0 is out of range (must be >= 1)");
-    expect_error(BASE "optimizer:\n  lr: -1\n", 0, NULL, "optimizer.lr: -1 is out of range (must be > 0)");
-    expect_error(BASE "optimizer:\n  betas: [0.9, 1.0]\n", 0, NULL,
+    expect_error(TEST_RECIPE "optimizer:\n  betas: 0.9\n", 0, NULL, "optimizer.betas: expected a list of two numbers");
+    expect_error(TEST_RECIPE "model:\n  dim: 3\n", 0, NULL, "duplicate key 'model.dim' (first set at r.yaml:3:8)");
+    expect_error(TEST_RECIPE "dataset: text\n", 0, NULL, "'dataset' must be a mapping of dataset.* keys");
+    expect_error(TEST_RECIPE "batch_size: 0\n", 0, NULL, "r.yaml:10:13: batch_size: 0 is out of range (must be >= 1)");
+    expect_error(TEST_RECIPE "optimizer:\n  lr: -1\n", 0, NULL, "optimizer.lr: -1 is out of range (must be > 0)");
+    expect_error(TEST_RECIPE "optimizer:\n  betas: [0.9, 1.0]\n", 0, NULL,
                  "optimizer.betas: 1 is out of range (must be >= 0 and < 1)");
-    expect_error(BASE "batch_size: 99999999999\n", 0, NULL, "batch_size: 99999999999 is out of range");
-    expect_error(BASE "batch_size: [1\n", 0, NULL, "r.yaml:11:1: YAML syntax error");
+    expect_error(TEST_RECIPE "batch_size: 99999999999\n", 0, NULL, "batch_size: 99999999999 is out of range");
+    expect_error(TEST_RECIPE "batch_size: [1\n", 0, NULL, "r.yaml:11:1: YAML syntax error");
     expect_error("- a\n- b\n", 0, NULL, "r.yaml: a recipe must be a mapping of keys");
 
     expect_error("model:\n  dim: 64\n", 0, NULL, "r.yaml: required key 'output_dir' is missing");
@@ -96,23 +86,23 @@ static void test_errors(void)
                  "dataset:\n  type: text\n",
                  0, NULL, "required key 'dataset.path' is missing");
 
-    expect_error(BASE "model:\n  n_heads: 3\n", 0, NULL, "duplicate key");
+    expect_error(TEST_RECIPE "model:\n  n_heads: 3\n", 0, NULL, "duplicate key");
     char *heads[] = {"model.n_heads=3"};
-    expect_error(BASE, 1, heads, "override 'model.n_heads=3': model.n_heads: 3 does not divide model.dim 64");
+    expect_error(TEST_RECIPE, 1, heads, "override 'model.n_heads=3': model.n_heads: 3 does not divide model.dim 64");
     char *kv[] = {"model.n_kv_heads=3"};
-    expect_error(BASE, 1, kv, "model.n_kv_heads: 3 does not divide model.n_heads 4");
+    expect_error(TEST_RECIPE, 1, kv, "model.n_kv_heads: 3 does not divide model.n_heads 4");
     char *odd[] = {"model.n_heads=64"};
-    expect_error(BASE, 1, odd, "must be even for RoPE");
+    expect_error(TEST_RECIPE, 1, odd, "must be even for RoPE");
     char *vocab[] = {"model.vocab_size=100"};
-    expect_error(BASE, 1, vocab, "model.vocab_size: 100 is smaller than the tokenizer's 259 ids");
+    expect_error(TEST_RECIPE, 1, vocab, "model.vocab_size: 100 is smaller than the tokenizer's 259 ids");
     char *hf[] = {"tokenizer.type=hf"};
-    expect_error(BASE, 1, hf, "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
+    expect_error(TEST_RECIPE, 1, hf, "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
     char *both[] = {"dataset.val_path=v.txt", "dataset.val_fraction=0.1"};
-    expect_error(BASE, 2, both, "give either dataset.val_path or dataset.val_fraction");
+    expect_error(TEST_RECIPE, 2, both, "give either dataset.val_path or dataset.val_fraction");
     char *eval[] = {"eval_every_n_steps=10"};
-    expect_error(BASE, 1, eval, "eval_every_n_steps: 10 needs a validation set");
+    expect_error(TEST_RECIPE, 1, eval, "eval_every_n_steps: 10 needs a validation set");
     char *tok[] = {"dataset.type=tokens", "dataset.packed=false"};
-    expect_error(BASE, 2, tok, "dataset.packed: a tokens dataset is one token stream");
+    expect_error(TEST_RECIPE, 2, tok, "dataset.packed: a tokens dataset is one token stream");
 }
 
 static void test_overrides(void)
@@ -128,7 +118,7 @@ static void test_overrides(void)
                   "output_dir='x y'",
                   "dataset.separator=\"%\"",
                   "seed=7"};
-    CHECK(load(&c, BASE, 10, ov) == 0, "%s", err);
+    CHECK(load(&c, TEST_RECIPE, 10, ov) == 0, "%s", err);
     CHECK(c.optimizer.betas[0] == 0.8 && c.optimizer.betas[1] == 0.99, "betas");
     CHECK(!c.dataset.packed && c.max_steps == 0 && c.clip_grad_norm == 1.0, "packed, max_steps");
     CHECK(c.device_index == 3 && c.seed == 7, "device %d", c.device_index);
@@ -138,16 +128,16 @@ static void test_overrides(void)
     config_free(&c);
 
     char *bad_key[] = {"optimizer.lrr=1"};
-    expect_error(BASE, 1, bad_key,
+    expect_error(TEST_RECIPE, 1, bad_key,
                  "override 'optimizer.lrr=1': unknown key 'optimizer.lrr' (did you mean 'optimizer.lr'?)");
     char *bad_val[] = {"dataset.packed=maybe"};
-    expect_error(BASE, 1, bad_val, "override 'dataset.packed=maybe': dataset.packed: expected true or false");
+    expect_error(TEST_RECIPE, 1, bad_val, "override 'dataset.packed=maybe': dataset.packed: expected true or false");
     char *no_eq[] = {"optimizer.lr"};
-    expect_error(BASE, 1, no_eq, "override 'optimizer.lr': expected key.sub=value");
+    expect_error(TEST_RECIPE, 1, no_eq, "override 'optimizer.lr': expected key.sub=value");
     char *section[] = {"model={dim: 3}"};
-    expect_error(BASE, 1, section, "'model' is a section");
+    expect_error(TEST_RECIPE, 1, section, "'model' is a section");
     char *bad_yaml[] = {"optimizer.betas=[0.9"};
-    expect_error(BASE, 1, bad_yaml, "the value is not valid YAML");
+    expect_error(TEST_RECIPE, 1, bad_yaml, "the value is not valid YAML");
 }
 
 static void write_json(const char *json)
@@ -204,7 +194,7 @@ static void test_print_and_hash(void)
 {
     struct config c, back;
     char *ov[] = {"optimizer.lr=1e-3", "dataset.separator=\"a\\\"b\"", "dataset.exclude=[\"*.dat\"]"};
-    CHECK(load(&c, BASE, 3, ov) == 0, "%s", err);
+    CHECK(load(&c, TEST_RECIPE, 3, ov) == 0, "%s", err);
     char *text = NULL, *again = NULL;
     size_t n;
     FILE *f = open_memstream(&text, &n);

@@ -188,16 +188,6 @@ static void test_refused(void)
     CHECK(tokenizer_open(&t, &none, err, sizeof err) == -1 && strstr(err, "tokenizer.path"), "no path: %s", err);
 }
 
-#define BASE                                                                                                           \
-    "output_dir: out\n"                                                                                                \
-    "model:\n"                                                                                                         \
-    "  dim: 64\n"                                                                                                      \
-    "  n_layers: 2\n"                                                                                                  \
-    "  n_heads: 4\n"                                                                                                   \
-    "  max_seq_len: 32\n"                                                                                              \
-    "dataset:\n"                                                                                                       \
-    "  type: text\n"                                                                                                   \
-    "  path: data.txt\n"
 
 static void test_config(void)
 {
@@ -206,26 +196,26 @@ static void test_config(void)
     snprintf(pathkey, sizeof pathkey, "tokenizer.path=%s", good);
     struct config c;
     char *ov[] = {"tokenizer.type=hf", pathkey};
-    CHECK(config_load_string(&c, BASE, "r.yaml", 2, ov, err, sizeof err) == 0, "%s", err);
+    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 2, ov, err, sizeof err) == 0, "%s", err);
     if (!err[0]) {
         CHECK(c.model.vocab_size == 261, "vocab_size defaults to the tokenizer's 261: %d", c.model.vocab_size);
         config_free(&c);
     }
     char *small[] = {"tokenizer.type=hf", pathkey, "model.vocab_size=100"};
-    CHECK(config_load_string(&c, BASE, "r.yaml", 3, small, err, sizeof err) == -1, "vocab_size 100 accepted");
+    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 3, small, err, sizeof err) == -1, "vocab_size 100 accepted");
     CHECK_MSG(err, "model.vocab_size: 100 is smaller than the tokenizer's 261 ids");
 
     char *nopath[] = {"tokenizer.type=hf"};
-    CHECK(config_load_string(&c, BASE, "r.yaml", 1, nopath, err, sizeof err) == -1, "hf without a path accepted");
+    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, nopath, err, sizeof err) == -1, "hf without a path accepted");
     CHECK_MSG(err, "required key 'tokenizer.path' is missing");
 
     char *bytepath[] = {pathkey};
-    CHECK(config_load_string(&c, BASE, "r.yaml", 1, bytepath, err, sizeof err) == -1, "byte with a path accepted");
+    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, bytepath, err, sizeof err) == -1, "byte with a path accepted");
     CHECK_MSG(err, "tokenizer.path: only tokenizer.type hf reads a file");
 
     /* the message names the recipe line of tokenizer.path and the file */
     const char *wp = test_write("wp.json", "{\"model\": {\"type\": \"WordPiece\"}}", -1);
-    snprintf(recipe, sizeof recipe, BASE "tokenizer:\n  type: hf\n  path: %s\n", wp);
+    snprintf(recipe, sizeof recipe, TEST_RECIPE "tokenizer:\n  type: hf\n  path: %s\n", wp);
     CHECK(config_load_string(&c, recipe, "r.yaml", 0, NULL, err, sizeof err) == -1, "WordPiece accepted");
     CHECK_MSG(err, "r.yaml:12:9: tokenizer.path: ");
     CHECK_MSG(err, "wp.json: model.type 'WordPiece' is not supported");

@@ -20,6 +20,19 @@ static int test_failures;
         }                                                                                                              \
     } while (0)
 
+/* A minimal valid recipe (a text dataset; data.txt need not exist for the
+ * config tests). */
+#define TEST_RECIPE                                                                                                    \
+    "output_dir: out\n"                                                                                                \
+    "model:\n"                                                                                                         \
+    "  dim: 64\n"                                                                                                      \
+    "  n_layers: 2\n"                                                                                                  \
+    "  n_heads: 4\n"                                                                                                   \
+    "  max_seq_len: 32\n"                                                                                              \
+    "dataset:\n"                                                                                                       \
+    "  type: text\n"                                                                                                   \
+    "  path: data.txt\n"
+
 /* err must contain want. */
 #define CHECK_MSG(err, want) CHECK(strstr((err), (want)), "message '%s' lacks '%s'", (err), (want))
 
