@@ -47,6 +47,8 @@ struct gpu_device_info {
     uint32_t max_texel_buffer_elements;
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_count[3];
+    uint64_t max_allocation_size;      /* maxMemoryAllocationSize (Vulkan 1.1 maintenance3) */
+    uint32_t max_allocation_count;     /* maxMemoryAllocationCount */
     int float16, int64, texel_vec4;    /* shaderFloat16, shaderInt64, RGBA32F uniform texel buffers */
     /* Loop iterations one invocation may run in total, 0 = no limit. Mesa's
      * llvmpipe ends any loop after 65,535 iterations (a guard against

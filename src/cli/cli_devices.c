@@ -55,6 +55,8 @@ int cli_devices(int argc, char **argv)
         printf("    maxTexelBufferElements %u\n", x->max_texel_buffer_elements);
         printf("    workgroup            %u invocations, count %u x %u x %u\n", x->max_workgroup_invocations,
                x->max_workgroup_count[0], x->max_workgroup_count[1], x->max_workgroup_count[2]);
+        printf("    allocations          at most %u, each up to %.1f GiB\n", x->max_allocation_count,
+               (double)x->max_allocation_size / (1 << 30));
         if (x->max_loop_iterations)
             printf("    loop limit           %u iterations per invocation (kernels split longer loops)\n",
                    x->max_loop_iterations);

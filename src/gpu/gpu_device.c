@@ -177,8 +177,10 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     (void)inst;
     memset(d, 0, sizeof *d);
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
+                                                 .pNext = &sub};
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES,
-                                            .pNext = &sub};
+                                            .pNext = &m3};
     VkPhysicalDeviceProperties2 props = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
                                          .pNext = &drv};
     vkGetPhysicalDeviceProperties2(p, &props);
@@ -208,6 +210,8 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     d->max_workgroup_invocations = L->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++)
         d->max_workgroup_count[i] = L->maxComputeWorkGroupCount[i];
+    d->max_allocation_size = m3.maxMemoryAllocationSize;
+    d->max_allocation_count = L->maxMemoryAllocationCount;
     d->float16 = f12.shaderFloat16;
     d->int64 = feats.features.shaderInt64;
     VkFormatProperties fp;
