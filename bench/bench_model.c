@@ -2,7 +2,8 @@
  * device, with the share of time each phase takes.
  * usage: bench_model [batch [seq [dim [layers]]]]  (default 16 128 128 4,
  * the default recipe's shape). The first step (shader compilation on
- * lavapipe) is not timed; three steps are. */
+ * lavapipe) is not timed; three steps are; a fifth is profiled per
+ * dispatch (gpu_profile_print), to show which kernels to optimize next. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,20 +30,30 @@ int main(int argc, char **argv)
     printf("device: %s; llama dim %u, %u layers, hidden %u, batch %u x %u, %.2fM parameters\n", gpu_info(g)->name, C,
            L, c.hidden_dim, B, T, model_numel(m) / 1e6);
     double fwd = 0, bwd = 0;
-    for (int step = 0; step < 4; step++) {
+    for (int step = 0; step < 5; step++) {
+        if (step == 4 && !gpu_profile_start(g))
+            break;
         double t0 = vkt_now();
         model_zero_grad(m);
+        gpu_profile_phase(g, "forward");
         model_forward(m, &b, 1.0f / (float)n);
         gpu_submit(g);
         double t1 = vkt_now();
+        gpu_profile_phase(g, "backward");
         model_backward(m);
         gpu_submit(g);
         double t2 = vkt_now();
-        if (step > 0)
+        if (step == 4) {
+            gpu_profile_stop(g);
+            printf("profile of one more step:\n");
+            gpu_profile_print(g, stdout, 1, "step");
+        } else if (step > 0) {
             fwd += t1 - t0, bwd += t2 - t1;
+        }
+        if (step == 3)
+            printf("forward  %8.1f ms/step\nbackward %8.1f ms/step\n%.0f tokens/s (forward+backward)\n", fwd / 3 * 1e3,
+                   bwd / 3 * 1e3, 3.0 * n / (fwd + bwd));
     }
-    printf("forward  %8.1f ms/step\nbackward %8.1f ms/step\n%.0f tokens/s (forward+backward)\n", fwd / 3 * 1e3,
-           bwd / 3 * 1e3, 3.0 * n / (fwd + bwd));
     model_destroy(m);
     gpu_destroy(g);
     free(tok), free(lab), free(pos);

@@ -91,6 +91,7 @@ struct config {
     bool resume;
     int device_index; /* -1: auto */
     struct config_dist dist;
+    bool profile; /* per-kernel shares of device time, printed after a few steps */
 };
 
 /* Loads the recipe at `path`, applies the overrides ("key.sub=value", the
@@ -109,7 +110,8 @@ void config_print(const struct config *cfg, FILE *f);
  * when a run is resumed (see config_keys.c: output_dir, resume, epochs,
  * batch_size and gradient_accumulation_steps (the global batch is checked
  * separately),
- * max_steps, the logging/eval/save intervals, device.index, dist.*). */
+ * max_steps, the logging/eval/save intervals, profile, device.index,
+ * dist.*). */
 uint64_t config_hash(const struct config *cfg);
 
 #endif

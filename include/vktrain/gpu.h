@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct gpu;
 struct gpu_buffer;
@@ -134,5 +135,37 @@ const void *gpu_buffer_host(const struct gpu_buffer *b);
 int gpu_timer_start(struct gpu *g);
 void gpu_timer_stop(struct gpu *g, int timer);
 double gpu_timer_ms(struct gpu *g, int timer);
+
+/* Profiling. While on, every dispatch is timed by a timestamp pair around
+ * it (written when the commands before it have finished, and when it has)
+ * and its time is added to the row of (phase, kernel); off, no timestamp
+ * is written. Fills and copies are not timed. */
+struct gpu_profile_row {
+    const char *phase;   /* as given to gpu_profile_phase */
+    const char *kernel;  /* the shader's name */
+    double ms;           /* device time of its dispatches */
+    double flops;        /* operations declared by gpu_profile_flops; 0: none */
+    uint64_t dispatches;
+};
+/* Clears the rows and starts timing; returns 0 (and times nothing) when
+ * the queue has no timestamps (timestampValidBits 0). */
+int gpu_profile_start(struct gpu *g);
+/* Submits and waits for recorded work, so that every timed dispatch is in
+ * the rows, then stops timing. The rows stay readable. */
+void gpu_profile_stop(struct gpu *g);
+/* Labels the dispatches recorded from now on ("other" until set); the
+ * string must outlive the profile. Cheap when profiling is off. */
+void gpu_profile_phase(struct gpu *g, const char *phase);
+/* Declares the floating-point operations of the next dispatch (an op split
+ * into several dispatches may declare all of them on its first). */
+void gpu_profile_flops(struct gpu *g, double flops);
+/* The rows collected so far, in order of first appearance; *rows stays
+ * valid until work is submitted while profiling, or gpu_destroy. */
+int gpu_profile_rows(const struct gpu *g, const struct gpu_profile_row **rows);
+/* The rows as a table: for each phase (in order of first appearance) its
+ * total, then its kernels by share of the whole; times and dispatch counts
+ * divided by `repeats` (per `unit`, e.g. 10 and "step"), GFLOP/s where
+ * FLOPs were declared; a last line sums the kernels with FLOP counts. */
+void gpu_profile_print(const struct gpu *g, FILE *f, int repeats, const char *unit);
 
 #endif

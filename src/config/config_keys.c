@@ -66,6 +66,7 @@ const struct config_key config_keys[] = {
     {"eval_every_n_steps", KT_I64, OFF(eval_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"save_every_n_steps", KT_I64, OFF(save_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"resume", KT_BOOL, OFF(resume), 0, 0, KF_NOHASH, NULL},
+    {"profile", KT_BOOL, OFF(profile), 0, 0, KF_NOHASH, NULL},
     {"device.index", KT_INT, OFF(device_index), 0, IMAX, KF_AUTO | KF_NOHASH, NULL},
     {"dist.bucket_mb", KT_INT, OFF(dist.bucket_mb), 1, 4096, KF_NOHASH, NULL},
     {"dist.check_every", KT_I64, OFF(dist.check_every), 0, LMAX, KF_NOHASH, NULL},

@@ -445,6 +445,7 @@ void gpu_destroy(struct gpu *g)
     }
     if (g->query_pool)
         vkDestroyQueryPool(g->device, g->query_pool, NULL);
+    gpu_profile_destroy(g);
     vkDestroyDescriptorPool(g->device, g->desc_pool, NULL);
     vkDestroyFence(g->device, g->fence, NULL);
     vkDestroyCommandPool(g->device, g->cmd_pool, NULL);

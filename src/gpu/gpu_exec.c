@@ -1,7 +1,8 @@
 /* gpu_exec: kernels (pipelines from embedded SPIR-V), descriptor binding,
  * dispatch recording with the barriers hazards need, batched submission,
- * and timestamp timers. Owns the command buffer's life: begun lazily,
- * submitted and waited for by gpu_submit. */
+ * and timestamp timers (per-dispatch profiling is gpu_profile.c's).
+ * Owns the command buffer's life: begun lazily, submitted and waited for
+ * by gpu_submit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,7 +277,11 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
     vkCmdBindDescriptorSets(g->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
     if (k->push_size)
         vkCmdPushConstants(g->cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->push_size, push);
+    if (g->profiling)
+        gpu_profile_begin(g, k);
     vkCmdDispatch(g->cmd, gx, gy, gz);
+    if (g->profiling)
+        gpu_profile_end(g);
     g->n_recorded++;
 }
 
@@ -316,6 +321,7 @@ void gpu_wait(struct gpu *g)
     for (int i = 0; i < g->n_transient; i++)
         vkDestroyBufferView(g->device, g->transient[i], NULL);
     g->n_transient = 0;
+    gpu_profile_collect(g);
     for (uint32_t q = 0; q < 2 * GPU_MAX_TIMERS; q++) {
         if (!g->query_pending[q])
             continue;

@@ -84,6 +84,12 @@ struct gpu {
     uint64_t timer_ticks[2 * GPU_MAX_TIMERS];
     unsigned char query_pending[2 * GPU_MAX_TIMERS]; /* written in the recording */
 
+    /* gpu_profile.c: rows and queries, created by the first
+     * gpu_profile_start; `profiling` is the one test a dispatch makes. */
+    struct gpu_profile *prof;
+    int profiling;
+    const char *profile_phase;
+
     struct gpu_buffer *staging; /* for discrete memory uploads/downloads */
 
     int validation_messages;
@@ -97,5 +103,12 @@ void gpu_cmd_ensure(struct gpu *g);
  * would race with commands recorded since the last barrier. */
 void gpu_hazard(struct gpu *g, struct gpu_buffer *const *bufs, const int *write, int n);
 void gpu_buffer_views_destroy(struct gpu *g, struct gpu_buffer *b);
+/* gpu_profile.c: a timestamp before and after the dispatch of k being
+ * recorded (only while g->profiling); the times of a finished submit into
+ * the rows (gpu_wait); the queries and rows freed (gpu_destroy). */
+void gpu_profile_begin(struct gpu *g, const struct gpu_kernel *k);
+void gpu_profile_end(struct gpu *g);
+void gpu_profile_collect(struct gpu *g);
+void gpu_profile_destroy(struct gpu *g);
 
 #endif

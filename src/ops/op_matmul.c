@@ -84,6 +84,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     static const char *roles[] = {"first input", "second input", "output"};
     if (M == 0 || N == 0 || K == 0)
         vkt_fatal("%s: empty shape M=%u N=%u K=%u", names[l], M, N, K);
+    gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
     /* C[rows, cols] = sum over red; operands A, B, C as matrices. */
     const size_t size[3] = {l == TN ? N : M, l == NT ? N : K, l == NT ? K : l == NN ? N : M};
     const struct operand opd[3][3] = {

@@ -66,6 +66,7 @@ static double evaluate(struct trainer *t)
     int B = t->cfg->batch_size;
     int64_t n = data_val_batches(&t->data, B);
     struct data_batch *b = &t->micro[0];
+    gpu_profile_phase(t->g, "eval");
     model_loss_reset(t->model);
     for (int64_t i = t->dist->rank; i < n; i += t->dist->world) {
         data_val_batch(&t->data, i, B, b);
@@ -107,7 +108,9 @@ static int train_step(struct trainer *t, struct step_metrics *out)
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
         struct model_batch mb = {(uint32_t)b->rows, (uint32_t)b->T, b->inputs, b->labels, b->positions, b->doc_ids};
+        gpu_profile_phase(t->g, "forward");
         model_forward(t->model, &mb, (float)(1.0 / (double)N));
+        gpu_profile_phase(t->g, "backward");
         if (m + 1 < A)
             model_backward(t->model);
         else
@@ -115,11 +118,13 @@ static int train_step(struct trainer *t, struct step_metrics *out)
     }
 
     /* 4. Norm, clipping, AdamW. */
+    gpu_profile_phase(t->g, "optimizer");
     double norm = global_grad_norm(t);
     double clip = cfg->clip_grad_norm > 0 ? grad_clip_factor(norm, cfg->clip_grad_norm) : 1.0;
     double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps,
                             t->total_steps, cfg->lr_scheduler.min_lr_ratio, t->step);
     optimizer_step(t, lr, clip);
+    gpu_profile_phase(t->g, "other");
 
     /* 5. The loss of the global batch. */
     double s[2];
@@ -261,6 +266,7 @@ int train_run(const struct config *cfg, const struct dist *d)
     const char *kill_rank_env = getenv("VKTRAIN_KILL_RANK");
     int kill_rank = kill_rank_env ? atoi(kill_rank_env) : -1;
     while (t.step < t.total_steps) {
+        profile_window(&t);
         struct step_metrics m;
         int stepped = train_step(&t, &m);
         t.step++;
@@ -284,6 +290,7 @@ int train_run(const struct config *cfg, const struct dist *d)
         if (s == kill_after && (kill_rank < 0 || kill_rank == d->rank))
             raise(SIGKILL); /* tests: die mid-run, as a crash or a scheduler would */
     }
+    profile_window(&t);
     char name[64];
     snprintf(name, sizeof name, "step_%lld", (long long)t.step);
     int was_identical = replica_check(&t);

@@ -33,6 +33,7 @@ struct trainer {
     double t_start;
     int64_t first_step; /* the step this process started from */
     int64_t tokens_seen;
+    int profiling;      /* rank 0 is in the profile window with timestamps */
 };
 
 /* metrics.c */
@@ -55,6 +56,10 @@ void grad_sync_backward(struct trainer *t);
  * check returns 1 when all replicas were identical, else repairs them. */
 void replica_broadcast(struct trainer *t, int with_optimizer);
 int replica_check(struct trainer *t);
+
+/* profile.c: called before each step and after the last; starts the
+ * `profile: true` window or closes it and prints the table. */
+void profile_window(struct trainer *t);
 
 /* checkpoint.c */
 void checkpoint_save(struct trainer *t, const char *dir_name);
