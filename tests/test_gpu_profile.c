@@ -9,10 +9,13 @@
  *    over it would mean a dispatch counted twice or ticks misread.
  *  - Profiling off writes no timestamp: dispatches after gpu_profile_stop
  *    change no row, and gpu_profile_start clears the rows.
- *  - gpu_profile_print lists each phase and the kernels with GFLOP/s. */
+ *  - gpu_profile_print lists each phase and the kernels with GFLOP/s.
+ *  - A queue without timestamps: gpu_profile_start says so (returns 0)
+ *    and nothing is timed. */
 #include <math.h>
 #include <string.h>
 
+#include "../src/gpu/gpu_internal.h"
 #include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
 #include "vktrain/ops.h"
@@ -109,11 +112,39 @@ static void test_family(struct gpu *g, enum gpu_kernel_class c)
     gpu_buffer_destroy(g, y);
 }
 
+/* Dispatches counted in all rows. */
+static uint64_t timed_dispatches(struct gpu *g)
+{
+    const struct gpu_profile_row *rows;
+    uint64_t n = 0;
+    for (int i = gpu_profile_rows(g, &rows) - 1; i >= 0; i--)
+        n += rows[i].dispatches;
+    return n;
+}
+
+/* As if timestampValidBits were 0 (lavapipe has timestamps): start says
+ * no, and the rows of the last profile stay as they were. */
+static void test_no_timestamps(struct gpu *g)
+{
+    struct gpu_buffer *x = gpu_buffer_create(g, sizeof(float) * 64, "x");
+    gpu_zero(g, x);
+    uint64_t before = timed_dispatches(g);
+    g->timestamps_ok = 0;
+    CHECK(!gpu_profile_start(g), "profiling started without timestamps");
+    op_scale(g, x, 0.5f, 64);
+    gpu_profile_stop(g);
+    g->timestamps_ok = 1;
+    CHECK(before > 0 && timed_dispatches(g) == before, "without timestamps: %llu timed dispatches, %llu before",
+          (unsigned long long)timed_dispatches(g), (unsigned long long)before);
+    gpu_buffer_destroy(g, x);
+}
+
 int main(void)
 {
     struct gpu *g = test_gpu();
     test_family(g, GPU_KERNELS_TEXEL);
     test_family(g, GPU_KERNELS_TILED);
+    test_no_timestamps(g);
     gpu_destroy(g);
     if (test_failures)
         fprintf(stderr, "test_gpu_profile: %d check(s) failed\n", test_failures);

@@ -6,7 +6,8 @@
 #     (profiling changes no result);
 #  2. without the key, or with profile=false, no table is printed;
 #  3. the key is not in the recipe hash: a run saved without profile
-#     resumes with profile=true (and profiles its steps 7-9).
+#     resumes with profile=true (and profiles its steps 7-9);
+#  4. under mpirun with 2 ranks, rank 0 alone prints the table.
 . "$SRC/tests/script_testing.sh"
 
 # The repository's docs are the corpus.
@@ -78,5 +79,11 @@ check "a 5-step run exits 0" '[ $? -eq 0 ]' || cat "$work/first.log"
 "$VKTRAIN" train --config "$work/recipe.yaml" max_steps=10 resume=true profile=true > "$work/resumed.log" 2>&1
 check "it resumes with profile=true" '[ $? -eq 0 ] && grep -q "resumed" "$work/resumed.log"' || cat "$work/resumed.log"
 check "the resumed run profiles its steps 7-9" '$py "$work/check_table.py" "$work/resumed.log" 7-9'
+
+# 4. Two ranks, one table.
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 mpirun --oversubscribe -np 2 \
+  "$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/mpi" profile=true > "$work/mpi.log" 2>&1
+check "2 ranks: exits 0" '[ $? -eq 0 ]' || cat "$work/mpi.log"
+check "2 ranks: one sane table, from rank 0" '$py "$work/check_table.py" "$work/mpi.log" 2-4'
 
 exit $fail

@@ -3,8 +3,8 @@
  * has finished, the pair's difference is added to the row of (phase,
  * kernel), with the FLOPs the op declared. Owns the profile's query pool
  * (one pair per descriptor set a submit can hold, so a submit never runs
- * out) and the rows; never submits except in gpu_profile_stop, and writes
- * no timestamp while profiling is off. */
+ * out) and the rows; submits only where profiling starts or stops, and
+ * writes no timestamp while it is off. */
 #include <stdlib.h>
 #include <string.h>
 
