@@ -101,9 +101,10 @@ void model_backward_stage(struct model *m, int stage);
  * model_loss_reset zeroes it, model_read_loss submits and reads it. */
 void model_loss_reset(struct model *m);
 void model_read_loss(struct model *m, double *loss_sum, double *count);
-/* With keep set, each forward copies its logits before the cross-entropy
- * turns them into gradients, and model_read_logits returns that copy
- * (rows x V floats). Costs one logits buffer; for tests and evaluation. */
+/* With keep set, each forward copies each chunk's logits, before the
+ * cross-entropy turns them into gradients, into a rows x V buffer that
+ * model_read_logits returns. For tests: it costs the rows x V floats that
+ * the chunks avoid. */
 void model_keep_logits(struct model *m, int keep);
 void model_read_logits(struct model *m, float *out);
 /* Bytes of the activation buffers allocated so far (saved activations,
