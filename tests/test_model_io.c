@@ -48,9 +48,9 @@ int main(void)
 {
     g = test_gpu();
     const char *dir = test_tmpdir();
-    struct model_config llama = {MODEL_LLAMA, 259, 16, 2, 4, 2, 48, 32, 1e-5f, 10000.0, 0, 0.02f};
+    struct model_config llama = {MODEL_LLAMA, 259, 16, 2, 4, 2, 48, 32, 1e-5f, 10000.0, 0, 0.02f, 0, 0};
     roundtrip(&llama, dir);
-    struct model_config gpt2 = {MODEL_GPT2, 259, 12, 2, 3, 3, 48, 32, 1e-5f, 0, 1, 0.02f};
+    struct model_config gpt2 = {MODEL_GPT2, 259, 12, 2, 3, 3, 48, 32, 1e-5f, 0, 1, 0.02f, 0, 0};
     roundtrip(&gpt2, dir);
 
     /* dir now holds the gpt2 model: a llama cannot load it, nor a gpt2 of another width. */

@@ -2,7 +2,9 @@
 #  1. the loss falls, metrics.jsonl has one line per step with every field,
 #     the final model.safetensors + config.json and the last checkpoint exist;
 #  2. gradient accumulation: (A, B) = (1, 8), (2, 4), (8, 1) give the same
-#     losses (rel. < 1e-5) and grad norms (rel. < 1e-4) for 6 steps;
+#     losses (rel. < 1e-5) and grad norms (rel. < 1e-4) for 6 steps; with
+#     model.activation_checkpointing the (1, 8) run's final weights are
+#     bit-identical;
 #  3. kill and resume: a run SIGKILLed after step 15 (checkpoint at 10),
 #     resumed, ends with a model.safetensors bit-identical to an
 #     uninterrupted run, and its metrics from step 11 on equal the
@@ -70,6 +72,13 @@ for r in runs[1:]:
         ok &= dl<1e-5 and dg<1e-4 and x['tokens']==y['tokens']
         print('  step %d loss %.7f vs %.7f (rel %.1e), grad norm rel %.1e' % (x['step'],x['loss'],y['loss'],dl,dg))
 sys.exit(not (ok and all(len(r)==6 for r in runs)))\""
+
+# 2b. model.activation_checkpointing gives the same run, bit for bit.
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/acc_ckpt" gradient_accumulation_steps=1 \
+  batch_size=8 max_steps=6 model.activation_checkpointing=true > "$work/acc_ckpt.log" 2>&1 \
+  || { echo "checkpointing run failed"; cat "$work/acc_ckpt.log"; fail=1; }
+check "activation checkpointing: final weights bit-identical to the (1,8) run" \
+  'cmp -s "$work/acc_1/model.safetensors" "$work/acc_ckpt/model.safetensors"'
 
 # 3. Kill after step 15 (checkpoint at 10), resume, compare with an uninterrupted run.
 "$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/full" save_every_n_steps=10 > "$work/full.log" 2>&1

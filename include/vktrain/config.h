@@ -32,6 +32,7 @@ struct config_model {
     bool tie_embeddings;
     double init_std;
     char *init_from; /* NULL: random init */
+    bool activation_checkpointing;
 };
 
 struct config_tokenizer {

@@ -28,6 +28,14 @@ struct model_config {
     double rope_theta;
     int tie_embeddings;
     float init_std;
+    /* Keep only each layer's input (the residual stream) and one shared set
+     * of the other activations; the backward of a layer recomputes its
+     * forward first. Same gradients, bit for bit. */
+    int activation_checkpointing;
+    /* Rows per chunk of the LM head and cross-entropy; 0: as many as fit a
+     * 128 MiB logits buffer and the device's binding and allocation limits
+     * (tests set a few rows to run several chunks). */
+    uint32_t head_rows;
 };
 
 enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
@@ -73,12 +81,17 @@ void model_init_random(struct model *m, uint64_t seed);
 void model_zero_grad(struct model *m);
 
 /* Records the forward and the fused cross-entropy of one micro-batch with
- * dlogits scaled by `scale` (the step passes 1/N). Uploads the batch. */
+ * dlogits scaled by `scale` (the step passes 1/N). Uploads the batch. The
+ * LM head runs over chunks of rows (no rows x V logits exist at once), and
+ * unless scale is 0 (evaluation: no backward may follow) each chunk's
+ * head backward runs at once: the head's weight gradient accumulates over
+ * chunks. */
 void model_forward(struct model *m, const struct model_batch *b, float scale);
 /* Records the backward of the last forward, accumulating into gradients. */
 void model_backward(struct model *m);
 /* The same backward in stages, so gradients that are complete can be sent
- * while the rest runs: stage 0 is the head (final norm, untied LM head),
+ * while the rest runs: stage 0 is the head (final norm; the untied LM
+ * head's gradient is complete after the forward),
  * stage 1 + i is layer n_layers − 1 − i, the last stage the embeddings.
  * model_backward records every stage in order. */
 int model_backward_stages(const struct model *m);
@@ -88,11 +101,15 @@ void model_backward_stage(struct model *m, int stage);
  * model_loss_reset zeroes it, model_read_loss submits and reads it. */
 void model_loss_reset(struct model *m);
 void model_read_loss(struct model *m, double *loss_sum, double *count);
-/* With keep set, each forward copies its logits before the cross-entropy
- * turns them into gradients, and model_read_logits returns that copy
- * (rows x V floats). Costs one logits buffer; for tests and evaluation. */
+/* With keep set, each forward copies each chunk's logits, before the
+ * cross-entropy turns them into gradients, into a rows x V buffer that
+ * model_read_logits returns. For tests: it costs the rows x V floats that
+ * the chunks avoid. */
 void model_keep_logits(struct model *m, int keep);
 void model_read_logits(struct model *m, float *out);
+/* Bytes of the activation buffers allocated so far (saved activations,
+ * backward scratch, the logits chunk, batch inputs). */
+size_t model_activation_bytes(const struct model *m);
 
 /* Hugging Face files in dir: model.safetensors (F32, HF names and shapes,
  * GPT-2 Conv1D weights (in, out); no lm_head when tied) and config.json,

@@ -23,12 +23,23 @@ void op_matmul_nn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, st
                   uint32_t N, uint32_t K, int accumulate);
 void op_matmul_tn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate);
+/* The same products on operands that start off[] = {first input, second
+ * input, output} elements into their buffers: a block of rows of a larger
+ * matrix (the LM head's chunks). */
+void op_matmul_nt_at(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
 
 /* Elementwise over n floats. */
 void op_add(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, struct gpu_buffer *z, size_t n); /* z = x+y */
 void op_scale(struct gpu *g, struct gpu_buffer *x, float a, size_t n);                                /* x *= a */
 void op_axpy(struct gpu *g, float a, struct gpu_buffer *x, struct gpu_buffer *y, size_t n);           /* y += a·x */
 void op_copy(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n);                    /* y = x */
+/* y[y0 .. y0 + n) = x[0 .. n); y0 floats a multiple of minStorageBufferOffsetAlignment */
+void op_copy_to(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t y0, size_t n);
 
 /* Deterministic reductions: out[out_index] = Σ x[i] (op_sum) or Σ x[i]²
  * (op_sumsq) over n floats. scratch must hold op_reduce_scratch(g, n)
@@ -53,6 +64,12 @@ void op_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *
 void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                       struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
                       float scale);
+/* The same on a block of rows: logits hold rows row0 .. row0 + rows − 1,
+ * whose labels, row_loss and row_count are at row0 in theirs; row0 floats
+ * must be a multiple of minStorageBufferOffsetAlignment. */
+void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                         struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
+                         uint32_t V, float scale);
 
 /* RMSNorm: y = x·rstd·w, rstd (rows) saved. Backward: dx += , dw += . */
 void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,

@@ -36,6 +36,8 @@ const struct config_key config_keys[] = {
     {"model.tie_embeddings", KT_BOOL, OFF(model.tie_embeddings), 0, 0, 0, NULL},
     {"model.init_std", KT_FLOAT, OFF(model.init_std), 0, DBL_MAX, KF_OPEN_MIN, NULL},
     {"model.init_from", KT_STR, OFF(model.init_from), 0, 0, KF_NULL, NULL},
+    /* Not hashed: the same gradients bit for bit, so a run may resume with it toggled. */
+    {"model.activation_checkpointing", KT_BOOL, OFF(model.activation_checkpointing), 0, 0, KF_NOHASH, NULL},
     {"tokenizer.type", KT_ENUM, OFF(tokenizer.type), 0, 0, 0, tokenizer_names},
     {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL, NULL},
     {"dataset.type", KT_ENUM, OFF(dataset.type), 0, 0, 0, dataset_names},

@@ -96,6 +96,7 @@ static void build_table(struct model *m)
 
 static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
 {
+    m->act_bytes += floats * sizeof(float);
     return gpu_buffer_create(m->g, floats * sizeof(float), name);
 }
 
@@ -113,6 +114,31 @@ static void build_rope_table(struct model *m)
     free(table);
 }
 
+/* Rows per LM-head chunk: the logits of a chunk within the budget, the
+ * storage binding limit and the allocation limit, a multiple of the rows
+ * whose float offsets meet the storage offset alignment (chunks start
+ * there in the labels and row losses), at most every row. */
+static uint32_t head_rows(const struct model *m)
+{
+    const struct gpu_device_info *info = gpu_info(m->g);
+    size_t row_bytes = (size_t)m->c.vocab_size * sizeof(float), budget = (size_t)128 << 20;
+    if (budget > info->max_storage_buffer_range)
+        budget = info->max_storage_buffer_range;
+    if (info->max_allocation_size && budget > info->max_allocation_size)
+        budget = (size_t)info->max_allocation_size;
+    size_t align = info->min_storage_offset_alignment;
+    size_t step = align > sizeof(float) ? align / sizeof(float) : 1;
+    size_t rows = m->c.head_rows ? m->c.head_rows : budget / row_bytes;
+    rows -= rows % step;
+    if (rows == 0 && m->c.head_rows)
+        rows = step;
+    if (rows == 0)
+        vkt_fatal("model: %zu rows of %u logits (the storage offset alignment's rows) exceed the logits budget "
+                  "of %zu bytes",
+                  step, m->c.vocab_size, budget);
+    return rows < m->max_rows ? (uint32_t)rows : m->max_rows;
+}
+
 static void build_activations(struct model *m, uint32_t batch)
 {
     const struct model_config *c = &m->c;
@@ -120,9 +146,11 @@ static void build_activations(struct model *m, uint32_t batch)
     size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T * T;
     int llama = c->arch == MODEL_LLAMA;
     m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
-    for (uint32_t l = 0; l < c->n_layers; l++) {
-        struct layer_acts *a = &m->la[l];
-        a->x = act(m, R * C, "x");
+    int sets = c->activation_checkpointing ? 1 : (int)c->n_layers;
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        m->la[l].x = act(m, R * C, "x");
+    for (int l = 0; l < sets; l++) {
+        struct layer_acts *a = c->activation_checkpointing ? &m->ckpt : &m->la[l];
         a->xn = act(m, R * C, "xn");
         a->mean1 = act(m, R, "mean1");
         a->rstd1 = act(m, R, "rstd1");
@@ -152,7 +180,8 @@ static void build_activations(struct model *m, uint32_t batch)
     m->xf = act(m, R * C, "xf");
     m->mean_f = act(m, R, "mean f");
     m->rstd_f = act(m, R, "rstd f");
-    m->logits = act(m, R * c->vocab_size, "logits");
+    m->head_rows = head_rows(m);
+    m->logits = act(m, (size_t)m->head_rows * c->vocab_size, "logits");
     m->row_loss = act(m, R, "row loss");
     m->row_count = act(m, R, "row count");
     m->stats = act(m, 2, "loss stats");
@@ -208,9 +237,11 @@ void model_destroy(struct model *m)
         gpu_buffer_destroy(m->g, m->params[i].w);
         gpu_buffer_destroy(m->g, m->params[i].grad);
     }
-    for (uint32_t l = 0; m->la && l < m->c.n_layers; l++) {
-        struct gpu_buffer **b = (struct gpu_buffer **)&m->la[l];
-        for (size_t i = 0; i < sizeof m->la[l] / sizeof *b; i++)
+    m->ckpt.x = NULL; /* a layer's, destroyed with it */
+    for (uint32_t l = 0; m->la && l <= m->c.n_layers; l++) {
+        struct layer_acts *a = l < m->c.n_layers ? &m->la[l] : &m->ckpt;
+        struct gpu_buffer **b = (struct gpu_buffer **)a;
+        for (size_t i = 0; i < sizeof *a / sizeof *b; i++)
             gpu_buffer_destroy(m->g, b[i]);
     }
     struct gpu_buffer *shared[] = {m->tokens, m->labels, m->positions, m->doc_ids, m->x_final, m->xf, m->mean_f,
@@ -301,6 +332,8 @@ void model_read_logits(struct model *m, float *out)
         vkt_fatal("model_read_logits: model_keep_logits was not set");
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
 }
+
+size_t model_activation_bytes(const struct model *m) { return m->act_bytes; }
 
 void model_loss_reset(struct model *m)
 {

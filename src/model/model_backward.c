@@ -1,21 +1,24 @@
-/* model_backward: records the backward pass of the last forward. The CE
- * already left dlogits (scaled by 1/N) in the logits buffer; every
+/* model_backward: records the backward pass of the last forward. The
+ * forward already ran the head's backward (dxf in m->dxn); every
  * parameter gradient is accumulated (+=), so micro-batches add up. dres
  * carries the gradient of the residual stream down the layers: each norm
  * backward adds its input gradient into it, and the residual connections
  * pass it through unchanged. */
 #include "model_internal.h"
 #include "vktrain/ops.h"
+#include "vktrain/util.h"
 
 static void layer_backward(struct model *m, uint32_t l)
 {
     const struct model_config *c = &m->c;
     struct layer_params *p = &m->lp[l];
-    struct layer_acts *a = &m->la[l];
+    struct layer_acts *a = model_layer_acts(m, l);
     struct gpu *g = m->g;
     uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
     uint32_t kv = c->n_kv_heads * hd;
     size_t RF = (size_t)R * F;
+    if (c->activation_checkpointing)
+        model_layer_forward(m, l, NULL);
 
     /* MLP: out = x2 + h·Wdownᵀ (+ b); dres is d(out). */
     op_matmul_nn(g, m->dres, W(m, p->down), m->dh, R, C, F, 0);
@@ -80,9 +83,9 @@ void model_backward_stage(struct model *m, int stage)
     struct gpu *g = m->g;
     uint32_t R = m->last.B * m->last.T, C = c->dim, V = c->vocab_size;
     if (stage == 0) {
-        /* Head: logits = xf·Wlmᵀ; m->logits now holds dlogits. */
-        op_matmul_nn(g, m->logits, W(m, m->lm_head), m->dxn, R, V, C, 0);
-        op_matmul_tn(g, m->logits, m->xf, G(m, m->lm_head), R, V, C, 1);
+        if (m->last_scale == 0.0f)
+            vkt_fatal("model: a backward needs a forward with a nonzero loss scale (scale 0 is evaluation)");
+        /* Final norm; the forward left d(xf) in m->dxn. */
         gpu_zero(g, m->dres);
         if (c->arch == MODEL_GPT2)
             op_layernorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->mean_f, m->rstd_f, m->dres,

@@ -1,7 +1,9 @@
 /* model_forward: records the forward pass of one micro-batch, ending in
  * the masked cross-entropy fused with its backward, for both
  * architectures. Pre-norm blocks; the residual stream of each layer is
- * kept (la[l].x) for the backward. */
+ * kept (la[l].x) for the backward. The LM head, the cross-entropy and the
+ * head's backward (dxf into m->dxn, the head's weight gradient) run over
+ * chunks of head_rows rows, reusing one logits buffer. */
 #include <string.h>
 
 #include "model_internal.h"
@@ -32,11 +34,11 @@ static void upload_batch(struct model *m, const struct model_batch *b)
     m->last = *b;
 }
 
-static void layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
+void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
 {
     const struct model_config *c = &m->c;
     struct layer_params *p = &m->lp[l];
-    struct layer_acts *a = &m->la[l];
+    struct layer_acts *a = model_layer_acts(m, l);
     struct gpu *g = m->g;
     uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
     uint32_t kv = c->n_kv_heads * hd;
@@ -74,6 +76,8 @@ static void layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_bias_add(g, W(m, p->bup), a->up, R, F);
         op_gelu(g, a->up, a->h, (size_t)R * F);
     }
+    if (!out)
+        return;
     /* out = x2 + h·Wdownᵀ (+ b) */
     op_copy(g, a->x2, out, (size_t)R * C);
     op_matmul_nt(g, a->h, W(m, p->down), out, R, C, F, 1);
@@ -92,16 +96,26 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
     op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, x0, R,
                  C, V, c->max_seq_len);
     for (uint32_t l = 0; l < c->n_layers; l++)
-        layer_forward(m, l, l + 1 < c->n_layers ? m->la[l + 1].x : m->x_final);
+        model_layer_forward(m, l, l + 1 < c->n_layers ? m->la[l + 1].x : m->x_final);
     if (gpt2)
         op_layernorm(g, m->x_final, W(m, m->norm_f), W(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C,
                      c->norm_eps);
     else
         op_rmsnorm(g, m->x_final, W(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
-    op_matmul_nt(g, m->xf, W(m, m->lm_head), m->logits, R, V, C, 0);
-    if (m->keep_logits)
-        op_copy(g, m->logits, m->logits_kept, (size_t)R * V);
-    op_cross_entropy(g, m->logits, m->labels, m->row_loss, m->row_count, R, V, scale);
+    m->last_scale = scale;
+    for (uint32_t r0 = 0; r0 < R; r0 += m->head_rows) {
+        uint32_t n = R - r0 < m->head_rows ? R - r0 : m->head_rows;
+        size_t at = (size_t)r0 * C; /* xf / dxf rows r0 .. r0 + n − 1 */
+        op_matmul_nt_at(g, m->xf, W(m, m->lm_head), m->logits, n, V, C, 0, (size_t[3]){at, 0, 0});
+        if (m->keep_logits)
+            op_copy_to(g, m->logits, m->logits_kept, (size_t)r0 * V, (size_t)n * V);
+        op_cross_entropy_at(g, m->logits, m->labels, m->row_loss, m->row_count, r0, n, V, scale);
+        if (scale == 0.0f)
+            continue;
+        /* m->logits holds dlogits: dxf = dlogits·Wlm, dWlm += dlogitsᵀ·xf */
+        op_matmul_nn_at(g, m->logits, W(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at});
+        op_matmul_tn_at(g, m->logits, m->xf, G(m, m->lm_head), n, V, C, 1, (size_t[3]){0, at, 0});
+    }
     /* (loss sum, valid count) of this micro-batch, added to the step's total
      * on the device in micro-batch order: deterministic, one read per step. */
     op_sum(g, m->row_loss, R, m->scratch, m->stats, 0);

@@ -41,11 +41,15 @@ struct model {
     int building_stage;      /* backward stage of the parameters being added */
     int embed, pos_embed, norm_f, norm_f_b, lm_head; /* indices (-1 if absent) */
     struct layer_params *lp;
-    struct layer_acts *la;
+    struct layer_acts *la;   /* with activation checkpointing, only la[l].x */
+    struct layer_acts ckpt;  /* checkpointing: the set shared by all layers (x: the current layer's) */
+    size_t act_bytes;        /* model_activation_bytes */
+    uint32_t head_rows;      /* rows per LM-head chunk */
+    float last_scale;        /* of the last forward: 0 = no head backward was recorded */
     /* Activations shared by all layers and the head. */
     struct gpu_buffer *tokens, *labels, *positions, *doc_ids; /* int32 (rows) */
     struct gpu_buffer *x_final, *xf, *mean_f, *rstd_f;        /* final norm */
-    struct gpu_buffer *logits;                                /* (rows, V): becomes dlogits */
+    struct gpu_buffer *logits;                                /* (head_rows, V): becomes dlogits */
     struct gpu_buffer *logits_kept;                           /* copy when keep_logits */
     struct gpu_buffer *row_loss, *row_count, *stats, *scratch;
     struct gpu_buffer *loss_acc;                              /* (loss sum, count) since model_loss_reset */
@@ -61,6 +65,20 @@ struct model {
 };
 
 static inline struct gpu_buffer *W(struct model *m, int i) { return m->params[i].w; }
+
+/* Layer l's activations: its own, or with checkpointing its input la[l].x
+ * and the shared set. */
+static inline struct layer_acts *model_layer_acts(struct model *m, uint32_t l)
+{
+    if (!m->c.activation_checkpointing)
+        return &m->la[l];
+    m->ckpt.x = m->la[l].x;
+    return &m->ckpt;
+}
+
+/* Records layer l's forward from la[l].x into out; out NULL: only as far
+ * as the activations its backward reads (the checkpointing recompute). */
+void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out);
 static inline struct gpu_buffer *G(struct model *m, int i) { return m->params[i].grad; }
 
 /* The attention layout of the last forward: GPT-2 reads q, k, v as views

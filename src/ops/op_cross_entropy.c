@@ -20,14 +20,30 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
                       struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
                       float scale)
 {
-    size_t row_bytes = (size_t)V * sizeof(float);
+    op_cross_entropy_at(g, logits, labels, row_loss, row_count, 0, rows, V, scale);
+}
+
+void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                         struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
+                         uint32_t V, float scale)
+{
+    size_t row_bytes = (size_t)V * sizeof(float), first = (size_t)row0 * sizeof(float);
+    size_t end = first + sizeof(float) * rows;
     ops_check("cross_entropy", "logits", logits, row_bytes * rows);
-    ops_check("cross_entropy", "labels", labels, sizeof(int32_t) * rows);
-    ops_check("cross_entropy", "row loss", row_loss, sizeof(float) * rows);
-    ops_check("cross_entropy", "row count", row_count, sizeof(float) * rows);
+    ops_check("cross_entropy", "labels", labels, end);
+    ops_check("cross_entropy", "row loss", row_loss, end);
+    ops_check("cross_entropy", "row count", row_count, end);
     const struct gpu_device_info *info = gpu_info(g);
     /* Rows per range: within the binding limit, starting at aligned offsets. */
     size_t align = info->min_storage_offset_alignment ? info->min_storage_offset_alignment : 1;
+    if (first % align)
+        vkt_fatal("cross_entropy: the first row %u of the labels is not at a multiple of the storage offset "
+                  "alignment (%zu bytes)",
+                  row0, align);
+    /* labels, row_loss, row_count from row row0 on */
+    struct gpu_arg lab = {.buf = labels, .offset = first, .range = end - first};
+    struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
+    struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
     size_t step = align / gcd(row_bytes, align);
     size_t per = info->max_storage_buffer_range / row_bytes;
     per -= per % step;
@@ -46,10 +62,7 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
             size_t n = rows - r0 < per ? rows - r0 : per;
             struct gpu_arg args[5] = {
                 {.buf = logits},
-                {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes},
-                {.buf = labels},
-                {.buf = row_loss, .write = 1},
-                {.buf = row_count, .write = 1},
+                {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes}, lab, loss, count,
             };
             struct ce_push push = {V, (uint32_t)n, scale, (uint32_t)r0};
             gpu_dispatch(g, k, args, &push, (uint32_t)((n + 63) / 64), 1, 1);
@@ -60,10 +73,7 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t n = rows - r0 < per ? rows - r0 : per;
         struct gpu_arg args[4] = {
-            {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes},
-            {.buf = labels},
-            {.buf = row_loss, .write = 1},
-            {.buf = row_count, .write = 1},
+            {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes}, lab, loss, count,
         };
         struct ce_push push = {V, (uint32_t)n, scale, (uint32_t)r0};
         gpu_dispatch(g, k, args, &push, (uint32_t)n, 1, 1);

@@ -65,7 +65,18 @@ void op_axpy(struct gpu *g, float a, struct gpu_buffer *x, struct gpu_buffer *y,
 
 void op_copy(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)
 {
-    struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1}};
+    op_copy_to(g, x, y, 0, n);
+}
+
+void op_copy_to(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t y0, size_t n)
+{
+    size_t first = y0 * sizeof(float), align = gpu_info(g)->min_storage_offset_alignment;
+    ops_check("copy", "output", y, first + n * sizeof(float));
+    if (align && first % align)
+        vkt_fatal("copy: the output offset of %zu floats in '%s' is not a multiple of the storage offset alignment "
+                  "(%zu bytes)",
+                  y0, gpu_buffer_name(y), align);
+    struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1, .offset = first, .range = n * sizeof(float)}};
     struct gpu_buffer *in[1] = {x};
     run(g, "copy", 2, args, 1, in, n, 0.0f);
 }

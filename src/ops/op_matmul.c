@@ -27,10 +27,12 @@ enum dim { ROW, COL, RED };
 
 /* An operand as a row-major matrix: its rows run along `outer`, its
  * contiguous elements along `inner`, rows `ld` elements apart (ld is the
- * full size of `inner`, which is never bound partially by rows). */
+ * full size of `inner`, which is never bound partially by rows), its first
+ * element `off` elements into its buffer. */
 struct operand {
     enum dim outer, inner;
     uint32_t ld;
+    size_t off;
 };
 
 struct matmul_push_texel {
@@ -56,7 +58,7 @@ static size_t min_size(size_t a, size_t b)
  * elements from there to the block's last element for block sizes n[]. */
 static size_t block_first(const struct operand *o, const size_t *s)
 {
-    return s[o->outer] * o->ld + s[o->inner];
+    return o->off + s[o->outer] * o->ld + s[o->inner];
 }
 static size_t block_extent(const struct operand *o, const size_t *n)
 {
@@ -76,9 +78,10 @@ static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct 
     return (struct gpu_arg){.buf = b, .write = write, .offset = off, .range = end - off};
 }
 
-/* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout. */
+/* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
+ * off[] their first elements (NULL: 0). */
 static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
-                   uint32_t M, uint32_t N, uint32_t K, int accumulate)
+                   uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off)
 {
     static const char *names[] = {"matmul_nt", "matmul_nn", "matmul_tn"};
     static const char *roles[] = {"first input", "second input", "output"};
@@ -87,23 +90,25 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
     /* C[rows, cols] = sum over red; operands A, B, C as matrices. */
     const size_t size[3] = {l == TN ? N : M, l == NT ? N : K, l == NT ? K : l == NN ? N : M};
-    const struct operand opd[3][3] = {
+    struct operand opd[3][3] = {
         [NT] = {{ROW, RED, K}, {COL, RED, K}, {ROW, COL, N}}, /* X[M,K], W[N,K], Y[M,N] */
         [NN] = {{ROW, RED, N}, {RED, COL, K}, {ROW, COL, K}}, /* dY[M,N], W[N,K], dX[M,K] */
         [TN] = {{RED, ROW, N}, {RED, COL, K}, {ROW, COL, K}}, /* dY[M,N], X[M,K], dW[N,K] */
     };
-    const struct operand *o = opd[l];
+    struct operand *o = opd[l];
     struct gpu_buffer *bufs[3] = {a, b, c};
-    size_t bytes[3];
+    size_t bytes[3], end[3]; /* an operand's bytes; its end in its buffer */
     for (int i = 0; i < 3; i++) {
+        o[i].off = off ? off[i] : 0;
         bytes[i] = size[o[i].outer] * o[i].ld * sizeof(float);
-        ops_check(names[l], roles[i], bufs[i], bytes[i]);
+        end[i] = o[i].off * sizeof(float) + bytes[i];
+        ops_check(names[l], roles[i], bufs[i], end[i]);
     }
 
-    int aligned = K % 4 == 0 && (l == NT || N % 4 == 0);
+    int aligned = K % 4 == 0 && (l == NT || N % 4 == 0) && o[0].off % 4 == 0 && o[1].off % 4 == 0;
     enum gpu_binding_kind tk = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
     size_t tlimit = gpu_texel_limit(g, tk);
-    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && bytes[0] <= tlimit && bytes[1] <= tlimit;
+    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit && end[1] <= tlimit;
 
     /* Block sizes: every storage binding fits the limit with up to align-4
      * bytes of lead-in before its aligned offset; rows and columns are
@@ -143,8 +148,9 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     if (texel) {
         char shader[32];
         snprintf(shader, sizeof shader, "%s_%s", names[l], aligned ? "vec4" : "scalar");
-        /* SPLIT (spec constant 0) = 1 when there is more than one block. */
-        uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED];
+        /* SPLIT (spec constant 0) = 1 when there is more than one block
+         * or an input starts past its buffer's first element. */
+        uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED] || o[0].off || o[1].off;
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
@@ -177,7 +183,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                 uint32_t gx = (uint32_t)ceil_div(n[COL], tile[COL]), gy = (uint32_t)ceil_div(n[ROW], tile[ROW]);
                 struct gpu_arg args[3];
                 if (texel) {
-                    /* Inputs: whole views (bounded by bytes[] where the buffer is larger). */
+                    /* Inputs: whole views (bounded by end[] where the buffer is larger). */
                     struct matmul_push_texel p = {
                         .accumulate = acc,
                         .a0 = (uint32_t)block_first(&o[0], s),
@@ -191,7 +197,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                     p.K = (uint32_t)(l == NT ? n[RED] : n[COL]);
                     for (int i = 0; i < 2; i++)
                         args[i] = (struct gpu_arg){.buf = bufs[i],
-                                                   .range = gpu_buffer_size(bufs[i]) <= tlimit ? 0 : bytes[i]};
+                                                   .range = gpu_buffer_size(bufs[i]) <= tlimit ? 0 : end[i]};
                     args[2] = storage_arg(c, 1, &o[2], s, n, align, &p.c0);
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 } else {
@@ -218,17 +224,35 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
 void op_matmul_nt(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, NT, x, w, y, M, N, K, accumulate);
+    matmul(g, NT, x, w, y, M, N, K, accumulate, NULL);
+}
+
+void op_matmul_nt_at(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
+    matmul(g, NT, x, w, y, M, N, K, accumulate, off);
 }
 
 void op_matmul_nn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, NN, dy, w, dx, M, N, K, accumulate);
+    matmul(g, NN, dy, w, dx, M, N, K, accumulate, NULL);
+}
+
+void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
+    matmul(g, NN, dy, w, dx, M, N, K, accumulate, off);
 }
 
 void op_matmul_tn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, TN, dy, x, dw, M, N, K, accumulate);
+    matmul(g, TN, dy, x, dw, M, N, K, accumulate, NULL);
+}
+
+void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
+    matmul(g, TN, dy, x, dw, M, N, K, accumulate, off);
 }

@@ -33,6 +33,7 @@ static struct model_config model_config_of(const struct config_model *c)
         .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
         .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
         .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
+        .activation_checkpointing = c->activation_checkpointing,
     };
 }
 
