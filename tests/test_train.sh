@@ -15,12 +15,7 @@
 #     context, so every label is masked) skips its step with a warning;
 #  7. a new run in an output_dir that holds an earlier run's checkpoint of
 #     the same step replaces it.
-set -u
-fail=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export LP_NUM_THREADS=${LP_NUM_THREADS:-2}
+. "$(dirname "$0")/script_testing.sh"
 
 for i in $(seq 1 600); do
   echo "the $((i % 7)) quick brown foxes jump over $((i * 13 % 11)) lazy dogs near river $((i % 5))"
