@@ -4,7 +4,9 @@
  * With blocks made small (1 MiB) so a few hundred buffers need several:
  *   - every buffer sits at an offset that honours its alignment, inside its
  *     block, overlapping no other; a pattern uploaded to each reads back
- *     intact after all were written (an overlap would corrupt one);
+ *     intact after all were written (an overlap would corrupt one), both
+ *     through mapped memory and through the staging buffer (as on a
+ *     discrete GPU, with gpu->unified cleared);
  *   - a matmul in both kernel families (texel views and storage bindings)
  *     on sub-allocated buffers matches the C reference (normalized error
  *     < 1e-10, as test_ops);
@@ -72,16 +74,28 @@ static uint32_t pattern(size_t i, size_t j)
     return (uint32_t)(i * 2654435761u + j);
 }
 
-static void test_many_buffers(void)
+/* staged: copies go through the staging buffer, as on a discrete GPU. */
+static void test_many_buffers(int staged)
 {
     enum { N = 300 };
     struct gpu_buffer *b[N];
     size_t bytes[N];
+    g->unified = !staged;
+    if (staged) { /* the staging buffer, made once for the largest copy */
+        uint32_t held = g->alloc.n_allocations;
+        struct gpu_buffer *s = gpu_buffer_create(g, 24000, "staging maker");
+        gpu_zero(g, s);
+        float one = 1;
+        gpu_upload(g, s, 0, &one, sizeof one);
+        gpu_buffer_destroy(g, s);
+        CHECK(g->staging && g->alloc.n_allocations == held + 1, "no staging buffer in an allocation of its own");
+    }
     uint32_t before = g->alloc.n_allocations;
     size_t total = 0;
     for (size_t i = 0; i < N; i++) {
         bytes[i] = 4 * (1 + (i * 7919) % 6000); /* 4 B .. 24 KB */
         b[i] = gpu_buffer_create(g, bytes[i], "many");
+        CHECK((gpu_buffer_host(b[i]) == NULL) == staged, "buffer %zu is %smapped", i, staged ? "" : "not ");
         total += bytes[i];
         VkMemoryRequirements req;
         vkGetBufferMemoryRequirements(g->device, b[i]->buffer, &req);
@@ -123,6 +137,7 @@ static void test_many_buffers(void)
         gpu_buffer_destroy(g, b[i]);
     CHECK(g->alloc.n_allocations == before, "%u allocations left after every buffer was freed",
           g->alloc.n_allocations - before);
+    g->unified = 1;
 }
 
 static void test_coalesce(void)
@@ -294,7 +309,8 @@ int main(void)
 {
     g = test_gpu();
     g->alloc.block_size = MiB;
-    test_many_buffers();
+    test_many_buffers(0);
+    test_many_buffers(1);
     test_coalesce();
     test_matmul_offsets(GPU_KERNELS_TEXEL);
     test_matmul_offsets(GPU_KERNELS_TILED);

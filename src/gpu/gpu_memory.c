@@ -91,6 +91,8 @@ static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *na
     else
         want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     gpu_alloc_bind(g, b, &req, memory_type(g, req.memoryTypeBits, want, name), host);
+    if (!host && !g->unified)
+        b->mapped = NULL; /* copies go through staging, as on any discrete GPU */
     return b;
 }
 
