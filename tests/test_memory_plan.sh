@@ -61,7 +61,7 @@ fi
 out=$("$VKTRAIN" train --config "$work/tiny.yaml" model.n_layers=100 model.dim=8192 model.n_heads=32 \
   model.n_kv_heads=32 model.hidden_dim=32768 batch_size=1 --dry-run 2>&1); rc=$?
 check "a model too big at any batch says so" \
-  '[ $rc -eq 1 ] && grep -Eq "no smaller batch_size or max_seq_len fits: parameters, gradients and optimizer state alone need [0-9.]+ GiB" <<<"$out"'
+  '[ $rc -eq 1 ] && grep -Eq "no smaller batch_size or max_seq_len fits; parameters, gradients and optimizer state need [0-9.]+ GiB" <<<"$out"'
 
 # 3. A real run prints the plan first.
 "$VKTRAIN" train --config "$work/tiny.yaml" > "$work/run.log" 2>&1; rc=$?

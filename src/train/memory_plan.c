@@ -118,8 +118,8 @@ static void plan_refuse(const struct trainer *t, const struct plan *p, uint64_t 
         snprintf(hint, sizeof hint, "max_seq_len %d would fit", seq);
     else
         snprintf(hint, sizeof hint,
-                 "no smaller batch_size or max_seq_len fits: parameters, gradients and "
-                 "optimizer state alone need %s",
+                 "no smaller batch_size or max_seq_len fits; parameters, gradients and "
+                 "optimizer state need %s",
                  bytes_text(weights, fixed, sizeof fixed));
     if (p->dev.total <= avail)
         vkt_fatal("device memory: buffer '%s' of the recipe needs %s, more than one allocation may hold on this "
