@@ -19,7 +19,8 @@
  *     (checked in a child process); planning records the largest buffer
  *     instead, for the plan to refuse.
  * The plan: the trainer's buffers created in planning mode and then for
- * real give the same bytes in every category, for llama and gpt2; the
+ * real give the same bytes in every category, for llama and gpt2, and
+ * destroying either leaves every category as it was; the
  * parameter, gradient and optimizer figures equal 4, 4 and 8 bytes per
  * parameter (model_numel, an independent count). */
 #include <setjmp.h>
@@ -259,6 +260,17 @@ static void test_available(void)
     g->info.type = type;
 }
 
+/* Every category holds what `was` holds. */
+static void check_unchanged(const struct gpu_memory_stats *was, const char *when)
+{
+    struct gpu_memory_stats now;
+    gpu_memory_stats(g, &now);
+    for (int c = 0; c < GPU_MEM_CATEGORIES; c++)
+        CHECK(now.bytes[c] == was->bytes[c], "%s: %s holds %llu bytes, %llu before", when,
+              gpu_memory_category_name((enum gpu_mem_category)c), (unsigned long long)now.bytes[c],
+              (unsigned long long)was->bytes[c]);
+}
+
 /* The trainer's buffers for the recipe with these overrides, planned and
  * then created, compared category by category. */
 static void test_plan_equals_run(const char *arch)
@@ -281,18 +293,20 @@ static void test_plan_equals_run(const char *arch)
     CHECK(plan.allocations == zero.allocations, "planning allocated memory");
     trainer_buffers_destroy(&t);
     gpu_memory_plan(g, 0);
+    check_unchanged(&zero, "after the plan");
     t = (struct trainer){.cfg = &cfg, .dist = &d, .g = g};
     trainer_buffers_create(&t);
     gpu_memory_stats(g, &real);
     size_t numel = model_numel(t.model);
     for (int c = 0; c < GPU_MEM_CATEGORIES; c++) {
-        CHECK(plan.bytes[c] == real.bytes[c], "%s: %s planned %llu bytes, created %llu", arch,
-              gpu_memory_category_name((enum gpu_mem_category)c), (unsigned long long)plan.bytes[c],
-              (unsigned long long)real.bytes[c]);
+        CHECK(plan.bytes[c] - zero.bytes[c] == real.bytes[c] - zero.bytes[c], "%s: %s planned %llu bytes, created %llu",
+              arch, gpu_memory_category_name((enum gpu_mem_category)c),
+              (unsigned long long)(plan.bytes[c] - zero.bytes[c]), (unsigned long long)(real.bytes[c] - zero.bytes[c]));
         CHECK(real.bytes[c] > 0, "%s: no %s", arch, gpu_memory_category_name((enum gpu_mem_category)c));
     }
-    CHECK(real.bytes[GPU_MEM_PARAMETERS] == 4 * numel && real.bytes[GPU_MEM_GRADIENTS] == 4 * numel &&
-              real.bytes[GPU_MEM_OPTIMIZER] == 8 * numel,
+    CHECK(real.bytes[GPU_MEM_PARAMETERS] - zero.bytes[GPU_MEM_PARAMETERS] == 4 * numel &&
+              real.bytes[GPU_MEM_GRADIENTS] - zero.bytes[GPU_MEM_GRADIENTS] == 4 * numel &&
+              real.bytes[GPU_MEM_OPTIMIZER] - zero.bytes[GPU_MEM_OPTIMIZER] == 8 * numel,
           "%s: %zu parameters, but parameters %llu, gradients %llu, optimizer %llu bytes", arch, numel,
           (unsigned long long)real.bytes[GPU_MEM_PARAMETERS], (unsigned long long)real.bytes[GPU_MEM_GRADIENTS],
           (unsigned long long)real.bytes[GPU_MEM_OPTIMIZER]);
@@ -302,6 +316,7 @@ static void test_plan_equals_run(const char *arch)
            (unsigned long long)real.bytes[GPU_MEM_PARAMETERS], (unsigned long long)real.bytes[GPU_MEM_ACTIVATIONS],
            (unsigned long long)real.total, real.allocations);
     trainer_buffers_destroy(&t);
+    check_unchanged(&zero, "after the run's buffers");
     config_free(&cfg);
 }
 
