@@ -85,6 +85,49 @@ struct gpu_buffer *gpu_buffer_create(struct gpu *g, size_t bytes, const char *na
 void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b);
 size_t gpu_buffer_size(const struct gpu_buffer *b);
 const char *gpu_buffer_name(const struct gpu_buffer *b);
+
+/* Device memory. Buffers are sub-allocated from a few large blocks per
+ * memory type (src/gpu/gpu_alloc.c). Each buffer belongs to the category in
+ * force when it was created, set with gpu_memory_category before a group of
+ * creations (it stays set; workspace at first), and the gpu keeps the bytes
+ * of the live buffers per category. The staging buffer is host memory and
+ * belongs to none. */
+enum gpu_mem_category {
+    GPU_MEM_PARAMETERS,
+    GPU_MEM_GRADIENTS,
+    GPU_MEM_OPTIMIZER,   /* optimizer state */
+    GPU_MEM_ACTIVATIONS, /* sized by batch_size x max_seq_len */
+    GPU_MEM_WORKSPACE,   /* scratch, reductions, loss accumulators, tables */
+    GPU_MEM_CATEGORIES
+};
+const char *gpu_memory_category_name(enum gpu_mem_category c);
+/* Buffers created from now on belong to c; returns the category before. */
+enum gpu_mem_category gpu_memory_category(struct gpu *g, enum gpu_mem_category c);
+/* Planning: while on, gpu_buffer_create records each buffer's bytes and
+ * category and allocates nothing. The placeholders it returns may be
+ * uploaded to and zeroed (no-ops) and destroyed; reading one or binding it
+ * to a dispatch is fatal. So the code that creates the buffers for real
+ * also computes the plan, and the two cannot drift. */
+void gpu_memory_plan(struct gpu *g, int on);
+struct gpu_memory_stats {
+    uint64_t bytes[GPU_MEM_CATEGORIES]; /* live buffers, placeholders included */
+    uint64_t total;                     /* their sum */
+    uint32_t allocations;               /* Vulkan memory allocations held */
+    uint64_t allocated;                 /* bytes of those allocations */
+    uint64_t largest;                   /* the largest buffer planned since */
+    char largest_name[64];              /* planning was turned on, and its name */
+};
+void gpu_memory_stats(const struct gpu *g, struct gpu_memory_stats *s);
+/* Bytes of one shared block: 256 MiB, less when maxMemoryAllocationSize is
+ * smaller. A buffer larger than a block gets an allocation of its own. */
+uint64_t gpu_memory_block_size(const struct gpu *g);
+/* The memory the device offers buffers, and in `source` where the figure
+ * comes from: for a CPU device the host's physical memory (lavapipe reports
+ * a fixed heap but allocates host memory without limit), else
+ * VK_EXT_memory_budget's budget where the extension exists, else the
+ * largest device-local heap. */
+uint64_t gpu_memory_available(const struct gpu *g, char *source, size_t n);
+
 /* Synchronous copies: pending dispatches are submitted and finished first. */
 void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *src, size_t bytes);
 void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void *dst, size_t bytes);

@@ -11,5 +11,10 @@
  * writing metrics, checkpoints and the final model under cfg->output_dir.
  * Fatal errors end the process (and the job). Returns the exit status. */
 int train_run(const struct config *cfg, const struct dist *d);
+/* `vktrain train --dry-run`: prints the device memory cfg needs by category
+ * against the memory available (rank 0) and returns 0, training nothing
+ * and writing nothing; ends the process as train_run would when the recipe
+ * does not fit. */
+int train_dry_run(const struct config *cfg, const struct dist *d);
 
 #endif

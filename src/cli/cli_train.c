@@ -1,7 +1,8 @@
 /* cli_train: `vktrain train --config RECIPE.yaml [key.sub=value ...]`.
  * Resolves the recipe (--print-config prints it and stops) and trains it
  * (src/train). --data-only instead times loading, tokenizing, sequencing and
- * filling every batch of one epoch, then stops (scripts/bench_data.sh).
+ * filling every batch of one epoch, then stops (scripts/bench_data.sh);
+ * --dry-run prints the device memory plan and stops.
  * It is the one place that prints config and data errors. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +17,13 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: vktrain train --config RECIPE.yaml [--print-config] [--data-only] "
+    fprintf(f, "usage: vktrain train --config RECIPE.yaml [--print-config] [--data-only] [--dry-run] "
                "[key.sub=value ...]\n"
                "  --print-config   print the resolved recipe as YAML and exit\n"
                "  --data-only      load the dataset, time it, and exit\n"
+               "  --dry-run        print the device memory the run needs by category against the\n"
+               "                   memory available, and exit (1 if it does not fit); trains and\n"
+               "                   writes nothing\n"
                "  key.sub=value    override a recipe key; the value is YAML "
                "(optimizer.betas=[0.9,0.99])\n");
 }
@@ -40,12 +44,12 @@ static int64_t fill_epoch(const struct data *d, struct sampler *s)
     return n;
 }
 
-static int run(const char *path, int n_over, char **over, bool print_config, bool data_only)
+static int run(const char *path, int n_over, char **over, bool print_config, bool data_only, bool dry_run)
 {
     char err[2048];
     struct config cfg;
     struct dist dist;
-    int training = !print_config && !data_only;
+    int training = !print_config && !data_only; /* or its dry run */
     if (training) /* from here on an error on any rank ends the whole job */
         dist_init(NULL, NULL, &dist);
     if (config_load(&cfg, path, n_over, over, err, sizeof err)) {
@@ -60,7 +64,7 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
         return 0;
     }
     if (training) {
-        int status = train_run(&cfg, &dist);
+        int status = dry_run ? train_dry_run(&cfg, &dist) : train_run(&cfg, &dist);
         config_free(&cfg);
         dist_finalize();
         return status;
@@ -96,7 +100,7 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
 int cli_train(int argc, char **argv)
 {
     const char *path = NULL;
-    bool print_config = false, data_only = false;
+    bool print_config = false, data_only = false, dry_run = false;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     int n_over = 0, rc = 2;
     for (int i = 1; i < argc; i++) {
@@ -119,6 +123,8 @@ int cli_train(int argc, char **argv)
             print_config = true;
         } else if (!strcmp(a, "--data-only")) {
             data_only = true;
+        } else if (!strcmp(a, "--dry-run")) {
+            dry_run = true;
         } else if (a[0] == '-') {
             fprintf(stderr, "vktrain: error: unknown option '%s' for train\n", a);
             usage(stderr);
@@ -136,7 +142,7 @@ int cli_train(int argc, char **argv)
         usage(stderr);
         goto out;
     }
-    rc = run(path, n_over, over, print_config, data_only);
+    rc = run(path, n_over, over, print_config, data_only, dry_run);
 out:
     free(over);
     return rc;

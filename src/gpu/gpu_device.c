@@ -307,6 +307,7 @@ int gpu_pick_device(const struct gpu_device_info *devs, int n, const struct gpu_
 struct gpu *gpu_create(const struct gpu_options *opt)
 {
     struct gpu *g = vkt_calloc(1, sizeof *g, "the gpu context");
+    g->category = GPU_MEM_WORKSPACE;
     g->instance = gpu_instance_create(opt ? opt->validate : 0, &g->messenger, &g->validation_messages);
     uint32_t n = 0;
     VkPhysicalDevice *p = physical_devices(g->instance, &n);
@@ -352,11 +353,16 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, NULL);
     VkExtensionProperties *dext = vkt_calloc(n_dext, sizeof *dext, "device extensions");
     vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, dext);
-    const char *enable[1];
+    const char *enable[2];
     uint32_t n_enable = 0;
-    for (uint32_t i = 0; i < n_dext; i++)
+    for (uint32_t i = 0; i < n_dext; i++) {
         if (!strcmp(dext[i].extensionName, "VK_KHR_portability_subset"))
             enable[n_enable++] = "VK_KHR_portability_subset";
+        if (!strcmp(dext[i].extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
+            enable[n_enable++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+            g->memory_budget = 1;
+        }
+    }
     free(dext);
 
     float prio = 1.0f;
@@ -438,6 +444,7 @@ void gpu_destroy(struct gpu *g)
     vkDeviceWaitIdle(g->device);
     if (g->staging)
         gpu_buffer_destroy(g, g->staging);
+    gpu_alloc_destroy(g);
     for (int i = 0; i < g->n_kernels; i++) {
         vkDestroyPipeline(g->device, g->kernels[i].pipeline, NULL);
         vkDestroyPipelineLayout(g->device, g->kernels[i].layout, NULL);

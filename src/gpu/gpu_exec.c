@@ -241,6 +241,9 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
         const struct gpu_arg *a = &args[i];
         if (!a->buf)
             vkt_fatal("kernel '%s': binding %d has no buffer", k->shader, i);
+        if (!a->buf->buffer)
+            vkt_fatal("kernel '%s': binding %d is buffer '%s', a placeholder made while planning memory", k->shader,
+                      i, a->buf->name);
         if (a->offset > a->buf->size || a->range > a->buf->size - a->offset)
             vkt_fatal("kernel '%s': binding %d range [%zu, +%zu) is outside buffer '%s' (%zu bytes)", k->shader, i,
                       a->offset, a->range, a->buf->name, a->buf->size);

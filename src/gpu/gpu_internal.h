@@ -19,9 +19,12 @@ _Noreturn void gpu_vk_fail(const char *call, VkResult r, const char *what, ...);
 const char *gpu_vk_result_name(VkResult r);
 
 struct gpu_buffer {
-    VkBuffer buffer;
-    VkDeviceMemory memory;
+    VkBuffer buffer;        /* VK_NULL_HANDLE for a planning placeholder */
+    struct gpu_block *block;/* the memory it is bound in (gpu_alloc.c) */
+    VkDeviceSize offset, bound; /* where in the block, and how many bytes */
     size_t size;
+    size_t accounted;       /* bytes counted in its category (0: host memory) */
+    enum gpu_mem_category category;
     void *mapped;           /* non-NULL when host-visible */
     VkBufferView view_vec4; /* created on first texel use */
     VkBufferView view_f32;
@@ -40,6 +43,15 @@ struct gpu_kernel {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkPipeline pipeline;
+};
+
+/* The sub-allocator's state (gpu_alloc.c). */
+struct gpu_alloc {
+    struct gpu_block **blocks;
+    int n_blocks, cap_blocks;
+    VkDeviceSize block_size;  /* 0: the default; tests set it smaller */
+    uint32_t n_allocations;   /* VkDeviceMemory objects held */
+    VkDeviceSize allocated;   /* their bytes */
 };
 
 #define GPU_MAX_KERNELS 128
@@ -91,6 +103,13 @@ struct gpu {
     const char *profile_phase;
 
     struct gpu_buffer *staging; /* for discrete memory uploads/downloads */
+    struct gpu_alloc alloc;
+    int memory_budget;          /* VK_EXT_memory_budget is enabled */
+    enum gpu_mem_category category; /* of the buffers created next */
+    int planning;               /* gpu_memory_plan is on */
+    uint64_t plan_largest;      /* the largest buffer planned since then */
+    char plan_largest_name[64];
+    uint64_t used[GPU_MEM_CATEGORIES]; /* bytes of the buffers alive */
 
     int validation_messages;
 };
@@ -110,5 +129,14 @@ void gpu_profile_begin(struct gpu *g, const struct gpu_kernel *k);
 void gpu_profile_end(struct gpu *g);
 void gpu_profile_collect(struct gpu *g);
 void gpu_profile_destroy(struct gpu *g);
+
+/* gpu_alloc.c: binding b (created, not yet bound) to memory of this type at req's size
+ * and alignment, in a shared block or (dedicated, or larger than a block)
+ * an allocation of its own; giving its memory back; and freeing every
+ * block at gpu_destroy. */
+void gpu_alloc_bind(struct gpu *g, struct gpu_buffer *b, const VkMemoryRequirements *req, uint32_t type,
+                    int dedicated);
+void gpu_alloc_release(struct gpu *g, struct gpu_buffer *b);
+void gpu_alloc_destroy(struct gpu *g);
 
 #endif

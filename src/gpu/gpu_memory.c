@@ -1,7 +1,9 @@
-/* gpu_memory: buffers, their texel views, and copies between host and
- * device. On unified memory (lavapipe, integrated GPUs) buffers are mapped
- * and copies are memcpy; on discrete GPUs they go through one staging
- * buffer. Copies are synchronous: they finish pending work first. */
+/* gpu_memory: buffers, their texel views, the bytes per memory category
+ * (and the planning mode that counts them without allocating), and copies
+ * between host and device. Memory itself comes from gpu_alloc.c. On
+ * unified memory (lavapipe, integrated GPUs) buffers are mapped and copies
+ * are memcpy; on discrete GPUs they go through one staging buffer. Copies
+ * are synchronous: they finish pending work first. */
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -18,6 +20,39 @@ static uint32_t memory_type(struct gpu *g, uint32_t bits, VkMemoryPropertyFlags 
               g->info.name);
 }
 
+static const char *const category_names[GPU_MEM_CATEGORIES] = {
+    "parameters", "gradients", "optimizer state", "activations", "workspace",
+};
+
+const char *gpu_memory_category_name(enum gpu_mem_category c) { return category_names[c]; }
+
+enum gpu_mem_category gpu_memory_category(struct gpu *g, enum gpu_mem_category c)
+{
+    enum gpu_mem_category was = g->category;
+    g->category = c;
+    return was;
+}
+
+void gpu_memory_plan(struct gpu *g, int on)
+{
+    g->planning = on;
+    if (on)
+        g->plan_largest = 0, g->plan_largest_name[0] = 0;
+}
+
+void gpu_memory_stats(const struct gpu *g, struct gpu_memory_stats *s)
+{
+    *s = (struct gpu_memory_stats){.allocations = g->alloc.n_allocations, .allocated = g->alloc.allocated,
+                                   .largest = g->plan_largest};
+    snprintf(s->largest_name, sizeof s->largest_name, "%s", g->plan_largest_name);
+    for (int c = 0; c < GPU_MEM_CATEGORIES; c++) {
+        s->bytes[c] = g->used[c];
+        s->total += g->used[c];
+    }
+}
+
+/* host: host-visible memory of its own, outside the categories (the
+ * staging buffer). */
 static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *name, int host)
 {
     struct gpu_buffer *b = vkt_calloc(1, sizeof *b, "a gpu buffer");
@@ -27,6 +62,16 @@ static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *na
     size_t alloc = (bytes + 15) & ~(size_t)15;
     if (!alloc)
         alloc = 16;
+    b->category = g->category;
+    b->accounted = host ? 0 : alloc;
+    g->used[b->category] += b->accounted;
+    if (g->planning && !host) {
+        if (alloc > g->plan_largest) {
+            g->plan_largest = alloc;
+            snprintf(g->plan_largest_name, sizeof g->plan_largest_name, "%s", name);
+        }
+        return b;
+    }
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = alloc,
@@ -45,16 +90,9 @@ static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *na
                VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     else
         want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    VkMemoryAllocateInfo mai = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-        .allocationSize = req.size,
-        .memoryTypeIndex = memory_type(g, req.memoryTypeBits, want, name),
-    };
-    VK_CHECK(vkAllocateMemory(g->device, &mai, NULL, &b->memory), "allocating %zu bytes for buffer '%s'",
-             (size_t)req.size, name);
-    VK_CHECK(vkBindBufferMemory(g->device, b->buffer, b->memory, 0), "binding memory of buffer '%s'", name);
-    if (host || g->unified)
-        VK_CHECK(vkMapMemory(g->device, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped), "mapping buffer '%s'", name);
+    gpu_alloc_bind(g, b, &req, memory_type(g, req.memoryTypeBits, want, name), host);
+    if (!host && !g->unified)
+        b->mapped = NULL; /* copies go through staging, as on any discrete GPU */
     return b;
 }
 
@@ -76,12 +114,15 @@ void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b)
 {
     if (!b)
         return;
-    if (g->n_recorded)
-        gpu_submit(g);
-    gpu_wait(g);
-    gpu_buffer_views_destroy(g, b);
-    vkDestroyBuffer(g->device, b->buffer, NULL);
-    vkFreeMemory(g->device, b->memory, NULL);
+    g->used[b->category] -= b->accounted;
+    if (b->buffer) {
+        if (g->n_recorded)
+            gpu_submit(g);
+        gpu_wait(g);
+        gpu_buffer_views_destroy(g, b);
+        vkDestroyBuffer(g->device, b->buffer, NULL);
+        gpu_alloc_release(g, b);
+    }
     free(b);
 }
 
@@ -112,6 +153,8 @@ static struct gpu_buffer *staging(struct gpu *g, size_t bytes)
 void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *src, size_t bytes)
 {
     check_range(b, offset, bytes, "uploading");
+    if (!b->buffer)
+        return; /* a planning placeholder */
     if (g->n_recorded)
         gpu_submit(g);
     gpu_wait(g);
@@ -135,6 +178,9 @@ void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *
 void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void *dst, size_t bytes)
 {
     check_range(b, offset, bytes, "downloading");
+    if (!b->buffer)
+        vkt_fatal("downloading buffer '%s': it is a placeholder made while planning memory, it holds nothing",
+                  b->name);
     if (g->n_recorded)
         gpu_submit(g);
     gpu_wait(g);
@@ -157,6 +203,8 @@ void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void
 
 void gpu_zero(struct gpu *g, struct gpu_buffer *b)
 {
+    if (!b->buffer)
+        return; /* a planning placeholder */
     gpu_cmd_ensure(g);
     int w = 1;
     gpu_hazard(g, &b, &w, 1);

@@ -34,8 +34,11 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->hf_transposed = transposed;
     p->init = init;
     p->stage = m->building_stage;
+    enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
     p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
+    gpu_memory_category(m->g, GPU_MEM_GRADIENTS);
     p->grad = m->max_rows ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
+    gpu_memory_category(m->g, was);
     return m->n_params++;
 }
 
@@ -109,7 +112,9 @@ static void build_rope_table(struct model *m)
     size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
     op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
+    enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->rope_table = act(m, T * hd, "rope table");
+    gpu_memory_category(m->g, was);
     gpu_upload(m->g, m->rope_table, 0, table, sizeof(float) * T * hd);
     free(table);
 }
@@ -145,6 +150,7 @@ static void build_activations(struct model *m, uint32_t batch)
     size_t R = m->max_rows, C = c->dim, F = c->hidden_dim, H = c->n_heads, T = c->max_seq_len;
     size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T * T;
     int llama = c->arch == MODEL_LLAMA;
+    enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
     int sets = c->activation_checkpointing ? 1 : (int)c->n_layers;
     for (uint32_t l = 0; l < c->n_layers; l++)
@@ -184,9 +190,11 @@ static void build_activations(struct model *m, uint32_t batch)
     m->logits = act(m, (size_t)m->head_rows * c->vocab_size, "logits");
     m->row_loss = act(m, R, "row loss");
     m->row_count = act(m, R, "row count");
+    gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->stats = act(m, 2, "loss stats");
     m->loss_acc = act(m, 2, "loss accumulator");
     m->scratch = act(m, op_reduce_scratch(m->g, R), "reduce scratch");
+    gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->dres = act(m, R * C, "dres");
     m->dxn = act(m, R * C, "dxn");
     m->datt = act(m, R * C, "datt");
@@ -201,6 +209,7 @@ static void build_activations(struct model *m, uint32_t batch)
     }
     m->dh = act(m, R * F, "dh");
     m->dup = act(m, R * F, "dup");
+    gpu_memory_category(m->g, was);
 }
 
 struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
@@ -322,8 +331,11 @@ void model_keep_logits(struct model *m, int keep)
 {
     require_training(m, "model_keep_logits");
     m->keep_logits = keep;
-    if (keep && !m->logits_kept)
+    if (keep && !m->logits_kept) {
+        enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
         m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
+        gpu_memory_category(m->g, was);
+    }
 }
 
 void model_read_logits(struct model *m, float *out)

@@ -177,14 +177,61 @@ static void print_rank_map(struct trainer *t)
     free(all);
 }
 
+void trainer_buffers_create(struct trainer *t)
+{
+    const struct config *cfg = t->cfg;
+    struct model_config mc = model_config_of(&cfg->model);
+    t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
+    int n = model_param_count(t->model);
+    t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
+    t->adam_v = vkt_calloc((size_t)n, sizeof *t->adam_v, "optimizer state");
+    enum gpu_mem_category was = gpu_memory_category(t->g, GPU_MEM_OPTIMIZER);
+    for (int i = 0; i < n; i++) {
+        struct model_param *p = model_param(t->model, i);
+        t->adam_m[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam m");
+        t->adam_v[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam v");
+        gpu_zero(t->g, t->adam_m[i]);
+        gpu_zero(t->g, t->adam_v[i]);
+        t->n_grads += p->numel;
+    }
+    gpu_memory_category(t->g, GPU_MEM_WORKSPACE);
+    t->norm_slots = gpu_buffer_create(t->g, sizeof(float) * (size_t)n, "grad norm slots");
+    t->grads = vkt_malloc(sizeof *t->grads * (size_t)n, "gradient list");
+    for (int i = 0; i < n; i++)
+        t->grads[i] = (struct grad_tensor){model_param(t->model, i)->grad, model_param(t->model, i)->numel};
+    t->norm_scratch =
+        gpu_buffer_create(t->g, sizeof(float) * grad_norm_scratch(t->g, t->grads, n), "grad norm scratch");
+    gpu_memory_category(t->g, was);
+}
+
+void trainer_buffers_destroy(struct trainer *t)
+{
+    for (int i = 0; i < model_param_count(t->model); i++) {
+        gpu_buffer_destroy(t->g, t->adam_m[i]);
+        gpu_buffer_destroy(t->g, t->adam_v[i]);
+    }
+    free(t->adam_m);
+    free(t->adam_v);
+    free(t->grads);
+    gpu_buffer_destroy(t->g, t->norm_slots);
+    gpu_buffer_destroy(t->g, t->norm_scratch);
+    model_destroy(t->model);
+}
+
+static struct gpu *trainer_gpu(const struct config *cfg, const struct dist *d)
+{
+    struct gpu_options opt = {.device_index = cfg->device_index, .local_rank = d->local_rank, .quiet = 1};
+    return gpu_create(&opt);
+}
+
 static void setup(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
     char err[2048];
+    t->g = trainer_gpu(cfg, t->dist);
+    memory_plan_check(t); /* before anything is allocated or written */
     if (t->dist->rank == 0 && vkt_mkdir_p(cfg->output_dir))
         vkt_fatal("cannot create output_dir '%s': %s", cfg->output_dir, strerror(errno));
-    struct gpu_options opt = {.device_index = cfg->device_index, .local_rank = t->dist->local_rank, .quiet = 1};
-    t->g = gpu_create(&opt);
     if (data_open(&t->data, cfg, err, sizeof err))
         vkt_fatal("%s", err);
     if (sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
@@ -194,31 +241,13 @@ static void setup(struct trainer *t)
     if (t->dist->rank == 0)
         data_report(&t->data, &t->sampler);
 
-    struct model_config mc = model_config_of(&cfg->model);
-    t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
+    trainer_buffers_create(t);
     if (cfg->model.init_from) {
         if (model_load(t->model, cfg->model.init_from, err, sizeof err))
             vkt_fatal("model.init_from: %s", err);
     } else {
         model_init_random(t->model, (uint64_t)cfg->seed);
     }
-    int n = model_param_count(t->model);
-    t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
-    t->adam_v = vkt_calloc((size_t)n, sizeof *t->adam_v, "optimizer state");
-    for (int i = 0; i < n; i++) {
-        struct model_param *p = model_param(t->model, i);
-        t->adam_m[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam m");
-        t->adam_v[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam v");
-        gpu_zero(t->g, t->adam_m[i]);
-        gpu_zero(t->g, t->adam_v[i]);
-        t->n_grads += p->numel;
-    }
-    t->norm_slots = gpu_buffer_create(t->g, sizeof(float) * (size_t)n, "grad norm slots");
-    t->grads = vkt_malloc(sizeof *t->grads * (size_t)n, "gradient list");
-    for (int i = 0; i < n; i++)
-        t->grads[i] = (struct grad_tensor){model_param(t->model, i)->grad, model_param(t->model, i)->numel};
-    t->norm_scratch =
-        gpu_buffer_create(t->g, sizeof(float) * grad_norm_scratch(t->g, t->grads, n), "grad norm scratch");
     t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
     grad_sync_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
@@ -231,21 +260,21 @@ static void teardown(struct trainer *t)
     for (int m = 0; m < t->cfg->gradient_accumulation_steps; m++)
         data_batch_free(&t->micro[m]);
     free(t->micro);
-    for (int i = 0; i < model_param_count(t->model); i++) {
-        gpu_buffer_destroy(t->g, t->adam_m[i]);
-        gpu_buffer_destroy(t->g, t->adam_v[i]);
-    }
-    free(t->adam_m);
-    free(t->adam_v);
     free(t->host_grads);
-    free(t->grads);
     grad_sync_free(t);
-    gpu_buffer_destroy(t->g, t->norm_slots);
-    gpu_buffer_destroy(t->g, t->norm_scratch);
-    model_destroy(t->model);
+    trainer_buffers_destroy(t);
     sampler_free(&t->sampler);
     data_close(&t->data);
     gpu_destroy(t->g);
+}
+
+int train_dry_run(const struct config *cfg, const struct dist *d)
+{
+    struct trainer t = {.cfg = cfg, .dist = d};
+    t.g = trainer_gpu(cfg, d);
+    memory_plan_check(&t);
+    gpu_destroy(t.g);
+    return 0;
 }
 
 int train_run(const struct config *cfg, const struct dist *d)

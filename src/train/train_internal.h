@@ -36,6 +36,17 @@ struct trainer {
     int profiling;      /* rank 0 is in the profile window with timestamps */
 };
 
+/* train.c: the run's device buffers (the model's, the AdamW moments, the
+ * grad-norm scratch), created and destroyed by the same code for the memory
+ * plan (in the gpu's planning mode) and for the run. */
+void trainer_buffers_create(struct trainer *t);
+void trainer_buffers_destroy(struct trainer *t);
+
+/* memory_plan.c: measures the device memory of t->cfg on t->g by category,
+ * prints it on rank 0 and ends the run, before anything is allocated, when
+ * it does not fit, naming a batch_size or max_seq_len that would. */
+void memory_plan_check(struct trainer *t);
+
 /* metrics.c */
 struct step_metrics {
     int64_t step;
