@@ -170,13 +170,14 @@ void main()
     for (uint s = p.w0; s < end; s++) {
         if (!same_doc(b, s, d0)) continue;
         uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT sv = VT(0.0), dpv = VT(0.0);
+        VT kt[HDC], sv = VT(0.0), dpv = VT(0.0);
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
-            sv += qr[c] * FETCH(tk, ko + c * W);
+            kt[c] = FETCH(tk, ko + c * W);
+            sv += qr[c] * kt[c];
             dpv += dor[c] * FETCH(tv, vo + c * W);
         }
         float pr = exp(HSUM(sv) * p.scale - lse), ds = pr * (HSUM(dpv) - D);
-        [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] += ds * FETCH(tk, ko + c * W);
+        [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] += ds * kt[c];
     }
     uint go = (qo - p.q_off + p.g1_off) / W;
     [[unroll]] for (uint c = 0u; c < HDC; c++) dq[go + c] += p.scale * acc[c];
@@ -203,15 +204,17 @@ void main()
         for (uint t = start; t < p.w1; t++) {
             if (!same_doc(b, t, d0)) continue;
             uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
-            VT sv = VT(0.0), dpv = VT(0.0);
+            VT qt[HDC], dot[HDC], sv = VT(0.0), dpv = VT(0.0);
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                sv += kr[c] * FETCH(tq, qo + c * W);
-                dpv += vr[c] * FETCH(tdo, oo + c * W);
+                qt[c] = FETCH(tq, qo + c * W);
+                dot[c] = FETCH(tdo, oo + c * W);
+                sv += kr[c] * qt[c];
+                dpv += vr[c] * dot[c];
             }
             float pr = exp(HSUM(sv) * p.scale - FETCH1(tst, r)), ds = pr * (HSUM(dpv) - FETCH1(tst, r + 1u));
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                dka[c] += ds * FETCH(tq, qo + c * W);
-                dva[c] += pr * FETCH(tdo, oo + c * W);
+                dka[c] += ds * qt[c];
+                dva[c] += pr * dot[c];
             }
         }
     }
