@@ -70,7 +70,7 @@ static uint32_t sequences_per_dispatch(const struct gpu *g, const char *op, cons
     size_t limit = ops_storage_limit(g), align = offset_alignment(g);
     size_t most = (size_t)gpu_info(g)->max_workgroup_count[0] * 64 / rows_per_seq;
     for (int i = 0; i < n; i++) {
-        if (!sliced(g, &binds[i]))
+        if (!sliced(g, &binds[i]) || binds[i].per_seq == 0) /* the same float for every sequence */
             continue;
         size_t per = binds[i].per_seq * sizeof(float), tail = binds[i].tail > 0 ? (size_t)binds[i].tail * 4 : 0;
         size_t fit = limit > align + tail ? (limit - align - tail) / per : 0;
