@@ -9,7 +9,11 @@
  * Tolerance: normalized error mse(gpu, ref)/mse(ref, 0) < 1e-9 for out,
  * lse, dq, dk, dv against the reference and against the present kernels
  * (float32 against double; seen 1e-14 .. 1e-11; a wrong mask, scale or
- * index gives errors near 1). Backward outputs start from random values,
+ * index gives errors near 1). At T = 4096 (head size 128, and 64 with
+ * four heads per kv head) the walk in one dispatch must match the walk in
+ * parts of 128: without the unrolled per-head loops llvmpipe's loop limit
+ * cuts the first short (seen: normalized error 369 on out).
+ * Backward outputs start from random values,
  * so accumulation (+=) is checked. Determinism: a second forward and
  * backward give the same bits. */
 #include <string.h>
@@ -147,6 +151,23 @@ static void snapshot_free(struct snapshot *s)
         free(s->f[i]);
 }
 
+/* The views' buffers now hold what snapshot want holds, within the
+ * normalized error. */
+static void expect_like(const char *what, const char *against, const struct snapshot *want, const struct views *w)
+{
+    struct gpu_buffer *b[3] = {w->q, w->k, w->v};
+    for (int i = 0; i < 3; i++) {
+        if (!want->f[i])
+            continue;
+        double *x = doubles_of(b[i], want->n[i]);
+        double err = normalized_error(want->f[i], x, want->n[i]);
+        CHECK(err < 1e-9, "%s: %s (buffer %d): normalized error %.3g", what, against, i, err);
+        if (getenv("TEST_VERBOSE"))
+            printf("  %-60s normalized error %.2g\n", against, err);
+        free(x);
+    }
+}
+
 static void release(struct views *w)
 {
     gpu_buffer_destroy(g, w->q);
@@ -205,17 +226,7 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
         snapshot_put(&g0, &grad);
         op_attention(g, &sh, in.q, in.k, in.v, d, bp, bo);
         op_attention_backward(g, &sh, in.q, in.k, in.v, bp, bdo, bds, grad.q, grad.k, grad.v);
-        struct gpu_buffer *b1[3] = {grad.q, grad.k, grad.v};
-        for (int i = 0; i < 3; i++) {
-            if (!g1.f[i])
-                continue;
-            double *pd = doubles_of(b1[i], g1.n[i]);
-            float *fl = g1.f[i];
-            double err = normalized_error(fl, pd, g1.n[i]);
-            CHECK(err < 1e-9, "%s: gradient buffer %d against the present kernel: normalized error %.3g", what, i,
-                  err);
-            free(pd);
-        }
+        expect_like(what, "gradients against the present kernel", &g1, &grad);
         float *po = download_floats(g, bo, nq);
         double *od = vkt_malloc(nq * sizeof *od, "o1");
         for (size_t i = 0; i < nq; i++)
@@ -233,6 +244,44 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     gpu_buffer_destroy(g, bdo);
     free(doc), free(q), free(k), free(v), free(dout), free(dq), free(dk), free(dv), free(out), free(probs);
     free(lse), free(o1), free(o2);
+}
+
+/* A long walk, whole (one dispatch per pass, as llvmpipe's loop limit
+ * allows only if the per-head loops unroll) and in parts of 128 keys or
+ * query rows (within the limit whatever the compiler does), give the same
+ * results: a walk cut short by the limit would not. */
+static void test_long_walk(int T, int H, int KVH, int hd, int fused)
+{
+    size_t rows = (size_t)T, qw = (size_t)H * hd, kw = (size_t)KVH * hd, nq = rows * qw, nk = rows * kw;
+    double *q = rnd(nq, 1), *k = rnd(nk, 1), *v = rnd(nk, 1), *dout = rnd(nq, 1);
+    struct views in = upload(q, k, v, rows, qw, kw, fused, 3, "input"), grad = upload(q, k, v, rows, qw, kw, fused, 3,
+                                                                                    "gradient");
+    struct gpu_buffer *bo = gpu_buffer_create(g, 4 * nq, "out"), *bl = gpu_buffer_create(g, 4 * H * rows, "lse");
+    struct gpu_buffer *bst = gpu_buffer_create(g, 8 * H * rows, "stats"), *bdo = buffer_from_doubles(g, dout, nq, "do");
+    struct op_attention_shape sh = {.B = 1, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_off = in.q_at,
+                                    .k_off = in.k_at, .v_off = in.v_at, .q_stride = in.q_stride,
+                                    .kv_stride = in.kv_stride};
+    struct snapshot g0 = snapshot_take(&grad), whole[2];
+    struct views outs = {.q = bo, .k = bo, .v = bo};
+    for (int part = 0; part < 2; part++) {
+        op_flash_attention_set_walk(part ? 128 : 0);
+        snapshot_put(&g0, &grad);
+        op_flash_attention(g, &sh, in.q, in.k, in.v, NULL, bl, bo);
+        op_flash_attention_backward(g, &sh, in.q, in.k, in.v, NULL, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
+        if (!part) {
+            whole[0] = snapshot_take(&outs);
+            whole[1] = snapshot_take(&grad);
+        }
+    }
+    op_flash_attention_set_walk(0);
+    char what[96];
+    snprintf(what, sizeof what, "long walk T=%d H=%d KVH=%d hd=%d fused=%d", T, H, KVH, hd, fused);
+    expect_like(what, "out, whole against in parts", &whole[0], &outs);
+    expect_like(what, "gradients, whole against in parts", &whole[1], &grad);
+    release(&in), release(&grad);
+    gpu_buffer_destroy(g, bo), gpu_buffer_destroy(g, bl), gpu_buffer_destroy(g, bst), gpu_buffer_destroy(g, bdo);
+    snapshot_free(&g0), snapshot_free(&whole[0]), snapshot_free(&whole[1]);
+    free(q), free(k), free(v), free(dout);
 }
 
 int main(void)
@@ -265,6 +314,9 @@ int main(void)
         test_flash(1, 1024, 2, 1, 64, 1, 0, c == 0);
         test_flash(1, 2048, 1, 1, 64, 0, 0, 0);
     }
+    gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);
+    test_long_walk(4096, 1, 1, 128, 1); /* scalar: 128 floats per head in registers */
+    test_long_walk(4096, 4, 1, 64, 0);  /* vec4; dk, dv walk 4 heads × 4096 rows */
     gpu_destroy(g);
     return test_result("test_flash_attention");
 }
