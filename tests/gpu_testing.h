@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ref_ops.h"
 #include "test_util.h"
 #include "vktrain/gpu.h"
 #include "vktrain/util.h"
@@ -34,6 +35,27 @@ static inline struct gpu_buffer *buffer_from_doubles(struct gpu *g, const double
     gpu_upload(g, b, 0, f, n * sizeof *f);
     free(f);
     return b;
+}
+
+/* n values uniform in [−scale, scale), each rounded to a float (what a
+ * buffer will hold, so the reference sees the same inputs). */
+static inline double *random_floats(struct ref_rng *rng, size_t n, double scale)
+{
+    double *x = vkt_malloc(n * sizeof *x, "test data");
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)(float)(scale * (2.0 * ref_rng_uniform(rng) - 1.0));
+    return x;
+}
+
+/* doc (B,T): document ids of random lengths, a new document starting at
+ * each position after the first with probability p_new. */
+static inline void random_documents(struct ref_rng *rng, int32_t *doc, int B, int T, double p_new)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0, d = 0; t < T; t++) {
+            d += t > 0 && ref_rng_uniform(rng) < p_new;
+            doc[b * T + t] = d;
+        }
 }
 
 /* The float values a buffer was given, widened: the reference's input. */

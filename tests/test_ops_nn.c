@@ -17,13 +17,7 @@
 static struct ref_rng rng;
 static struct gpu *g;
 
-static double *rnd(size_t n, double scale)
-{
-    double *x = vkt_malloc(n * sizeof *x, "test data");
-    for (size_t i = 0; i < n; i++)
-        x[i] = (double)(float)(scale * (2.0 * ref_rng_uniform(&rng) - 1.0));
-    return x;
-}
+static double *rnd(size_t n, double scale) { return random_floats(&rng, n, scale); }
 
 static double *copy(const double *x, size_t n)
 {
@@ -205,11 +199,7 @@ static void test_attention(int B, int T, int H, int KVH, int hd, int with_doc)
 {
     size_t nq = (size_t)B * T * H * hd, nk = (size_t)B * T * KVH * hd, np = (size_t)B * H * T * T;
     int32_t *doc = vkt_malloc(sizeof(int32_t) * B * T, "doc");
-    for (int b = 0; b < B; b++)
-        for (int t = 0, d = 0; t < T; t++) {
-            d += t > 0 && ref_rng_uniform(&rng) < 0.25; /* documents of random lengths */
-            doc[b * T + t] = d;
-        }
+    random_documents(&rng, doc, B, T, 0.25);
     double *q = rnd(nq, 1), *k = rnd(nk, 1), *v = rnd(nk, 1), *dout = rnd(nq, 1);
     double *dq0 = rnd(nq, 1), *dk0 = rnd(nk, 1), *dv0 = rnd(nk, 1);
     double *out = vkt_calloc(nq, 8, "out"), *probs = vkt_calloc(np, 8, "probs");

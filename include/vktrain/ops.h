@@ -114,6 +114,19 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
                            struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *probs,
                            struct gpu_buffer *dout, struct gpu_buffer *dscores, struct gpu_buffer *dq,
                            struct gpu_buffer *dk, struct gpu_buffer *dv);
+/* The same attention without the (T,T) probabilities (flash attention):
+ * the forward saves lse (B,H,T), each query row's log-sum-exp of its
+ * scores; the backward recomputes the probabilities from q, k and lse,
+ * takes the forward's out and doc, uses stats (B,H,T,2) as scratch and
+ * accumulates into dq, dk, dv. Memory linear in T; deterministic. */
+void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                        struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
+                        struct gpu_buffer *out);
+void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                                 struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
+                                 struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
+                                 struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
+                                 struct gpu_buffer *dv);
 
 /* h = silu(gate)·up; backward dgate +=, dup += . */
 void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n);

@@ -148,7 +148,7 @@ static void build_activations(struct model *m, uint32_t batch)
 {
     const struct model_config *c = &m->c;
     size_t R = m->max_rows, C = c->dim, F = c->hidden_dim, H = c->n_heads, T = c->max_seq_len;
-    size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T * T;
+    size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T;
     int llama = c->arch == MODEL_LLAMA;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
@@ -167,7 +167,7 @@ static void build_activations(struct model *m, uint32_t batch)
         } else {
             a->qkv = act(m, R * 3 * C, "qkv");
         }
-        a->probs = act(m, P, "probs");
+        a->lse = act(m, P, "attention lse");
         a->att = act(m, R * C, "att");
         a->x2 = act(m, R * C, "x2");
         a->xn2 = act(m, R * C, "xn2");
@@ -198,7 +198,7 @@ static void build_activations(struct model *m, uint32_t batch)
     m->dres = act(m, R * C, "dres");
     m->dxn = act(m, R * C, "dxn");
     m->datt = act(m, R * C, "datt");
-    m->dscores = act(m, P, "dscores");
+    m->att_stats = act(m, 2 * P, "attention row stats");
     if (llama) {
         m->dq = act(m, R * C, "dq");
         m->dk = act(m, R * kv, "dk");
@@ -255,7 +255,7 @@ void model_destroy(struct model *m)
     }
     struct gpu_buffer *shared[] = {m->tokens, m->labels, m->positions, m->doc_ids, m->x_final, m->xf, m->mean_f,
                                    m->rstd_f, m->logits, m->logits_kept, m->row_loss, m->row_count, m->stats, m->loss_acc,
-                                   m->scratch, m->rope_table, m->dres, m->dxn, m->datt, m->dscores, m->dq, m->dk,
+                                   m->scratch, m->rope_table, m->dres, m->dxn, m->datt, m->att_stats, m->dq, m->dk,
                                    m->dv, m->dqkv, m->dh, m->dgate, m->dup};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);

@@ -49,11 +49,13 @@ static void layer_backward(struct model *m, uint32_t l)
     if (p->bo >= 0)
         op_bias_backward(g, m->dres, G(m, p->bo), R, C);
     struct op_attention_shape s = model_attention_shape(m);
+    struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
     if (c->arch == MODEL_LLAMA) {
         gpu_zero(g, m->dq);
         gpu_zero(g, m->dk);
         gpu_zero(g, m->dv);
-        op_attention_backward(g, &s, a->q, a->k, a->v, a->probs, m->datt, m->dscores, m->dq, m->dk, m->dv);
+        op_flash_attention_backward(g, &s, a->q, a->k, a->v, doc, a->att, a->lse, m->datt, m->att_stats, m->dq, m->dk,
+                                    m->dv);
         op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
         op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
         op_matmul_nn(g, m->dq, W(m, p->wq), m->dxn, R, C, C, 0);
@@ -65,8 +67,8 @@ static void layer_backward(struct model *m, uint32_t l)
         op_rmsnorm_backward(g, m->dxn, a->x, W(m, p->norm1), a->rstd1, m->dres, G(m, p->norm1), R, C);
     } else {
         gpu_zero(g, m->dqkv);
-        op_attention_backward(g, &s, a->qkv, a->qkv, a->qkv, a->probs, m->datt, m->dscores, m->dqkv, m->dqkv,
-                              m->dqkv);
+        op_flash_attention_backward(g, &s, a->qkv, a->qkv, a->qkv, doc, a->att, a->lse, m->datt, m->att_stats,
+                                    m->dqkv, m->dqkv, m->dqkv);
         op_bias_backward(g, m->dqkv, G(m, p->bqkv), R, 3 * C);
         op_matmul_nn(g, m->dqkv, W(m, p->wqkv), m->dxn, R, 3 * C, C, 0);
         op_matmul_tn(g, m->dqkv, a->xn, G(m, p->wqkv), R, 3 * C, C, 1);

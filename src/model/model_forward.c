@@ -52,12 +52,12 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_matmul_nt(g, a->xn, W(m, p->wv), a->v, R, kv, C, 0);
         op_rope(g, a->q, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
         op_rope(g, a->k, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
-        op_attention(g, &s, a->q, a->k, a->v, doc, a->probs, a->att);
+        op_flash_attention(g, &s, a->q, a->k, a->v, doc, a->lse, a->att);
     } else {
         op_layernorm(g, a->x, W(m, p->norm1), W(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
         op_matmul_nt(g, a->xn, W(m, p->wqkv), a->qkv, R, 3 * C, C, 0);
         op_bias_add(g, W(m, p->bqkv), a->qkv, R, 3 * C);
-        op_attention(g, &s, a->qkv, a->qkv, a->qkv, doc, a->probs, a->att);
+        op_flash_attention(g, &s, a->qkv, a->qkv, a->qkv, doc, a->lse, a->att);
     }
     /* x2 = x + att·Woᵀ (+ b) */
     op_copy(g, a->x, a->x2, (size_t)R * C);

@@ -24,7 +24,7 @@ struct layer_acts {
     struct gpu_buffer *mean1, *rstd1;
     struct gpu_buffer *q, *k, *v; /* llama: (rows, H·hd), (rows, KVH·hd) after RoPE */
     struct gpu_buffer *qkv;     /* gpt2: (rows, 3C) */
-    struct gpu_buffer *probs;   /* (B, H, T, T) */
+    struct gpu_buffer *lse;     /* attention log-sum-exp per query row (B, H, T) */
     struct gpu_buffer *att;     /* attention output (rows, C) */
     struct gpu_buffer *x2;      /* residual after attention */
     struct gpu_buffer *xn2, *mean2, *rstd2;
@@ -56,7 +56,7 @@ struct model {
     struct gpu_buffer *rope_table;                            /* llama: (max_seq_len, hd/2, 2) */
     /* Backward scratch. */
     struct gpu_buffer *dres;                 /* gradient of the residual stream (rows, C) */
-    struct gpu_buffer *dxn, *datt, *dscores; /* (rows, C), (rows, C), (B,H,T,T) */
+    struct gpu_buffer *dxn, *datt, *att_stats; /* (rows, C), (rows, C), (B,H,T,2) */
     struct gpu_buffer *dq, *dk, *dv, *dqkv;  /* llama / gpt2 */
     struct gpu_buffer *dh, *dgate, *dup;     /* (rows, hidden) */
     int keep_logits;

@@ -9,17 +9,12 @@
 
 #include <stdio.h>
 
+#include "ops_attention.h"
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/util.h"
 
-struct attention_push {
-    uint32_t B, T, H, KVH, hd, has_doc;
-    float scale;
-    uint32_t q_off, k_off, v_off, q_stride, kv_stride;
-};
-
-static struct attention_push shape(const char *op, const struct op_attention_shape *s, int has_doc)
+struct attention_push attention_push_of(const char *op, const struct op_attention_shape *s, int has_doc)
 {
     if (s->KVH == 0 || s->H % s->KVH)
         vkt_fatal("%s: %u key/value heads do not divide %u heads", op, s->KVH, s->H);
@@ -38,8 +33,8 @@ static size_t view_bytes(const struct attention_push *p, uint32_t off, uint32_t 
     return sizeof(float) * ((size_t)off + (size_t)(p->B * p->T - 1) * stride + (size_t)heads * p->hd);
 }
 
-static void check_views(const char *op, const struct attention_push *p, struct gpu_buffer *q, struct gpu_buffer *k,
-                        struct gpu_buffer *v)
+void attention_check_views(const char *op, const struct attention_push *p, struct gpu_buffer *q, struct gpu_buffer *k,
+                           struct gpu_buffer *v)
 {
     ops_check(op, "q", q, view_bytes(p, p->q_off, p->q_stride, p->H));
     ops_check(op, "k", k, view_bytes(p, p->k_off, p->kv_stride, p->KVH));
@@ -104,9 +99,9 @@ static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int widt
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
                   struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out)
 {
-    struct attention_push push = shape("attention", s, doc != NULL);
+    struct attention_push push = attention_push_of("attention", s, doc != NULL);
     size_t F = sizeof(float);
-    check_views("attention", &push, q, k, v);
+    attention_check_views("attention", &push, q, k, v);
     ops_check("attention", "probabilities", probs, F * s->B * s->H * s->T * s->T);
     ops_check("attention", "output", out, F * s->B * s->T * s->H * s->hd);
     if (doc)
@@ -127,10 +122,10 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
                            struct gpu_buffer *dout, struct gpu_buffer *dscores, struct gpu_buffer *dq,
                            struct gpu_buffer *dk, struct gpu_buffer *dv)
 {
-    struct attention_push push = shape("attention_backward", s, 0);
+    struct attention_push push = attention_push_of("attention_backward", s, 0);
     size_t F = sizeof(float);
-    check_views("attention_backward", &push, q, k, v);
-    check_views("attention_backward (gradients)", &push, dq, dk, dv);
+    attention_check_views("attention_backward", &push, q, k, v);
+    attention_check_views("attention_backward (gradients)", &push, dq, dk, dv);
     ops_check("attention_backward", "output gradient", dout, F * s->B * s->T * s->H * s->hd);
     ops_check("attention_backward", "score gradient", dscores, F * s->B * s->H * s->T * s->T);
     size_t queries = (size_t)s->B * s->T * s->H, keys = (size_t)s->B * s->T * s->KVH;

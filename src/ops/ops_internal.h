@@ -21,6 +21,10 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
 size_t ops_storage_limit(const struct gpu *g);
 void ops_set_storage_limit(size_t bytes);
 
+/* Test-only knob: op_flash_attention walks at most n keys (or query rows)
+ * per dispatch, as under a small loop limit; 0 restores the device's. */
+void op_flash_attention_set_walk(uint32_t n);
+
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
  * capped at 4096 (elementwise shaders stride over the rest). */
 void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push,

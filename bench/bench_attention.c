@@ -1,0 +1,102 @@
+/* bench_attention: milliseconds of the attention forward and backward,
+ * present kernels (op_attention, (T,T) probabilities) against flash
+ * attention (op_flash_attention, per-row log-sum-exp), at T = 64 .. 2048.
+ * usage: bench_attention [B H KVH hd [reps]]   (default 1 12 12 64, 5 reps)
+ * VKTRAIN_KERNELS=texel|tiled picks the family. Each figure is the best of
+ * reps single calls, from timestamp queries (wall clock when the queue has
+ * none); a first untimed round compiles the shaders. The present kernels are skipped where their (T,T)
+ * buffers would pass the storage buffer range, or where their loops would pass the device's
+ * loop limit (they stop with an error there). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "vktrain/gpu.h"
+#include "vktrain/ops.h"
+#include "vktrain/util.h"
+
+struct bufs {
+    struct gpu_buffer *q, *k, *v, *doc, *out, *dout, *dq, *dk, *dv, *probs, *dscores, *lse, *stats;
+};
+
+/* Milliseconds of one call of the forward (backward = 0) or backward. */
+static double timed(struct gpu *g, const struct op_attention_shape *s, struct bufs *b, int flash, int backward)
+{
+    gpu_submit(g);
+    double t0 = vkt_now();
+    int timer = gpu_timer_start(g);
+    if (flash && !backward)
+        op_flash_attention(g, s, b->q, b->k, b->v, b->doc, b->lse, b->out);
+    else if (flash)
+        op_flash_attention_backward(g, s, b->q, b->k, b->v, b->doc, b->out, b->lse, b->dout, b->stats, b->dq, b->dk,
+                                    b->dv);
+    else if (!backward)
+        op_attention(g, s, b->q, b->k, b->v, b->doc, b->probs, b->out);
+    else
+        op_attention_backward(g, s, b->q, b->k, b->v, b->probs, b->dout, b->dscores, b->dq, b->dk, b->dv);
+    gpu_timer_stop(g, timer);
+    gpu_submit(g);
+    double wall = vkt_now() - t0, ms = gpu_timer_ms(g, timer);
+    return ms > 0 ? ms : wall * 1e3;
+}
+
+static struct gpu_buffer *filled(struct gpu *g, size_t n, const char *name)
+{
+    float *h = vkt_malloc(n * sizeof *h, name);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    struct gpu_buffer *b = gpu_buffer_create(g, n * sizeof *h, name);
+    gpu_upload(g, b, 0, h, n * sizeof *h);
+    free(h);
+    return b;
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t B = 1, H = 12, KVH = 12, hd = 64;
+    int reps = 5;
+    if (argc >= 5)
+        B = (uint32_t)atoi(argv[1]), H = (uint32_t)atoi(argv[2]), KVH = (uint32_t)atoi(argv[3]),
+        hd = (uint32_t)atoi(argv[4]);
+    if (argc >= 6)
+        reps = atoi(argv[5]);
+    struct gpu_options opt = {.device_index = -1, .quiet = 1};
+    struct gpu *g = gpu_create(&opt);
+    const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
+    printf("device: %s (%s kernels), B=%u H=%u KVH=%u hd=%u, best of %d, ms per call\n", gpu_info(g)->name, family, B,
+           H, KVH, hd, reps);
+    printf("%6s %12s %12s %12s %12s %8s\n", "T", "present fwd", "present bwd", "flash fwd", "flash bwd", "speedup");
+    for (uint32_t T = 64; T <= 2048; T *= 2) {
+        size_t rows = (size_t)B * T, nq = rows * H * hd, nk = rows * KVH * hd, np = (size_t)B * H * T * T;
+        uint32_t limit = gpu_info(g)->max_loop_iterations;
+        int present = np * sizeof(float) <= gpu_info(g)->max_storage_buffer_range &&
+                      (gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? hd <= 64 : !limit || (size_t)T * (2 * hd + 2) *
+                                                                                     (H / KVH) <= limit);
+        struct op_attention_shape s = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd};
+        struct bufs b = {filled(g, nq, "q"), filled(g, nk, "k"), filled(g, nk, "v"), NULL,
+                         filled(g, nq, "out"), filled(g, nq, "dout"), filled(g, nq, "dq"), filled(g, nk, "dk"),
+                         filled(g, nk, "dv"), NULL, NULL, filled(g, rows * H, "lse"), filled(g, 2 * rows * H, "stats")};
+        if (present) {
+            b.probs = gpu_buffer_create(g, np * sizeof(float), "probs");
+            b.dscores = gpu_buffer_create(g, np * sizeof(float), "dscores");
+        }
+        /* The best of reps rounds, the kernels interleaved in each round so
+         * that load from other processes touches them alike. */
+        double best[4] = {1e30, 1e30, 1e30, 1e30};
+        for (int r = -1; r < reps; r++)
+            for (int i = present ? 0 : 2; i < 4; i++) {
+                double ms = timed(g, &s, &b, i >= 2, i % 2);
+                if (r >= 0 && ms < best[i])
+                    best[i] = ms;
+            }
+        double pf = best[0], pb = best[1], ff = best[2], fb = best[3];
+        if (present)
+            printf("%6u %12.2f %12.2f %12.2f %12.2f %7.2fx\n", T, pf, pb, ff, fb, (pf + pb) / (ff + fb));
+        else
+            printf("%6u %12s %12s %12.2f %12.2f %8s\n", T, "-", "-", ff, fb, "-");
+        struct gpu_buffer **all = (struct gpu_buffer **)&b;
+        for (size_t i = 0; i < sizeof b / sizeof *all; i++)
+            gpu_buffer_destroy(g, all[i]);
+    }
+    gpu_destroy(g);
+    return 0;
+}
