@@ -7,7 +7,8 @@
 #  2. a recipe far too big (batch_size 1000000) is refused before anything
 #     is allocated or written: exit 1, the message names the figures and a
 #     batch_size that fits; that batch_size passes --dry-run and one more
-#     does not (the hint is the largest that fits); a model whose weights
+#     does not (the hint is the largest that fits) but fits with activation
+#     checkpointing, which its hint says; a model whose weights
 #     alone do not fit says so;
 #  3. a short real run prints the same plan before it trains.
 . "$(dirname "$0")/script_testing.sh"
@@ -57,6 +58,11 @@ if [ -n "$fit" ]; then
   "$VKTRAIN" train --config "$work/tiny.yaml" batch_size=$((fit + 1)) --dry-run > "$work/dry.log" 2>&1; rc=$?
   check "batch_size $((fit + 1)) fails --dry-run with the same error" \
     '[ $rc -eq 1 ] && grep -q "batch_size $fit would fit" "$work/dry.log"'
+  check "its hint says activation checkpointing would fit" \
+    'grep -q "or model.activation_checkpointing: true would fit as it is" "$work/dry.log"'
+  "$VKTRAIN" train --config "$work/tiny.yaml" batch_size=$((fit + 1)) model.activation_checkpointing=true \
+    --dry-run > /dev/null 2>&1; rc=$?
+  check "and it does: batch_size $((fit + 1)) with checkpointing passes --dry-run" '[ $rc -eq 0 ]'
 fi
 out=$("$VKTRAIN" train --config "$work/tiny.yaml" model.n_layers=100 model.dim=8192 model.n_heads=32 \
   model.n_kv_heads=32 model.hidden_dim=32768 batch_size=1 --dry-run 2>&1); rc=$?

@@ -7,9 +7,10 @@
  * refuses to start when its plan exceeds the memory its device offers, or
  * one buffer exceeds what one allocation may hold, naming the figures and
  * the largest batch_size or max_seq_len that would fit (found by planning
- * again with the smaller value). It never allocates
+ * again with the smaller value) and whether activation checkpointing would. It never allocates
  * device memory and never writes a file. */
 #include <stdio.h>
+#include <string.h>
 
 #include "train_internal.h"
 #include "vktrain/util.h"
@@ -121,6 +122,17 @@ static void plan_refuse(const struct trainer *t, const struct plan *p, uint64_t 
                  "no smaller batch_size or max_seq_len fits; parameters, gradients and "
                  "optimizer state need %s",
                  bytes_text(weights, fixed, sizeof fixed));
+    if (!cfg->model.activation_checkpointing) {
+        struct config c = *cfg;
+        struct plan ck;
+        c.model.activation_checkpointing = true;
+        plan_measure(t->g, &c, t->dist, &ck);
+        if (plan_fits(t->g, &ck, avail)) {
+            size_t n = strlen(hint);
+            snprintf(hint + n, sizeof hint - n, "%s model.activation_checkpointing: true would fit as it is",
+                     batch || seq ? ", or" : "; but");
+        }
+    }
     if (p->dev.total <= avail)
         vkt_fatal("device memory: buffer '%s' of the recipe needs %s, more than one allocation may hold on this "
                   "device (maxMemoryAllocationSize %s); %s",
