@@ -1,11 +1,13 @@
 /* bench_matmul: GFLOP/s of the three matmul layouts on the chosen device.
- * usage: bench_matmul [M N K [reps]]   (default 4096 768 768, 5 reps)
+ * usage: bench_matmul [M N K [reps [layouts]]]   (default 4096 768 768, 5
+ * reps, layouts "nt,nn,tn"; name a subset to time only those)
  * Prints one line per layout; scripts/bench_matmul.sh puts numpy beside it.
  * Times come from timestamp queries around the dispatches (wall clock when
  * the queue has none); the first dispatch, which compiles the shader on
  * lavapipe, is not timed. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
@@ -22,6 +24,7 @@ int main(int argc, char **argv)
         M = (uint32_t)atoi(argv[1]), N = (uint32_t)atoi(argv[2]), K = (uint32_t)atoi(argv[3]);
     if (argc >= 5)
         reps = atoi(argv[4]);
+    const char *layouts = argc >= 6 ? argv[5] : "nt,nn,tn";
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
     size_t big = (size_t)M * (N > K ? N : K) > (size_t)N * K ? (size_t)M * (N > K ? N : K) : (size_t)N * K;
@@ -34,10 +37,13 @@ int main(int argc, char **argv)
     gpu_upload(g, a, 0, host, big * sizeof(float));
     gpu_upload(g, b, 0, host, big * sizeof(float));
     static const char *names[] = {"nt  Y = X.W^T ", "nn  dX = dY.W ", "tn  dW += dY^T.X"};
+    static const char *keys[] = {"nt", "nn", "tn"};
     matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn};
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
     printf("device: %s (%s kernels), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family, M, N, K, reps);
     for (int l = 0; l < 3; l++) {
+        if (!strstr(layouts, keys[l]))
+            continue;
         fns[l](g, a, b, c, M, N, K, l == 2);
         gpu_submit(g);
         double t0 = vkt_now();
