@@ -9,7 +9,19 @@
 // becomes a loop of scalar loads (../notes/lavapipe.md). With VEC4 the
 // views are RGBA32F and every contiguous dimension read as vec4 must be a
 // multiple of 4; without it the views are R32F and any shape works.
-// Each invocation owns 16 rows x 4 columns of the output; 8x8 invocations.
+//
+// Each invocation owns ROWS x COLS = 16 x 16 outputs; 8x8 invocations, so a
+// workgroup computes a 128 x 128 tile. On llvmpipe a texel fetch is a call
+// that gathers one vec4 for each of the 8 lanes (about 30 cycles), and
+// everything else lives in spilled registers, so the cost is set by the
+// fetches per multiply-add and by the code size of the loop body: each
+// step fetches 32 vec4 and does 1024 multiply-adds per lane, in a body of
+// about 3,000 instructions, which still runs from the CPU's instruction
+// caches (twice that measured 2x slower). Each output receives a 4-term
+// dot product per step, so the masked update of a loop-carried value
+// (llvmpipe blends every one under the loop mask) is paid once per 4.
+// Texel fetch count per multiply-add is 1/32; the previous 16 x 4 kernel
+// fetched 1/13 and ran at about half the speed.
 //
 // One dispatch computes one block of the product (src/ops/op_matmul.c
 // splits a product whose output exceeds a storage binding): M, N, K are
@@ -25,7 +37,16 @@
 // llvmpipe. Each kernel defines LDA_WHOLE and LDB_WHOLE, those widths.
 #extension GL_EXT_control_flow_attributes : enable
 
+// The reduction is walked in chunks of CHUNK steps with a barrier after
+// each: llvmpipe runs a workgroup's 8 subgroups one after the other, so
+// without it each would stream its whole reduction slice of the shared
+// operand (up to 1.5 MiB at GPT-2's sizes) past the others; with it the
+// 8 subgroups consume the same chunk (at most 256 KiB) while it is in L2.
+// Invocations outside the output take part in the barriers with no work.
+#define CHUNK 64u
 #define ROWS 16
+#define COLS 16
+#define COLS4 (COLS / 4u)
 layout(local_size_x = 8, local_size_y = 8) in;
 
 // accumulate != 0: add the product to the output instead of overwriting it.

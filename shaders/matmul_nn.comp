@@ -4,8 +4,10 @@
 // dX[M,K] (+)= dY[M,N] · W[N,K], texel path (see matmul_common.glsl).
 // A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs N % 4 == 0
 // and K % 4 == 0.
-// Invocation: rows r0..r0+15 of dX, columns 4*c4..4*c4+3; per step of 4
-// along N, one vec4 of dY per row times four vec4 rows of W.
+// Invocation: rows r0..r0+15 of dX and 4 vec4 columns, cb, cb+8, cb+16,
+// cb+24 (so the 8 lanes of a subgroup read 8 neighbouring texels of a row
+// of W); per step of 4 along N, one vec4 of dY per row times four rows of
+// W: each output adds a 4-term dot product.
 #define LDA_WHOLE p.N
 #define LDB_WHOLE p.K
 #include "matmul_common.glsl"
@@ -13,29 +15,44 @@
 void main()
 {
     uint r0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * ROWS;
-    uint c4 = gl_WorkGroupID.x * 8u + gl_LocalInvocationID.x;
-    uint N4 = (p.N + 3u) / 4u;
-    vec4 acc[ROWS];
-    [[unroll]] for (uint i = 0u; i < ROWS; i++) acc[i] = vec4(0.0);
-    uint kc4 = min(c4, (p.K + 3u) / 4u - 1u), kc = 4u * kc4, wk = UNITS(B0) + UNITS4(kc4);
-    for (uint n4 = 0u; n4 < N4; n4++) {
-        uint n = 4u * n4, yn = UNITS(A0) + UNITS4(n4);
-        // rows of W past N multiply dY elements that read as 0
-        vec4 b0 = load4(B, min(n + 0u, p.N - 1u) * UNITS(LDB) + wk, kc, p.K);
-        vec4 b1 = load4(B, min(n + 1u, p.N - 1u) * UNITS(LDB) + wk, kc, p.K);
-        vec4 b2 = load4(B, min(n + 2u, p.N - 1u) * UNITS(LDB) + wk, kc, p.K);
-        vec4 b3 = load4(B, min(n + 3u, p.N - 1u) * UNITS(LDB) + wk, kc, p.K);
-        [[unroll]] for (uint i = 0u; i < ROWS; i++) {
-            vec4 a = load4(A, min(r0 + i, p.M - 1u) * UNITS(LDA) + yn, n, p.N);
-            acc[i] = fma(vec4(a.x), b0, acc[i]);
-            acc[i] = fma(vec4(a.y), b1, acc[i]);
-            acc[i] = fma(vec4(a.z), b2, acc[i]);
-            acc[i] = fma(vec4(a.w), b3, acc[i]);
-        }
+    uint cb = gl_WorkGroupID.x * 8u * COLS4 + gl_LocalInvocationID.x;
+    uint K4 = (p.K + 3u) / 4u, N4 = (p.N + 3u) / 4u;
+    bool live = r0 < p.M && cb < K4;
+    // texels of dY's rows and W's columns (clamped past M and K: outputs
+    // that are not stored)
+    uint yr[ROWS], wk[COLS4], kc[COLS4];
+    [[unroll]] for (uint i = 0u; i < ROWS; i++) yr[i] = UNITS(A0) + min(r0 + i, p.M - 1u) * UNITS(LDA);
+    [[unroll]] for (uint v = 0u; v < COLS4; v++) {
+        uint c4 = min(cb + 8u * v, K4 - 1u);
+        kc[v] = 4u * c4;
+        wk[v] = UNITS(B0) + UNITS4(c4);
     }
+    vec4 acc[ROWS * COLS4];
+    [[unroll]] for (uint i = 0u; i < ROWS * COLS4; i++) acc[i] = vec4(0.0);
+    for (uint nc = 0u; nc < N4; nc += CHUNK) {
+        for (uint n4 = nc; live && n4 < min(nc + CHUNK, N4); n4++) {
+            uint n = 4u * n4, yn = UNITS4(n4);
+            // rows of W past N multiply dY elements that read as 0
+            vec4 w[4u * COLS4];
+            [[unroll]] for (uint q = 0u; q < 4u; q++) {
+                uint wn = min(n + q, p.N - 1u) * UNITS(LDB);
+                [[unroll]] for (uint v = 0u; v < COLS4; v++) w[q * COLS4 + v] = load4(B, wn + wk[v], kc[v], p.K);
+            }
+            [[unroll]] for (uint i = 0u; i < ROWS; i++) {
+                vec4 a = load4(A, yr[i] + yn, n, p.N);
+                [[unroll]] for (uint v = 0u; v < COLS4; v++)
+                    acc[i * COLS4 + v] +=
+                        a.x * w[v] + a.y * w[COLS4 + v] + a.z * w[2u * COLS4 + v] + a.w * w[3u * COLS4 + v];
+            }
+        }
+        barrier();
+    }
+    if (!live)
+        return;
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (r0 + i >= p.M) break;
-        [[unroll]] for (uint j = 0u; j < 4u; j++)
-            if (c4 * 4u + j < p.K) store(r0 + i, c4 * 4u + j, acc[i][j]);
+        [[unroll]] for (uint v = 0u; v < COLS4; v++)
+            [[unroll]] for (uint j = 0u; j < 4u; j++)
+                if (4u * (cb + 8u * v) + j < p.K) store(r0 + i, 4u * (cb + 8u * v) + j, acc[i * COLS4 + v][j]);
     }
 }

@@ -3,8 +3,9 @@
 // variant: scalar -DVEC4=0
 // Y[M,N] (+)= X[M,K] · W[N,K]^T, texel path (see matmul_common.glsl).
 // A = X, B = W, C = Y. VEC4 needs K % 4 == 0.
-// Invocation: rows r0..r0+15 of Y, columns c0..c0+3; each output is a dot
-// product over K taken 4 at a time.
+// Invocation: rows r0..r0+15 of Y, columns c0..c0+15; per step of 4 along
+// K, one vec4 of X per row and one of W per column, and each output adds
+// the dot product of its row's and column's vec4.
 #define LDA_WHOLE p.K
 #define LDB_WHOLE p.K
 #include "matmul_common.glsl"
@@ -12,26 +13,33 @@
 void main()
 {
     uint r0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * ROWS;
-    uint c0 = (gl_WorkGroupID.x * 8u + gl_LocalInvocationID.x) * 4u;
+    uint c0 = (gl_WorkGroupID.x * 8u + gl_LocalInvocationID.x) * COLS;
+    bool live = r0 < p.M && c0 < p.N;
     uint K4 = (p.K + 3u) / 4u;
-    uint wr[4];
-    [[unroll]] for (uint j = 0u; j < 4u; j++) wr[j] = UNITS(B0) + min(c0 + j, p.N - 1u) * UNITS(LDB);
-    vec4 acc[ROWS];
-    [[unroll]] for (uint i = 0u; i < ROWS; i++) acc[i] = vec4(0.0);
-    for (uint k4 = 0u; k4 < K4; k4++) {
-        uint k = 4u * k4, kt = UNITS4(k4), xk = UNITS(A0) + kt;
-        vec4 w0 = load4(B, wr[0] + kt, k, p.K);
-        vec4 w1 = load4(B, wr[1] + kt, k, p.K);
-        vec4 w2 = load4(B, wr[2] + kt, k, p.K);
-        vec4 w3 = load4(B, wr[3] + kt, k, p.K);
-        [[unroll]] for (uint i = 0u; i < ROWS; i++) {
-            vec4 x = load4(A, min(r0 + i, p.M - 1u) * UNITS(LDA) + xk, k, p.K);
-            acc[i] += vec4(dot(x, w0), dot(x, w1), dot(x, w2), dot(x, w3));
+    // first texels of the rows of X and W this invocation reads (the
+    // clamped ones past M or N compute outputs that are not stored)
+    uint xr[ROWS], wr[COLS];
+    [[unroll]] for (uint i = 0u; i < ROWS; i++) xr[i] = UNITS(A0) + min(r0 + i, p.M - 1u) * UNITS(LDA);
+    [[unroll]] for (uint j = 0u; j < COLS; j++) wr[j] = UNITS(B0) + min(c0 + j, p.N - 1u) * UNITS(LDB);
+    float acc[ROWS * COLS];
+    [[unroll]] for (uint i = 0u; i < ROWS * COLS; i++) acc[i] = 0.0;
+    for (uint kc = 0u; kc < K4; kc += CHUNK) {
+        for (uint k4 = kc; live && k4 < min(kc + CHUNK, K4); k4++) {
+            uint k = 4u * k4, kt = UNITS4(k4);
+            vec4 w[COLS];
+            [[unroll]] for (uint j = 0u; j < COLS; j++) w[j] = load4(B, wr[j] + kt, k, p.K);
+            [[unroll]] for (uint i = 0u; i < ROWS; i++) {
+                vec4 x = load4(A, xr[i] + kt, k, p.K);
+                [[unroll]] for (uint j = 0u; j < COLS; j++) acc[i * COLS + j] += dot(x, w[j]);
+            }
         }
+        barrier();
     }
+    if (!live)
+        return;
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (r0 + i >= p.M) break;
-        [[unroll]] for (uint j = 0u; j < 4u; j++)
-            if (c0 + j < p.N) store(r0 + i, c0 + j, acc[i][j]);
+        [[unroll]] for (uint j = 0u; j < COLS; j++)
+            if (c0 + j < p.N) store(r0 + i, c0 + j, acc[i * COLS + j]);
     }
 }

@@ -116,7 +116,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     const struct gpu_device_info *info = gpu_info(g);
     size_t align = info->min_storage_offset_alignment ? info->min_storage_offset_alignment : 1;
     size_t limit = ops_storage_limit(g), lead = align > 4 ? align - 4 : 0;
-    size_t tile[2] = {texel ? 128 : 64, texel ? 32 : 64};
+    size_t tile[2] = {texel ? 128 : 64, texel ? 128 : 64};
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
                      min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
     for (int i = texel ? 2 : 0; i < 3; i++) {
@@ -131,7 +131,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     /* One invocation walks the whole reduction of its block: the texel tn
      * kernel a token per iteration, nt and nn 4 elements, the tiled kernel
      * 16 per step with 9 loop iterations (its tile loads) inside. */
-    size_t per_iteration = texel ? (l == TN ? 1 : 4) : 1;
+    size_t per_iteration = texel ? 4 : 1;
     size_t walk = (size_t)ops_loop_chunk(g) * per_iteration;
     if (walk < cap[RED])
         cap[RED] = walk - walk % 16;
