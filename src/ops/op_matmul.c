@@ -128,8 +128,8 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                       roles[i], gpu_buffer_name(bufs[i]), o[i].ld, limit);
         cap[o[i].outer] = min_size(cap[o[i].outer], fit);
     }
-    /* One invocation walks the whole reduction of its block: the texel tn
-     * kernel a token per iteration, nt and nn 4 elements, the tiled kernel
+    /* One invocation walks the whole reduction of its block: the texel
+     * kernels 4 elements (tn: tokens) per loop iteration, the tiled kernel
      * 16 per step with 9 loop iterations (its tile loads) inside. */
     size_t per_iteration = texel ? 4 : 1;
     size_t walk = (size_t)ops_loop_chunk(g) * per_iteration;
