@@ -190,9 +190,13 @@ int main(void)
          * strided loops. */
         test_elementwise(g, ((size_t)1 << 22) + 4099);
     }
-    test_reduce(g, 1);
-    test_reduce(g, 1000);
-    test_reduce(g, ((size_t)1 << 24) + 12345);
+    /* Reductions on both families (texel: vec4 reads of pass 1). */
+    for (int c = 0; c < 2; c++) {
+        gpu_set_kernel_class(g, classes[c]);
+        test_reduce(g, 1);
+        test_reduce(g, 1000);
+        test_reduce(g, ((size_t)1 << 24) + 12345);
+    }
     gpu_destroy(g);
     return test_result("test_ops");
 }

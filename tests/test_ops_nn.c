@@ -388,6 +388,7 @@ int main(void)
          * (scalar texel path) and equal to 4 (one vec4 chunk per head). */
         test_embedding(41, 24, 19, 12, 1);
         test_rope(9, 2, 12, 9);
+        test_bias(19, 68); /* C % 4 == 0: the vec4 texel bias add */
         test_rope(7, 3, 8, 5);
     }
     /* Long attention on the texel kernels: 1024 keys at head size 64 stay

@@ -1,7 +1,8 @@
 /* test_optim: the optimizer pieces against double references.
  *
  *   op_adamw: 10 steps on random tensors of odd sizes (1, 7, 1000, and
- *     2^20 + 3, which the capped grid strides over) against a plain double
+ *     2^20 + 3, which the capped grid strides over), in both kernel
+ *     families (vec4 texel reads with a tail, and storage), against a plain double
  *     C implementation of torch.optim.AdamW, with and without weight decay
  *     and with grad_scale != 1. Tolerance: max|gpu − ref| / scale < 1e-5
  *     for θ, m and v after every step, scale = the tensor's max|ref|, or for
@@ -305,11 +306,17 @@ int main(void)
         {"eps-matters", 1e-2, 0.9, 0.95, 1e-3, 0.01, 1.0, 1e-3},
     };
     size_t sizes[] = {1, 7, 1000};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-            test_adamw(g, &cases[c], sizes[k], 10);
-    test_adamw(g, &cases[1], (1u << 20) + 3, 3);
-    test_grad_norm(g);
+    /* Both kernel families (texel: adamw_texel.comp, tiled: adamw.comp). */
+    enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
+    for (int f = 0; f < 2; f++) {
+        gpu_set_kernel_class(g, classes[f]);
+        printf(" %s kernels\n", f ? "tiled" : "texel");
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+                test_adamw(g, &cases[c], sizes[k], 10);
+        test_adamw(g, &cases[1], (1u << 20) + 3, 3);
+        test_grad_norm(g);
+    }
     gpu_destroy(g);
     return test_result("test_optim");
 }

@@ -4,13 +4,16 @@
  *
  * Owns the host side of the step: the bias corrections and the other scalars
  * are computed here in double and rounded once to float push constants, as
- * torch rounds its Python-float scalars. Never allocates, never submits, and
- * never decides the learning rate, the step count or which tensors decay. */
+ * torch rounds its Python-float scalars. On CPU devices (texel family) the
+ * kernel is adamw_texel.comp, the same arithmetic with vec4 texel reads.
+ * Never allocates, never submits, and never decides the learning rate, the
+ * step count or which tensors decay. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops_internal.h"
+#include "ops_texel.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/util.h"
 
@@ -57,6 +60,19 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
     int fused = variant && !strcmp(variant, "fused");
     if (variant && *variant && !fused && strcmp(variant, "torch"))
         vkt_fatal("VKTRAIN_ADAMW='%s' is not an AdamW variant (torch or fused)", variant);
+    struct gpu_buffer *views[4] = {param, grad, m, v};
+    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, views, 4)) {
+        struct gpu_arg targs[7] = {{.buf = param}, {.buf = grad},          {.buf = m},          {.buf = v},
+                                   args[0],        args[2],                args[3]};
+        enum gpu_binding_kind kinds[7] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
+                                          GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,    GPU_BIND_STORAGE,
+                                          GPU_BIND_STORAGE};
+        uint32_t wg = gpu_workgroup_1d(g);
+        struct gpu_kernel *k =
+            ops_texel_kernel(g, fused ? "adamw_texel_fused" : "adamw_texel_torch", 7, kinds, sizeof push, 1, &wg);
+        ops_dispatch_elements(g, k, targs, &push, (n + 3) / 4, 1);
+        return;
+    }
     ops_dispatch_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, &push,
                           n, 1);
 }

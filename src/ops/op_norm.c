@@ -167,6 +167,16 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     struct {
         uint32_t n, C;
     } push = {rows * C, C};
+    struct gpu_buffer *views[2] = {bias, y};
+    if (C % 4 == 0 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, views, 2)) {
+        /* bias_add_texel.comp: vec4 chunks read through views, y written as storage */
+        struct gpu_arg targs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
+        enum gpu_binding_kind kinds[3] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
+        uint32_t wg = gpu_workgroup_1d(g);
+        ops_dispatch_elements(g, ops_texel_kernel(g, "bias_add_texel", 3, kinds, sizeof push, 1, &wg), targs, &push,
+                              (size_t)rows * C / 4, 1);
+        return;
+    }
     ops_dispatch_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, &push, (size_t)rows * C, 1);
 }
 

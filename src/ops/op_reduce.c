@@ -4,7 +4,8 @@
  * workgroup of WG invocations sums its chunk (Kahan per invocation, then a
  * fixed tree) into scratch[g]. Pass 2 sums the G partials the same way into
  * out[out_index]. G and WG depend only on n and the device, so the result
- * is bit-identical run to run.
+ * is bit-identical run to run. On CPU devices (texel family) pass 1 reads x
+ * as vec4 texels (reduce_texel.comp; chunks rounded up to whole texels).
  *
  * Error bound (u = 2^-24, the float rounding unit): each invocation's Kahan
  * sum errs by at most 2u·Σ|x| (+O(n u²)), each tree level by u of its
@@ -13,6 +14,7 @@
  * about 1.3e-6·Σ|x_i| at WG = 256, G = 1024. tests/test_ops.c checks it. */
 #include <stdio.h>
 
+#include "ops_texel.h"
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
 
@@ -47,7 +49,15 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
                                 .push_size = sizeof(struct reduce_push), .n_spec = 1, .spec = {wg}};
     struct gpu_arg a1[2] = {{.buf = x}, {.buf = scratch, .write = 1}};
     struct reduce_push p1 = {(uint32_t)n, (uint32_t)((n + groups - 1) / groups), 0};
-    gpu_dispatch(g, gpu_kernel_get(g, &d), a1, &p1, (uint32_t)groups, 1, 1);
+    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, &x, 1)) {
+        char texel[24];
+        snprintf(texel, sizeof texel, "reduce_texel_%s", variant);
+        enum gpu_binding_kind kinds[2] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
+        p1.chunk = (p1.chunk + 3) / 4 * 4;
+        gpu_dispatch(g, ops_texel_kernel(g, texel, 2, kinds, sizeof p1, 1, &wg), a1, &p1, (uint32_t)groups, 1, 1);
+    } else {
+        gpu_dispatch(g, gpu_kernel_get(g, &d), a1, &p1, (uint32_t)groups, 1, 1);
+    }
 
     d.shader = "reduce_sum";
     struct gpu_arg a2[2] = {{.buf = scratch}, {.buf = out, .write = 1}};
