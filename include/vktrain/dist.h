@@ -37,5 +37,10 @@ int dist_first_rank(int flag);
  * job ends without MPI_Abort and its noise; an error one rank meets alone
  * goes through vkt_fatal. */
 _Noreturn void dist_exit(int code);
+/* Collective: when `failed` on any rank, the first such rank prints its
+ * `err` (vkt_error_print) and every rank leaves with dist_exit(1); else
+ * returns. For errors met where every rank does the same work (reading the
+ * recipe, the dataset), so the job ends with one message and no hang. */
+void dist_check(int failed, const char *err);
 
 #endif

@@ -56,14 +56,7 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
     if (training) {
         /* Every rank reads the same recipe: the first that failed (rank 0
          * when all did) prints the error once, and all leave together. */
-        int first = dist_first_rank(failed);
-        if (first >= 0) {
-            if (dist.rank == first)
-                vkt_error_print("%s", err);
-            if (!failed)
-                config_free(&cfg);
-            dist_exit(1);
-        }
+        dist_check(failed, err);
     } else if (failed) {
         fprintf(stderr, "vktrain: error: %s\n", err);
         return 1;

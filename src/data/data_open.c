@@ -210,6 +210,33 @@ static int read_path(struct data *d, const char *path, struct data_docs *docs, c
     return -1;
 }
 
+/* A training set must hold a label to train on, and a validation set that
+ * was asked for a label to evaluate (else val_loss would be 0/0). */
+static int check_labels(const struct data *d, char *err, size_t errlen)
+{
+    const struct config_dataset *ds = &d->cfg->dataset;
+    if (d->train.n_tokens == 0) {
+        if (ds->type == DATASET_SFT_JSONL && !ds->train_on_input)
+            return vkt_error(err, errlen,
+                             "%s: every label of its %lld samples is masked: they hold only prompt or user text "
+                             "(or their responses lie past max_seq_len %d), so there is nothing to train on; set "
+                             "dataset.train_on_input: true to train on the prompts too",
+                             ds->path, (long long)d->stats.n_docs, d->cfg->model.max_seq_len);
+        return vkt_error(err, errlen, "%s: the training set holds no label to train on", ds->path);
+    }
+    if (ds->val_path && d->val.n_tokens == 0)
+        return vkt_error(err, errlen,
+                         "dataset.val_path: %s holds no label to evaluate (%s), so val_loss would be 0/0; give a "
+                         "validation file with data, or leave dataset.val_path out",
+                         ds->val_path, d->val.n_seq ? "every label is masked" : "it has no sequence");
+    if (ds->val_fraction > 0 && d->val.n_tokens == 0)
+        return vkt_error(err, errlen,
+                         "dataset.val_fraction: %g of the %lld training sequences leaves no validation label; "
+                         "give a larger fraction, a dataset.val_path, or no validation",
+                         ds->val_fraction, (long long)(d->train.n_seq + d->val.n_seq));
+    return 0;
+}
+
 int data_open(struct data *d, const struct config *cfg, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -240,6 +267,8 @@ int data_open(struct data *d, const struct config *cfg, char *err, size_t errlen
             data_split_take(d, &all, cfg->dataset.val_fraction, &d->train, &d->val);
         }
     }
+    if (rc == 0)
+        rc = check_labels(d, err, errlen);
     data_docs_free(&docs);
     data_docs_free(&val_docs);
     d->load_seconds = vkt_now() - t0;

@@ -195,3 +195,17 @@ void dist_exit(int code)
     dist_finalize();
     exit(code);
 }
+
+void dist_check(int failed, const char *err)
+{
+    int first = dist_first_rank(failed), rank = 0;
+    if (first < 0)
+        return;
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+    if (failed && first == rank)
+        vkt_error_print("%s", err);
+    dist_exit(1);
+}

@@ -23,8 +23,9 @@ static void describe(struct trainer *t, const struct step_metrics *m, char *out,
     for (int i = 0; i < model_param_count(t->model) && first < 0; i++)
         if (!isfinite(t->norm_host[i]))
             first = i;
-    int k = snprintf(out, n, "step %lld: the loss is %g and the gradient norm %g", (long long)m->step, m->loss,
-                     m->grad_norm);
+    /* fabs: printf writes a NaN with its sign bit as "-nan" */
+    int k = snprintf(out, n, "step %lld: the loss is %g and the gradient norm %g", (long long)m->step,
+                     isnan(m->loss) ? fabs(m->loss) : m->loss, isnan(m->grad_norm) ? fabs(m->grad_norm) : m->grad_norm);
     if (k > 0 && (size_t)k < n) {
         if (first >= 0)
             snprintf(out + k, n - (size_t)k, " (the first gradient with a non-finite norm: %s)",

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 
 #include "train_internal.h"
 #include "vktrain/ops.h"
@@ -288,11 +287,12 @@ static void setup(struct trainer *t)
     output_dir_check(t); /* written to only once the run has started */
     t->g = trainer_gpu(cfg, t->dist);
     memory_plan_check(t); /* before anything is allocated */
-    if (data_open(&t->data, cfg, err, sizeof err))
-        vkt_fatal("%s", err);
-    if (sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
-                     cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err))
-        vkt_fatal("%s", err);
+    /* Every rank reads the same data: an error in it is printed once. */
+    int failed = data_open(&t->data, cfg, err, sizeof err) != 0;
+    dist_check(failed, err);
+    failed = sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle,
+                          t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err) != 0;
+    dist_check(failed, err);
     t->total_steps = sampler_total_steps(&t->sampler, cfg);
     if (t->dist->rank == 0)
         data_report(&t->data, &t->sampler);
