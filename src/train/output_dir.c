@@ -58,7 +58,7 @@ static int can_make(const char *out_dir, char *why, size_t n)
     struct stat st;
     vkt_path(p, sizeof p, "%s", out_dir);
     while (stat(p, &st)) {
-        if (errno != ENOENT)
+        if (errno != ENOENT && errno != ENOTDIR)
             return vkt_error(why, n, "%s: %s", p, strerror(errno));
         char *slash = strrchr(p, '/');
         if (!slash)
