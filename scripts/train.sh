@@ -2,7 +2,8 @@
 # Installs what is missing, builds, and trains the default recipe
 # (configs/default.yaml: a small byte-level llama on Debian's fortunes),
 # then plots the metrics and prints a sample from the trained model.
-# Extra arguments are recipe overrides, e.g. max_steps=50.
+# Extra arguments are recipe overrides, e.g. max_steps=50; a second run in
+# the same output_dir needs resume=true (continue) or overwrite=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh train

@@ -24,7 +24,8 @@ static void usage(FILE *f)
             "environment:\n"
             "  VKTRAIN_DEVICE=N     use Vulkan device N (see `vktrain devices`)\n"
             "  VKTRAIN_VALIDATE=1   enable the Khronos validation layer\n"
-            "  VKTRAIN_KERNELS=texel|tiled  force a kernel family\n");
+            "  VKTRAIN_KERNELS=texel|tiled  force a kernel family\n"
+            "(docs/training.md, \"Environment\", says more)\n");
 }
 
 int main(int argc, char **argv)
