@@ -10,8 +10,8 @@
 #  3. an SFT set whose labels are all masked is refused at load, suggesting
 #     dataset.train_on_input: true; an empty validation file is refused at
 #     start; neither leaves an output_dir behind (nor its parents);
-#  4. an output_dir that cannot be made, and resume with overwrite, are
-#     refused before anything runs;
+#  4. an output_dir that cannot be made, resume with overwrite, and bad
+#     nan_policy / nan_max_skips values are refused before anything runs;
 #  5. a metrics.jsonl that cannot be written (a full disk: /dev/full) ends
 #     the run naming the file and the reason;
 #  6. under mpirun, a recipe error and a data error are printed once (by
@@ -83,6 +83,12 @@ check "an output_dir that cannot be made is refused at start" \
 out=$(run output_dir="$work/a" resume=true overwrite=true); rc=$?
 check "resume and overwrite together are a recipe error" \
   '[ $rc -eq 1 ] && grep -q "overwrite=true.: resume and overwrite: .*set only one" <<<"$out"' || echo "$out" | tail -3
+
+out=$(run --print-config nan_policy=ignore); rc=$?
+check "a bad nan_policy names the choices" \
+  '[ $rc -eq 1 ] && grep -q "nan_policy: expected one of stop, skip, got .ignore." <<<"$out"' || echo "$out" | tail -3
+out=$(run --print-config nan_max_skips=0); rc=$?
+check "nan_max_skips must be at least 1" '[ $rc -eq 1 ] && grep -q "nan_max_skips: 0 is out of range (must be >= 1)" <<<"$out"'
 
 # 5. A full disk.
 mkdir -p "$work/full" && ln -s /dev/full "$work/full/metrics.jsonl"
