@@ -122,21 +122,34 @@ void checkpoint_write_recipe(const struct trainer *t, const char *dir)
 
 /* A model trained with a Hugging Face tokenizer carries its tokenizer.json,
  * so the directory is complete for generate, init_from and HF tools. */
+/* A whole file, NUL-terminated, in *n bytes (the NUL not counted); NULL
+ * with errno when it cannot be opened. */
+static char *read_whole(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, k;
+    char *buf = vkt_malloc(cap + 1, path);
+    *n = 0;
+    while ((k = fread(buf + *n, 1, cap - *n, f)) > 0)
+        if ((*n += k) == cap)
+            buf = vkt_realloc(buf, (cap *= 2) + 1, path);
+    fclose(f);
+    buf[*n] = 0;
+    return buf;
+}
+
 static void copy_tokenizer(struct trainer *t, const char *dir)
 {
     if (t->cfg->tokenizer.type != TOKENIZER_HF)
         return;
     char path[4096], err[1024];
     vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
-    FILE *f = fopen(t->cfg->tokenizer.path, "rb");
-    if (!f)
+    size_t n;
+    char *buf = read_whole(t->cfg->tokenizer.path, &n);
+    if (!buf)
         vkt_fatal("cannot read %s to copy it beside the model: %s", t->cfg->tokenizer.path, strerror(errno));
-    size_t cap = 1 << 16, n = 0, k;
-    char *buf = vkt_malloc(cap, "tokenizer.json");
-    while ((k = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += k) == cap)
-            buf = vkt_realloc(buf, cap *= 2, "tokenizer.json");
-    fclose(f);
     const void *bufs[1] = {buf};
     if (ckpt_write_atomic(path, 1, bufs, &n, err, sizeof err))
         vkt_fatal("writing the model: %s", err);
@@ -233,18 +246,12 @@ static void recipe_differences(const struct trainer *t, const char *dir, char *o
 {
     char path[4096];
     vkt_path(path, sizeof path, "%s/recipe.yaml", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    size_t len;
+    char *text = read_whole(path, &len);
+    if (!text) {
         snprintf(out, n, "the checkpoint has no recipe.yaml to compare with (written by an older vktrain)");
         return;
     }
-    size_t cap = 1 << 14, len = 0, k;
-    char *text = vkt_malloc(cap + 1, "recipe.yaml");
-    while ((k = fread(text + len, 1, cap - len, f)) > 0)
-        if ((len += k) == cap)
-            text = vkt_realloc(text, (cap *= 2) + 1, "recipe.yaml");
-    fclose(f);
-    text[len] = 0;
     char diff[3072];
     int count = config_diff(t->cfg, text, diff, sizeof diff);
     free(text);
