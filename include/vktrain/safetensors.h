@@ -50,5 +50,8 @@ int st_write(const char *path, const struct st_tensor *t, int n, const char *met
  * and fsyncs the directory, so path holds the old or the new content, never
  * a half-written file. On error path.tmp is removed. Returns 0 or -1. */
 int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const size_t *lens, char *err, size_t errlen);
+/* For the tests' fault injection (src/train/faults.c): when set, called
+ * after each chunk is handed to the file (before the flush and rename). */
+extern void (*ckpt_write_hook)(const char *path, int chunk);
 
 #endif

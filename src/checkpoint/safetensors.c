@@ -373,6 +373,8 @@ int st_write(const char *path, const struct st_tensor *t, int n, const char *met
     return rc;
 }
 
+void (*ckpt_write_hook)(const char *path, int chunk);
+
 int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const size_t *lens, char *err, size_t errlen)
 {
     size_t plen = strlen(path);
@@ -386,8 +388,11 @@ int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const si
         return -1;
     }
     int ok = 1;
-    for (int i = 0; ok && i < n; i++)
+    for (int i = 0; ok && i < n; i++) {
         ok = !lens[i] || fwrite(bufs[i], 1, lens[i], f) == lens[i];
+        if (ckpt_write_hook)
+            ckpt_write_hook(path, i);
+    }
     ok = ok && !fflush(f) && !fsync(fileno(f));
     int e = errno;
     if (fclose(f) && ok)

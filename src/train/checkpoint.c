@@ -2,11 +2,12 @@
  * config.json (Hugging Face, loadable as model.init_from), the AdamW state
  * (optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name>),
  * train_state.json (step, updates applied, the run's length, data position,
- * recipe hash) and recipe.yaml (the resolved recipe, which names the keys
- * that differ when a resume finds another recipe). A checkpoint is
- * written into a hidden temporary directory, each file fsynced, and renamed
- * into place, so a crash never leaves a half checkpoint: resume only sees
- * complete ones. Only rank 0 writes; every rank reads on resume. */
+ * recipe hash, and the size and checksum of every other file) and
+ * recipe.yaml (the resolved recipe, which names the keys that differ when a
+ * resume finds another recipe). A checkpoint is written into a hidden
+ * temporary directory (.step_N.tmp), each file fsynced, and renamed into
+ * place, so a crash never leaves a half checkpoint: resume only sees
+ * complete ones (checkpoint_resume.c). Only rank 0 writes. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,6 @@
 
 #include "train_internal.h"
 #include "vktrain/safetensors.h"
-#include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
 static void path_join(char *out, size_t n, const char *a, const char *b) { vkt_path(out, n, "%s/%s", a, b); }
@@ -75,8 +75,7 @@ static void write_optimizer(struct trainer *t, const char *path)
         vkt_fatal("writing the checkpoint: %s", err);
 }
 
-/* Sequences per optimizer step, W·A·B: what a resumed run must keep. */
-static int64_t global_batch(const struct trainer *t)
+int64_t checkpoint_global_batch(const struct trainer *t)
 {
     return (int64_t)t->dist->world * t->cfg->gradient_accumulation_steps * t->cfg->batch_size;
 }
@@ -90,16 +89,17 @@ static void write_text(const char *path, const char *text, const char *what)
         vkt_fatal("writing %s: %s", what, err);
 }
 
-static void write_state(struct trainer *t, const char *path)
+/* train_state.json; `files` (taken) lists the checkpoint's other files. */
+static void write_state(struct trainer *t, const char *path, json_t *files)
 {
     struct data_pos pos = sampler_pos(&t->sampler, t->step);
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)config_hash(t->cfg));
-    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I}", "step", (json_int_t)t->step,
+    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I, s:o}", "step", (json_int_t)t->step,
                           "optimizer_steps", (json_int_t)t->opt_steps, "total_steps", (json_int_t)t->total_steps,
                           "epoch", (json_int_t)pos.epoch, "step_in_epoch", (json_int_t)pos.step, "recipe_hash", hash,
-                          "world_size", t->dist->world, "global_batch", (json_int_t)global_batch(t),
-                          "tokens_seen", (json_int_t)t->tokens_seen);
+                          "world_size", t->dist->world, "global_batch", (json_int_t)checkpoint_global_batch(t),
+                          "tokens_seen", (json_int_t)t->tokens_seen, "files", files);
     char *text = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     write_text(path, text, "the checkpoint");
@@ -120,11 +120,7 @@ void checkpoint_write_recipe(const struct trainer *t, const char *dir)
     free(text);
 }
 
-/* A model trained with a Hugging Face tokenizer carries its tokenizer.json,
- * so the directory is complete for generate, init_from and HF tools. */
-/* A whole file, NUL-terminated, in *n bytes (the NUL not counted); NULL
- * with errno when it cannot be opened. */
-static char *read_whole(const char *path, size_t *n)
+char *checkpoint_read_file(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -140,6 +136,8 @@ static char *read_whole(const char *path, size_t *n)
     return buf;
 }
 
+/* A model trained with a Hugging Face tokenizer carries its tokenizer.json,
+ * so the directory is complete for generate, init_from and HF tools. */
 static void copy_tokenizer(struct trainer *t, const char *dir)
 {
     if (t->cfg->tokenizer.type != TOKENIZER_HF)
@@ -147,7 +145,7 @@ static void copy_tokenizer(struct trainer *t, const char *dir)
     char path[4096], err[1024];
     vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
     size_t n;
-    char *buf = read_whole(t->cfg->tokenizer.path, &n);
+    char *buf = checkpoint_read_file(t->cfg->tokenizer.path, &n);
     if (!buf)
         vkt_fatal("cannot read %s to copy it beside the model: %s", t->cfg->tokenizer.path, strerror(errno));
     const void *bufs[1] = {buf};
@@ -162,6 +160,7 @@ void checkpoint_save(struct trainer *t, const char *name)
     path_join(root, sizeof root, t->cfg->output_dir, "checkpoints");
     path_join(dir, sizeof dir, root, name);
     snprintf(t->last_checkpoint, sizeof t->last_checkpoint, "%s", dir);
+    t->saved_step = t->step;
     if (t->dist->rank != 0)
         return;
     vkt_path(tmp, sizeof tmp, "%s/.%s.tmp", root, name);
@@ -169,23 +168,28 @@ void checkpoint_save(struct trainer *t, const char *name)
     checkpoint_remove_dir(tmp);
     if (vkt_mkdir_p(tmp))
         vkt_fatal("cannot create %s: %s", tmp, strerror(errno));
+    faults_checkpoint(t, FAULT_CKPT_WRITE);
     if (model_save(t->model, tmp, err, sizeof err))
         vkt_fatal("writing the checkpoint: %s", err);
     copy_tokenizer(t, tmp);
     path_join(p, sizeof p, tmp, "optimizer.safetensors");
     write_optimizer(t, p);
-    path_join(p, sizeof p, tmp, "train_state.json");
-    write_state(t, p);
     checkpoint_write_recipe(t, tmp);
+    /* Last, with the sizes and checksums of the files above, read back. */
+    path_join(p, sizeof p, tmp, "train_state.json");
+    write_state(t, p, checkpoint_files_describe(tmp));
     fsync_dir(tmp);
+    faults_checkpoint(t, FAULT_CKPT_RENAME);
     /* A checkpoint of this step from an earlier run is replaced: moved
-     * aside first, since rename cannot replace a non-empty directory. */
+     * aside first, since rename cannot replace a non-empty directory (a
+     * crash in between leaves .step_N.old, which resume moves back). */
     checkpoint_remove_dir(old);
     struct stat st;
     if (!stat(dir, &st) && rename(dir, old))
         vkt_fatal("cannot move the earlier %s aside: %s", dir, strerror(errno));
     if (rename(tmp, dir))
         vkt_fatal("cannot rename %s to %s: %s", tmp, dir, strerror(errno));
+    faults_checkpoint(t, FAULT_CKPT_RENAMED);
     fsync_dir(root);
     checkpoint_remove_dir(old);
 }
@@ -200,144 +204,3 @@ void checkpoint_save_final(struct trainer *t)
     copy_tokenizer(t, t->cfg->output_dir);
 }
 
-/* The newest complete checkpoint's step, or -1. */
-static long long newest(const char *root)
-{
-    DIR *d = opendir(root);
-    if (!d)
-        return -1;
-    long long best = -1;
-    struct dirent *e;
-    char p[4096];
-    while ((e = readdir(d))) {
-        long long n;
-        char tail;
-        if (sscanf(e->d_name, "step_%lld%c", &n, &tail) != 1)
-            continue;
-        vkt_path(p, sizeof p, "%s/%s/train_state.json", root, e->d_name);
-        if (!access(p, R_OK) && n > best)
-            best = n;
-    }
-    closedir(d);
-    return best;
-}
-
-static void read_optimizer(struct trainer *t, const char *path)
-{
-    struct st_file f;
-    char err[1024], name[160];
-    if (st_read(path, &f, err, sizeof err))
-        vkt_fatal("resume: %s", err);
-    for (int i = 0; i < model_param_count(t->model); i++) {
-        struct model_param *p = model_param(t->model, i);
-        for (int k = 0; k < 2; k++) {
-            snprintf(name, sizeof name, "%s.%s", k ? "exp_avg_sq" : "exp_avg", p->name);
-            const struct st_tensor *s = st_find(&f, name);
-            if (!s || (size_t)st_numel(s) != p->numel)
-                vkt_fatal("resume: %s lacks tensor '%s' of %zu elements", path, name, p->numel);
-            gpu_upload(t->g, k ? t->adam_v[i] : t->adam_m[i], 0, s->data, p->numel * sizeof(float));
-        }
-    }
-    st_free(&f);
-}
-
-/* Names the recipe keys that differ from the checkpoint's recipe.yaml. */
-static void recipe_differences(const struct trainer *t, const char *dir, char *out, size_t n)
-{
-    char path[4096];
-    vkt_path(path, sizeof path, "%s/recipe.yaml", dir);
-    size_t len;
-    char *text = read_whole(path, &len);
-    if (!text) {
-        snprintf(out, n, "the checkpoint has no recipe.yaml to compare with (written by an older vktrain)");
-        return;
-    }
-    char diff[3072];
-    int count = config_diff(t->cfg, text, diff, sizeof diff);
-    free(text);
-    if (count)
-        snprintf(out, n, "%d key%s differ%s (checkpoint -> this run): %s", count, count > 1 ? "s" : "",
-                 count > 1 ? "" : "s", diff);
-    else
-        snprintf(out, n, "no key of its recipe.yaml differs in its printed value");
-}
-
-/* The lr of the next step under this run's schedule and the checkpoint's. */
-static void warn_schedule(const struct trainer *t, int64_t saved_total)
-{
-    const struct config *c = t->cfg;
-    double lr_now = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps,
-                                t->total_steps, c->lr_scheduler.min_lr_ratio, t->opt_steps);
-    double lr_then = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps, saved_total,
-                                 c->lr_scheduler.min_lr_ratio, t->opt_steps);
-    if (t->dist->rank == 0 && lr_now != lr_then)
-        vkt_warn("resume: this run has %lld steps, the checkpoint's run had %lld: the learning-rate schedule "
-                 "now spans %lld steps, so step %lld runs at lr %.3g where the earlier one would give %.3g",
-                 (long long)t->total_steps, (long long)saved_total, (long long)t->total_steps,
-                 (long long)t->step + 1, lr_now, lr_then);
-}
-
-int checkpoint_resume(struct trainer *t)
-{
-    char root[4096], dir[4096], p[4096], err[1024];
-    path_join(root, sizeof root, t->cfg->output_dir, "checkpoints");
-    long long n = newest(root);
-    if (n < 0) {
-        if (t->dist->rank == 0)
-            vkt_info("resume: no checkpoint in %s; starting from step 0", root);
-        return 0;
-    }
-    vkt_path(dir, sizeof dir, "%s/step_%lld", root, n);
-    path_join(p, sizeof p, dir, "train_state.json");
-    json_error_t je;
-    json_t *j = json_load_file(p, 0, &je);
-    if (!j)
-        train_fail(t, "resume: %s:%d: %s", p, je.line, je.text);
-    json_int_t step = json_integer_value(json_object_get(j, "step"));
-    json_t *o = json_object_get(j, "optimizer_steps"), *total = json_object_get(j, "total_steps");
-    json_int_t opt_steps = o ? json_integer_value(o) : step; /* older checkpoints skipped no update */
-    json_int_t saved_total = total ? json_integer_value(total) : -1;
-    json_int_t seen = json_integer_value(json_object_get(j, "tokens_seen"));
-    json_int_t G = json_integer_value(json_object_get(j, "global_batch"));
-    if (G != global_batch(t))
-        train_fail(t,
-                   "resume: %s was trained with a global batch of %lld sequences per step; this run has "
-                   "W x A x B = %d x %d x %d = %lld. Keep W x A x B (ranks x gradient_accumulation_steps x "
-                   "batch_size) equal to resume",
-                   p, (long long)G, t->dist->world, t->cfg->gradient_accumulation_steps, t->cfg->batch_size,
-                   (long long)global_batch(t));
-    const char *hash = json_string_value(json_object_get(j, "recipe_hash"));
-    char want[32];
-    snprintf(want, sizeof want, "%016llx", (unsigned long long)config_hash(t->cfg));
-    if (!hash || strcmp(hash, want)) {
-        char diff[4096];
-        recipe_differences(t, dir, diff, sizeof diff);
-        train_fail(t,
-                   "resume: %s was written by a different recipe (hash %s, this recipe %s): %s. Resume with "
-                   "the checkpoint's recipe (%s/recipe.yaml), or start a new output_dir",
-                   p, hash ? hash : "missing", want, diff, dir);
-    }
-    json_decref(j);
-    if (step > t->total_steps)
-        train_fail(t,
-                   "resume: the newest checkpoint, %s, is at step %lld, past this run's %lld steps (max_steps or "
-                   "epochs); raise max_steps to continue it (its model is in %s)",
-                   dir, (long long)step, (long long)t->total_steps, dir);
-    if (model_load(t->model, dir, err, sizeof err))
-        vkt_fatal("resume: %s", err);
-    path_join(p, sizeof p, dir, "optimizer.safetensors");
-    read_optimizer(t, p);
-    t->step = step;
-    t->opt_steps = opt_steps;
-    t->tokens_seen = seen;
-    snprintf(t->last_checkpoint, sizeof t->last_checkpoint, "%s", dir);
-    if (t->dist->rank == 0) {
-        vkt_info("resuming from %s (step %lld of %lld)", dir, (long long)step, (long long)t->total_steps);
-        if (step == t->total_steps)
-            vkt_info("resume: the run had already reached its last step; nothing is left to train, and its "
-                     "final model is written from this checkpoint");
-    }
-    if (saved_total > 0 && saved_total != t->total_steps && step < t->total_steps)
-        warn_schedule(t, saved_total);
-    return 1;
-}

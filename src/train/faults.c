@@ -9,7 +9,16 @@
  *       gradients are summed over ranks;
  *   VKTRAIN_TEST_BAD_LABEL=S
  *       rank 0's first valid label at step S set to model.vocab_size,
- *       outside the vocabulary, where no dataset can put one.
+ *       outside the vocabulary, where no dataset can put one;
+ *   VKTRAIN_KILL_IN_CHECKPOINT=POINT[:S]
+ *       SIGKILL while the checkpoint of step S (default: any, so the first)
+ *       is written, at POINT: `data` (in model.safetensors, after its header
+ *       and first tensor), `rename` (every file written and synced, before
+ *       the directory is renamed into place) or `renamed` (just after);
+ *   VKTRAIN_TEST_SIGNAL=S:NAME[:R]
+ *       during step S (after its gradients are zeroed), rank R (default 0)
+ *       sends itself SIGINT (NAME INT), SIGTERM (TERM), or SIGINT twice
+ *       (INT+INT), as a user or a scheduler would.
  * Owns only these hooks; unset, they do nothing. */
 #include <math.h>
 #include <signal.h>
@@ -18,6 +27,7 @@
 #include <string.h>
 
 #include "train_internal.h"
+#include "vktrain/safetensors.h"
 #include "vktrain/util.h"
 
 static int64_t env_step(const char *name)
@@ -26,9 +36,44 @@ static int64_t env_step(const char *name)
     return v && *v ? strtoll(v, NULL, 10) : -1;
 }
 
+static const char *const checkpoint_points[] = {"data", "rename", "renamed"}; /* enum fault_point */
+
+static void init_checkpoint_kill(struct faults *f)
+{
+    f->ckpt_point = -1;
+    const char *v = getenv("VKTRAIN_KILL_IN_CHECKPOINT");
+    if (!v || !*v)
+        return;
+    size_t len = strcspn(v, ":");
+    for (int i = 0; i < 3; i++)
+        if (strlen(checkpoint_points[i]) == len && !strncmp(v, checkpoint_points[i], len))
+            f->ckpt_point = i;
+    if (f->ckpt_point < 0)
+        vkt_fatal("VKTRAIN_KILL_IN_CHECKPOINT='%s': expected data, rename or renamed, then :STEP or nothing", v);
+    f->ckpt_step = v[len] == ':' ? strtoll(v + len + 1, NULL, 10) : -1;
+}
+
+static void init_signal(struct faults *f)
+{
+    f->signal_step = -1;
+    const char *v = getenv("VKTRAIN_TEST_SIGNAL");
+    if (!v || !*v)
+        return;
+    char *end, name[16] = "";
+    f->signal_step = strtoll(v, &end, 10);
+    if (*end == ':')
+        sscanf(end + 1, "%15[A-Z+]:%d", name, &f->signal_rank);
+    f->signal = !strcmp(name, "TERM") ? SIGTERM : SIGINT;
+    f->signal_twice = !strcmp(name, "INT+INT");
+    if (strcmp(name, "INT") && strcmp(name, "TERM") && !f->signal_twice)
+        vkt_fatal("VKTRAIN_TEST_SIGNAL='%s': expected STEP:INT, STEP:TERM or STEP:INT+INT, then :RANK or nothing", v);
+}
+
 void faults_init(struct faults *f)
 {
     memset(f, 0, sizeof *f);
+    init_checkpoint_kill(f);
+    init_signal(f);
     f->kill_after = env_step("VKTRAIN_KILL_AFTER_STEP");
     const char *r = getenv("VKTRAIN_KILL_RANK");
     f->kill_rank = r && *r ? atoi(r) : -1;
@@ -73,5 +118,33 @@ void faults_after_step(const struct trainer *t)
 {
     const struct faults *f = &t->faults;
     if (t->step == f->kill_after && (f->kill_rank < 0 || f->kill_rank == t->dist->rank))
+        raise(SIGKILL);
+}
+
+void faults_signal(const struct trainer *t)
+{
+    const struct faults *f = &t->faults;
+    if (f->signal_step != t->step + 1 || f->signal_rank != t->dist->rank)
+        return;
+    raise(f->signal);
+    if (f->signal_twice)
+        raise(SIGINT);
+}
+
+static void kill_in_write(const char *path, int chunk)
+{
+    (void)path;
+    if (chunk >= 1) /* the header and a tensor's data are in the file */
+        raise(SIGKILL);
+}
+
+void faults_checkpoint(const struct trainer *t, enum fault_point at)
+{
+    const struct faults *f = &t->faults;
+    if ((int)at != f->ckpt_point || (f->ckpt_step >= 0 && f->ckpt_step != t->step))
+        return;
+    if (at == FAULT_CKPT_WRITE)
+        ckpt_write_hook = kill_in_write; /* the first file written: model.safetensors */
+    else
         raise(SIGKILL);
 }

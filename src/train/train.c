@@ -16,6 +16,7 @@
  * No step divides by a per-micro-batch or per-rank count, so any (W, A, B)
  * with the same W·A·B gives the same trajectory. */
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,25 +127,34 @@ static void step_time(struct step_metrics *m, double t0)
     m->tokens_per_sec = m->tokens / (m->step_ms * 1e-3);
 }
 
-enum step_result { STEP_APPLIED, STEP_NO_LABELS, STEP_SKIPPED };
+enum step_result { STEP_APPLIED, STEP_NO_LABELS, STEP_SKIPPED, STEP_STOPPED };
 
 /* One step: the update is applied, or skipped for want of labels or for a
- * non-finite loss or gradient norm (nan_policy: skip). */
+ * non-finite loss or gradient norm (nan_policy: skip); or, when a rank was
+ * sent SIGINT or SIGTERM, not begun (t->stop_signal set on every rank). */
 static enum step_result train_step(struct trainer *t, struct step_metrics *out)
 {
     const struct config *cfg = t->cfg;
     int A = cfg->gradient_accumulation_steps;
     double t0 = vkt_now();
 
-    /* 1. N before any backward. */
-    int64_t N = 0, local = 0;
+    /* 1. N before any backward. The same all-reduce counts the ranks that
+     *    were sent a signal during the previous step (signals.c), so every
+     *    rank stops here or none does. */
+    int64_t local = 0;
     for (int m = 0; m < A; m++) {
         data_train_batch(&t->data, &t->sampler, t->step, t->dist->rank, m, &t->micro[m]);
         local += t->micro[m].n_valid;
     }
     faults_labels(t);
-    N = local;
-    dist_sum_i64(&N, 1);
+    int sig = signals_received();
+    int64_t sums[3] = {local, sig == SIGINT, sig == SIGTERM};
+    dist_sum_i64(sums, 3);
+    if (sums[1] || sums[2]) {
+        t->stop_signal = sums[1] ? SIGINT : SIGTERM;
+        return STEP_STOPPED;
+    }
+    int64_t N = sums[0];
     if (N == 0) {
         if (t->dist->rank == 0)
             vkt_warn("step %lld: no valid label in the global batch; the optimizer step is skipped",
@@ -157,6 +167,7 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
      *    ranks while the backward goes on (grad_sync.c). */
     model_zero_grad(t->model);
     faults_gradient(t);
+    faults_signal(t);
     model_loss_reset(t->model);
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
@@ -335,6 +346,41 @@ int train_dry_run(const struct config *cfg, const struct dist *d)
     return 0;
 }
 
+/* The checkpoint of the step reached, unless it is on disk already (the run
+ * resumed from it or saved it on the way). */
+static void save_step(struct trainer *t)
+{
+    if (t->last_checkpoint[0] && t->saved_step == t->step)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "step_%lld", (long long)t->step);
+    checkpoint_save(t, name);
+}
+
+/* After SIGINT or SIGTERM: the checkpoint of the last finished step, then
+ * 128 + the signal. Rank 0 writes while the others wait: under mpirun a
+ * rank that left early would make mpirun kill rank 0 mid-write. */
+static int stop_on_signal(struct trainer *t)
+{
+    const char *name = t->stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+    if (t->step > t->first_step) {
+        replica_check(t);
+        save_step(t);
+    }
+    dist_barrier();
+    if (t->dist->rank == 0) {
+        metrics_close(t);
+        if (t->step > t->first_step)
+            printf("stopped by %s after step %lld of %lld: the checkpoint %s; resume: true continues from it\n",
+                   name, (long long)t->step, (long long)t->total_steps, t->last_checkpoint);
+        else
+            printf("stopped by %s before the first step: nothing new to save%s%s\n", name,
+                   t->last_checkpoint[0] ? "; the checkpoint " : "", t->last_checkpoint);
+    }
+    teardown(t);
+    return 128 + t->stop_signal;
+}
+
 int train_run(const struct config *cfg, const struct dist *d)
 {
     struct trainer t = {.cfg = cfg, .dist = d};
@@ -351,10 +397,13 @@ int train_run(const struct config *cfg, const struct dist *d)
     t.t_start = vkt_now();
     t.first_step = t.step;
     faults_init(&t.faults);
+    signals_install(d->rank);
     while (t.step < t.total_steps) {
         profile_window(&t);
         struct step_metrics m;
         enum step_result r = train_step(&t, &m);
+        if (r == STEP_STOPPED)
+            return stop_on_signal(&t);
         t.step++;
         if (r == STEP_NO_LABELS)
             continue;
@@ -369,21 +418,17 @@ int train_run(const struct config *cfg, const struct dist *d)
         if (cfg->dist.check_every > 0 && s % cfg->dist.check_every == 0)
             replica_check(&t);
         if (cfg->save_every_n_steps > 0 && s % cfg->save_every_n_steps == 0 && s != t.total_steps) {
-            char name[64];
             replica_check(&t);
-            snprintf(name, sizeof name, "step_%lld", (long long)s);
-            checkpoint_save(&t, name);
+            save_step(&t);
         }
         faults_after_step(&t);
     }
     profile_window(&t);
-    char name[64];
-    snprintf(name, sizeof name, "step_%lld", (long long)t.step);
     int was_identical = replica_check(&t);
     if (d->world > 1 && d->rank == 0)
         vkt_info("replicas: identical on all %d ranks at step %lld%s", d->world, (long long)t.step,
                  was_identical ? "" : " (after the repair above)");
-    checkpoint_save(&t, name);
+    save_step(&t);
     checkpoint_save_final(&t);
     if (d->rank == 0) {
         metrics_close(&t);

@@ -2,6 +2,7 @@
 #ifndef VKTRAIN_TRAIN_INTERNAL_H
 #define VKTRAIN_TRAIN_INTERNAL_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "vktrain/data.h"
@@ -12,9 +13,10 @@
 #include "vktrain/util.h"
 
 /* faults.c: failures injected by the tests (see the file). */
+enum fault_point { FAULT_CKPT_WRITE, FAULT_CKPT_RENAME, FAULT_CKPT_RENAMED };
 struct faults {
-    int64_t kill_after, nan_step, bad_label_step;
-    int kill_rank, nan_rank;
+    int64_t kill_after, nan_step, bad_label_step, ckpt_step, signal_step;
+    int kill_rank, nan_rank, ckpt_point, signal_rank, signal, signal_twice;
     char nan_tensor[160];
 };
 
@@ -34,6 +36,8 @@ struct trainer {
     int nan_skips;       /* non-finite steps skipped in a row */
     float *norm_host;    /* per parameter: the squared norm of its gradient, this step */
     char last_checkpoint[4096]; /* written or resumed from; "" when none */
+    int64_t saved_step;         /* the step of last_checkpoint */
+    int stop_signal;            /* SIGINT or SIGTERM: the run stops (signals.c) */
     char metrics_path[4096];
     struct faults faults;
     struct data_batch *micro; /* A micro-batches of this rank */
@@ -92,10 +96,17 @@ void profile_window(struct trainer *t);
  * the run on every rank (the error printed once, the metrics row logged). */
 int nonfinite_check(struct trainer *t, struct step_metrics *m);
 
+/* signals.c: SIGINT and SIGTERM set a flag (a second SIGINT exits at
+ * once); train_step agrees on it over ranks. */
+void signals_install(int rank);
+int signals_received(void); /* the first signal received, or 0 */
+
 void faults_init(struct faults *f);
 void faults_gradient(struct trainer *t);        /* after the gradients are zeroed */
 void faults_labels(struct trainer *t);          /* after the micro-batches are filled */
 void faults_after_step(const struct trainer *t); /* after a step's checkpoint */
+void faults_signal(const struct trainer *t);     /* in a step */
+void faults_checkpoint(const struct trainer *t, enum fault_point at); /* rank 0, in checkpoint_save */
 
 /* An error every rank meets at the same point (a recipe or a checkpoint
  * that every rank read, a verdict every rank reached): rank 0 prints it
@@ -110,9 +121,20 @@ void output_dir_prepare(struct trainer *t);
 
 /* checkpoint.c */
 void checkpoint_save(struct trainer *t, const char *dir_name);
-/* Loads the newest complete checkpoint; returns 0 if there is none. */
-int checkpoint_resume(struct trainer *t);
 void checkpoint_save_final(struct trainer *t);
+/* Sequences per optimizer step, W·A·B: what a resumed run must keep. */
+int64_t checkpoint_global_batch(const struct trainer *t);
+/* A whole file, NUL-terminated, in *n bytes (the NUL not counted); NULL
+ * with errno when it cannot be opened. */
+char *checkpoint_read_file(const char *path, size_t *n);
+/* checkpoint_resume.c: loads the newest checkpoint that reads whole
+ * (skipping damaged ones with a warning); returns 0 if there is none. */
+int checkpoint_resume(struct trainer *t);
+/* checkpoint_files.c: {name: {bytes, fnv}} of every file in dir but
+ * train_state.json, read back; and the check of a dir against it (0, or -1
+ * with what differs). */
+json_t *checkpoint_files_describe(const char *dir);
+int checkpoint_files_verify(const char *dir, const json_t *files, char *err, size_t n);
 /* Removes a directory of plain files; what cannot be removed stays. */
 void checkpoint_remove_dir(const char *dir);
 /* The resolved recipe as dir/recipe.yaml (rank 0). */
