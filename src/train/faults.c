@@ -15,10 +15,11 @@
  *       is written, at POINT: `data` (in model.safetensors, after its header
  *       and first tensor), `rename` (every file written and synced, before
  *       the directory is renamed into place) or `renamed` (just after);
- *   VKTRAIN_TEST_SIGNAL=S:NAME[:R]
+ *   VKTRAIN_TEST_SIGNAL=S:NAMES[:R]
  *       during step S (after its gradients are zeroed), rank R (default 0)
- *       sends itself SIGINT (NAME INT), SIGTERM (TERM), or SIGINT twice
- *       (INT+INT), as a user or a scheduler would.
+ *       sends itself each signal of NAMES in turn, INT or TERM separated
+ *       by commas (e.g. INT,INT: a second SIGINT, which a kill from outside
+ *       cannot time: signals sent together may arrive as one).
  * Owns only these hooks; unset, they do nothing. */
 #include <math.h>
 #include <signal.h>
@@ -59,14 +60,25 @@ static void init_signal(struct faults *f)
     const char *v = getenv("VKTRAIN_TEST_SIGNAL");
     if (!v || !*v)
         return;
-    char *end, name[16] = "";
+    char *end;
     f->signal_step = strtoll(v, &end, 10);
+    while (*end == ':' || *end == ',') {
+        int k = (int)strcspn(end + 1, ",:");
+        if (!strncmp(end + 1, "INT", (size_t)k) && k == 3)
+            f->signals[f->n_signals++] = SIGINT;
+        else if (!strncmp(end + 1, "TERM", (size_t)k) && k == 4)
+            f->signals[f->n_signals++] = SIGTERM;
+        else
+            break;
+        end += 1 + k;
+        if (f->n_signals == 4)
+            break;
+    }
     if (*end == ':')
-        sscanf(end + 1, "%15[A-Z+]:%d", name, &f->signal_rank);
-    f->signal = !strcmp(name, "TERM") ? SIGTERM : SIGINT;
-    f->signal_twice = !strcmp(name, "INT+INT");
-    if (strcmp(name, "INT") && strcmp(name, "TERM") && !f->signal_twice)
-        vkt_fatal("VKTRAIN_TEST_SIGNAL='%s': expected STEP:INT, STEP:TERM or STEP:INT+INT, then :RANK or nothing", v);
+        f->signal_rank = (int)strtol(end + 1, &end, 10);
+    if (!f->n_signals || *end)
+        vkt_fatal("VKTRAIN_TEST_SIGNAL='%s': expected STEP:NAMES[:RANK], NAMES being INT or TERM separated by commas",
+                  v);
 }
 
 void faults_init(struct faults *f)
@@ -126,9 +138,8 @@ void faults_signal(const struct trainer *t)
     const struct faults *f = &t->faults;
     if (f->signal_step != t->step + 1 || f->signal_rank != t->dist->rank)
         return;
-    raise(f->signal);
-    if (f->signal_twice)
-        raise(SIGINT);
+    for (int i = 0; i < f->n_signals; i++)
+        raise(f->signals[i]); /* delivered before raise returns */
 }
 
 static void kill_in_write(const char *path, int chunk)

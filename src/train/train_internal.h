@@ -16,7 +16,8 @@
 enum fault_point { FAULT_CKPT_WRITE, FAULT_CKPT_RENAME, FAULT_CKPT_RENAMED };
 struct faults {
     int64_t kill_after, nan_step, bad_label_step, ckpt_step, signal_step;
-    int kill_rank, nan_rank, ckpt_point, signal_rank, signal, signal_twice;
+    int kill_rank, nan_rank, ckpt_point, signal_rank;
+    int signals[4], n_signals;
     char nan_tensor[160];
 };
 
