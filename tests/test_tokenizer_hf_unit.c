@@ -196,8 +196,9 @@ static void test_config(void)
     snprintf(pathkey, sizeof pathkey, "tokenizer.path=%s", good);
     struct config c;
     char *ov[] = {"tokenizer.type=hf", pathkey};
-    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 2, ov, err, sizeof err) == 0, "%s", err);
-    if (!err[0]) {
+    int loaded = config_load_string(&c, TEST_RECIPE, "r.yaml", 2, ov, err, sizeof err) == 0;
+    CHECK(loaded, "%s", err);
+    if (loaded) {
         CHECK(c.model.vocab_size == 261, "vocab_size defaults to the tokenizer's 261: %d", c.model.vocab_size);
         config_free(&c);
     }
