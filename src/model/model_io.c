@@ -66,6 +66,16 @@ int model_save(struct model *m, const char *dir, char *err, size_t errlen)
     return hf_config_write(path, &h, err, errlen);
 }
 
+/* "[a, b, ...]" */
+static void shape_text(char *out, size_t n, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(out, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(out + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n)
+        snprintf(out + k, n - k, "]");
+}
+
 static int ignored_buffer(const char *name)
 {
     static const char *suffixes[] = {"attn.bias", "attn.masked_bias", "rotary_emb.inv_freq"};
@@ -105,9 +115,10 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         int64_t want[2];
         hf_shape(p, want);
         if (t->ndim != p->ndim || t->shape[0] != want[0] || (p->ndim == 2 && t->shape[1] != want[1])) {
-            snprintf(err, errlen, "%s: tensor '%s' has shape [%lld%s%lld], the model needs [%lld%s%lld]", path,
-                     t->name, (long long)t->shape[0], t->ndim > 1 ? ", " : "", t->ndim > 1 ? (long long)t->shape[1] : 0,
-                     (long long)want[0], p->ndim > 1 ? ", " : "", p->ndim > 1 ? (long long)want[1] : 0);
+            char has[96], needs[96];
+            shape_text(has, sizeof has, t->shape, t->ndim);
+            shape_text(needs, sizeof needs, want, p->ndim);
+            snprintf(err, errlen, "%s: tensor '%s' has shape %s, the model needs %s", path, t->name, has, needs);
             rc = -1;
             break;
         }
