@@ -10,6 +10,8 @@
  *   tokenize_driver classes - < CODE_POINTS
  *       prints the pre-tokenizer class (L, N, S, O) of each decimal code
  *       point read from stdin, one letter per line
+ *   tokenize_driver nfc IN OUT
+ *       writes the NFC of IN's bytes to OUT
  *   tokenize_driver bench TOKENIZER_JSON FILE
  *       encodes FILE with a fresh tokenizer (cold cache) and again (warm),
  *       prints the MB/s of each
@@ -87,6 +89,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *mode = argv[1];
+    if (!strcmp(mode, "nfc") && argc == 4) {
+        size_t n;
+        char *text = slurp(argv[2], &n), *out = malloc(3 * n + 1);
+        spit(argv[3], out, tokenizer_hf_nfc(text, n, out));
+        free(text), free(out);
+        return 0;
+    }
     if (!strcmp(mode, "classes")) {
         unsigned long cp;
         while (scanf("%lu", &cp) == 1)
@@ -101,8 +110,8 @@ int main(int argc, char **argv)
         for (int a = 3; a < argc; a++) {
             size_t n;
             char *text = slurp(argv[a], &n);
-            vkt_token *ids = malloc((n + 1) * sizeof *ids);
-            size_t k = tokenizer_encode(&t, text, n, ids);
+            vkt_token *ids = NULL;
+            size_t cap = 0, k = tokenizer_encode_all(&t, text, n, &ids, &cap);
             for (size_t i = 0; i < k; i++)
                 printf(i ? " %u" : "%u", (unsigned)ids[i]);
             printf("\n");
@@ -112,8 +121,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "roundtrip") && argc == 5) {
         size_t n, len;
         char *text = slurp(argv[3], &n);
-        vkt_token *ids = malloc((n + 1) * sizeof *ids);
-        size_t k = tokenizer_encode(&t, text, n, ids);
+        vkt_token *ids = NULL;
+        size_t cap = 0, k = tokenizer_encode_all(&t, text, n, &ids, &cap);
         char *back = decode_all(&t, ids, k, &len);
         spit(argv[4], back, len);
         printf("%zu bytes, %zu ids\n", n, k);
@@ -129,10 +138,11 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "bench") && argc == 4) {
         size_t n;
         char *text = slurp(argv[3], &n);
-        vkt_token *ids = malloc((n + 1) * sizeof *ids);
+        vkt_token *ids = NULL;
+        size_t cap = 0;
         for (int pass = 0; pass < 2; pass++) {
             double t0 = now();
-            size_t k = tokenizer_encode(&t, text, n, ids);
+            size_t k = tokenizer_encode_all(&t, text, n, &ids, &cap);
             double dt = now() - t0;
             printf("%s: %.1f MB, %zu ids, %.3f s, %.1f MB/s\n", pass ? "warm cache" : "cold cache", (double)n / 1e6, k,
                    dt, (double)n / 1e6 / dt);
