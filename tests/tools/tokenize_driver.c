@@ -12,6 +12,9 @@
  *       point read from stdin, one letter per line
  *   tokenize_driver nfc IN OUT
  *       writes the NFC of IN's bytes to OUT
+ *   tokenize_driver split gpt2|llama3|qwen2 FILE
+ *       prints the byte lengths of the pieces the split regex cuts FILE
+ *       into, one line
  *   tokenize_driver bench TOKENIZER_JSON FILE
  *       encodes FILE with a fresh tokenizer (cold cache) and again (warm),
  *       prints the MB/s of each
@@ -94,6 +97,26 @@ int main(int argc, char **argv)
         char *text = slurp(argv[2], &n), *out = malloc(3 * n + 1);
         spit(argv[3], out, tokenizer_hf_nfc(text, n, out));
         free(text), free(out);
+        return 0;
+    }
+    if (!strcmp(mode, "split") && argc == 4) {
+        static const char *const names[] = {[HF_RE_GPT2] = "gpt2", [HF_RE_LLAMA3] = "llama3", [HF_RE_QWEN2] = "qwen2"};
+        int r = 0;
+        while (r < 3 && strcmp(names[r], argv[2]))
+            r++;
+        if (r == 3) {
+            fprintf(stderr, "tokenize_driver: no regex %s\n", argv[2]);
+            return 2;
+        }
+        size_t n;
+        char *text = slurp(argv[3], &n);
+        for (size_t i = 0; i < n;) {
+            size_t e = hf_regex_end((enum hf_regex)r, (const unsigned char *)text, i, n);
+            printf(i ? " %zu" : "%zu", e - i);
+            i = e;
+        }
+        printf("\n");
+        free(text);
         return 0;
     }
     if (!strcmp(mode, "classes")) {
