@@ -17,7 +17,7 @@ small corpus:
   mistral  the same model after Metaspace(prepend_scheme first, split
            false), Metaspace decoder
   and variants: Metaspace(always, split), no byte fallback (unknowns fused
-  or not), added tokens with lstrip / rstrip / single_word / normalized,
+  or not), a merge across a word start ("s" + "▁"), added tokens with lstrip / rstrip / single_word / normalized,
   ids past 65535 (a vocab with gaps).
 
 Checks:
@@ -247,6 +247,13 @@ def build_kinds(rng):
                              False)
     kinds["sp_unk_unfused"] = (sentencepiece_json(rng, legacy, None, sp_decoder, byte_fallback=False,
                                                   fuse_unk=False), sp_specials, False)
+
+    # a merge across a word start ("s" + "▁"): the text must not be cut
+    # into words before "▁" (vktrain does so only when no merge joins there)
+    j = json.loads(json.dumps(kinds["llama2"][0]))
+    j["model"]["vocab"]["s" + META] = len(j["model"]["vocab"])
+    j["model"]["merges"] = [["s", META]] + j["model"]["merges"]
+    kinds["sp_cross"] = (j, sp_specials, False)
 
     # added tokens that strip white space, match single words, or match
     # their normalized form (NFC: a decomposed content matches composed

@@ -27,7 +27,7 @@ static size_t model(struct tokenizer_hf *h, const char *s, size_t n)
     return h->kind == HF_BYTE_LEVEL ? hf_byte_level_piece(h, u, n) : hf_sentencepiece_piece(h, u, n);
 }
 
-void hf_model_piece(struct tokenizer_hf *h, const char *s, size_t n, struct hf_out *out)
+static void cached_piece(struct tokenizer_hf *h, const char *s, size_t n, struct hf_out *out)
 {
     if (n > CACHE_MAX_PIECE) {
         hf_out_push(out, h->sym, model(h, s, n));
@@ -51,6 +51,17 @@ void hf_model_piece(struct tokenizer_hf *h, const char *s, size_t n, struct hf_o
     hf_smap_put(&h->cache, s, n, (uint32_t)h->cache_n, (uint32_t)k);
     h->cache_n += k;
     hf_out_push(out, h->sym, k);
+}
+
+/* A SentencePiece-style text is one piece (no pre-tokenizer splits it);
+ * where merges cannot join across a word start it is cut there, so that
+ * the words are cached (hf_sentencepiece_prepare). */
+void hf_model_piece(struct tokenizer_hf *h, const char *s, size_t n, struct hf_out *out)
+{
+    for (size_t start = 0, end; start < n; start = end) {
+        end = hf_sentencepiece_next_cut(h, s, n, start);
+        cached_piece(h, s + start, end - start, out);
+    }
 }
 
 /* A text between added tokens matched on the normalized text. */

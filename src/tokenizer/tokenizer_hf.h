@@ -161,6 +161,8 @@ struct tokenizer_hf {
     int64_t byte_fallback[256]; /* sentencepiece: <0xNN> ids, -1 absent */
     bool use_byte_fallback, fuse_unk;
     int64_t unk; /* sentencepiece: the unknown token's id, or -1 */
+    char cut[4];     /* sentencepiece: pieces are cut before this character */
+    size_t cut_len;  /* where no merge can join across (0: never) */
     /* the pipeline */
     struct hf_norm *norm;
     int n_norm;
@@ -231,6 +233,13 @@ size_t hf_bpe_merge(struct tokenizer_hf *h, size_t m);
  * returns the count. */
 size_t hf_byte_level_piece(struct tokenizer_hf *h, const unsigned char *s, size_t n);
 size_t hf_sentencepiece_piece(struct tokenizer_hf *h, const unsigned char *s, size_t n);
+/* Decides h->cut: the word-start character (Metaspace's, or what a
+ * Replace normalizer puts for ' '), when no vocab token has it after
+ * another character, so that BPE never merges across a text cut before it
+ * (and there is no ignore_merges, which looks the whole text up). */
+void hf_sentencepiece_prepare(struct tokenizer_hf *h);
+/* The first cut in s[0..n) after `from`, or n. */
+size_t hf_sentencepiece_next_cut(const struct tokenizer_hf *h, const char *s, size_t n, size_t from);
 /* GPT-2's bytes_to_unicode: the character (code point) of each byte. */
 void hf_byte_chars(uint32_t cp[256]);
 

@@ -333,6 +333,8 @@ static int load(struct tokenizer *t, struct tokenizer_hf *h, json_t *root, const
         return hf_fail(err, errlen, path, "the tokenizer has no tokens");
     if (special_ids(t, h, path, err, errlen))
         return -1;
+    if (h->kind == HF_SENTENCEPIECE)
+        hf_sentencepiece_prepare(h);
     t->size = h->size;
     t->type = TOKENIZER_HF;
     hf_smap_init(&h->cache, 1024);
