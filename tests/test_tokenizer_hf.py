@@ -434,6 +434,10 @@ def check_tokenize(kinds, paths, work, rng):
     check("tokenize: a missing input is an error naming it, and no shard is left",
           r.returncode == 1 and "/nonexistent/x.txt" in r.stderr and not os.path.exists(out) and
           not [p for p in os.listdir(work) if p.startswith("bad.bin")], r.stderr)
+    r = subprocess.run([VKTRAIN, "tokenize", "--tokenizer", paths["gpt2"], "--input", work, "--output", out],
+                       capture_output=True, text=True)
+    check("tokenize: a folder as input is an error naming it", r.returncode == 1 and
+          f"{work}: is a directory" in r.stderr and not os.path.exists(out), r.stderr)
     r = subprocess.run([VKTRAIN, "tokenize", "--tokenizer", f1, "--input", f1, "--output", out],
                        capture_output=True, text=True)
     check("tokenize: a file that is not a tokenizer.json is an error naming it", r.returncode == 1 and

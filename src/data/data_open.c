@@ -75,6 +75,11 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
             fclose(f);
         return -1;
     }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a file", path);
+        fclose(f);
+        return -1;
+    }
     size_t want = (size_t)st.st_size + 1;
     if (*cap < want) {
         *buf = vkt_realloc(*buf, want, "file buffer");
