@@ -39,8 +39,8 @@ Checks:
     one (magic 20240801) for ids past 65535, holding BOS + ids + EOS per
     document as tokenizers gives them; the tokens dataset reads the uint32
     shard; errors name the file and leave no shard;
- 6. end to end: a text dataset trains 2 steps with tokenizer.type hf, the
-    model's vocab_size defaults to the tokenizer's size, the data pipeline
+ 6. end to end: a text dataset trains 2 steps with tokenizer.type hf and
+    tokenizer.path a folder holding tokenizer.json, the model's vocab_size defaults to the tokenizer's size, the data pipeline
     stores exactly BOS + ids + EOS per document, and generate reads the
     saved tokenizer.json.
 
@@ -529,8 +529,9 @@ model: {{arch: gpt2, dim: 32, n_layers: 1, n_heads: 4, max_seq_len: 32}}
 dataset: {{type: text, path: {corpus}, separator: "---"}}
 batch_size: 4
 """)
-    r = subprocess.run([VKTRAIN, "train", "--config", recipe, "tokenizer.type=hf", f"tokenizer.path={tok_path}",
-                        "max_steps=2"], capture_output=True, text=True, env=dict(os.environ, LP_NUM_THREADS="2"))
+    # tokenizer.path names the model folder that holds tokenizer.json
+    r = subprocess.run([VKTRAIN, "train", "--config", recipe, "tokenizer.type=hf",
+                        f"tokenizer.path={os.path.dirname(tok_path)}", "max_steps=2"], capture_output=True, text=True, env=dict(os.environ, LP_NUM_THREADS="2"))
     log = r.stdout + r.stderr
     check("end to end: 2 training steps with tokenizer.type hf", r.returncode == 0, "\n" + log[-3000:])
     if r.returncode:
@@ -548,7 +549,7 @@ batch_size: 4
     check("end to end: the data pipeline stores BOS + ids + EOS per document", got == (len(docs), want),
           f"log says {got}, tokenizers gives {(len(docs), want)}:\n" + log[-2000:])
     out = os.path.join(work, "out")
-    check("end to end: tokenizer.json is saved beside the model and in the checkpoint",
+    check("end to end: the folder's tokenizer.json is saved beside the model and in the checkpoint",
           open(os.path.join(out, "tokenizer.json"), "rb").read() == open(tok_path, "rb").read()
           and os.path.exists(os.path.join(out, "checkpoints", "step_2", "tokenizer.json")))
     prompt = "the quick brown"

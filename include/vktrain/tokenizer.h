@@ -37,6 +37,9 @@ struct tokenizer {
 /* 0, or -1 with a message (for hf: the file and what in it is wrong or
  * unsupported). A tokenizer that was opened must be closed. */
 int tokenizer_open(struct tokenizer *t, const struct config_tokenizer *cfg, char *err, size_t errlen);
+/* The tokenizer.json that an hf tokenizer.path names: path itself, or
+ * path/tokenizer.json when path is a folder (whether or not it exists). */
+void tokenizer_json_path(const char *path, char *out, size_t cap);
 /* Frees what tokenizer_open allocated (nothing for byte); t may be zeroed. */
 void tokenizer_close(struct tokenizer *t);
 /* Returns the number of ids of n bytes of text and writes the first

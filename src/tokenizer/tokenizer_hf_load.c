@@ -341,17 +341,23 @@ static int load(struct tokenizer *t, struct tokenizer_hf *h, json_t *root, const
     return 0;
 }
 
+void tokenizer_json_path(const char *path, char *out, size_t cap)
+{
+    struct stat st;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode))
+        snprintf(out, cap, "%s/tokenizer.json", path);
+    else
+        snprintf(out, cap, "%s", path);
+}
+
 int tokenizer_hf_open(struct tokenizer *t, const char *path, char *err, size_t errlen)
 {
     char file[4096];
     struct stat st;
-    snprintf(file, sizeof file, "%s", path);
-    if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
-        snprintf(file, sizeof file, "%s/tokenizer.json", path);
-        if (stat(file, &st)) {
-            snprintf(err, errlen, "tokenizer.path: the folder '%s' has no tokenizer.json", path);
-            return -1;
-        }
+    tokenizer_json_path(path, file, sizeof file);
+    if (strcmp(file, path) && stat(file, &st)) {
+        snprintf(err, errlen, "tokenizer.path: the folder '%s' has no tokenizer.json", path);
+        return -1;
     }
     FILE *f = fopen(file, "rb");
     if (!f) {

@@ -103,11 +103,12 @@ static void copy_tokenizer(struct trainer *t, const char *dir)
 {
     if (t->cfg->tokenizer.type != TOKENIZER_HF)
         return;
-    char path[4096], err[1024];
+    char path[4096], src[4096], err[1024];
     vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
-    FILE *f = fopen(t->cfg->tokenizer.path, "rb");
+    tokenizer_json_path(t->cfg->tokenizer.path, src, sizeof src); /* the path may be a model folder */
+    FILE *f = fopen(src, "rb");
     if (!f)
-        vkt_fatal("cannot read %s to copy it beside the model: %s", t->cfg->tokenizer.path, strerror(errno));
+        vkt_fatal("cannot read %s to copy it beside the model: %s", src, strerror(errno));
     size_t cap = 1 << 16, n = 0, k;
     char *buf = vkt_malloc(cap, "tokenizer.json");
     while ((k = fread(buf + n, 1, cap - n, f)) > 0)
