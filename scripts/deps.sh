@@ -9,7 +9,7 @@ case "${1:-build}" in
   build) want=("${build[@]}") ;;
   train) want=("${build[@]}" fortunes fortunes-min python3-matplotlib) ;;
   test)  want=("${build[@]}" vulkan-validationlayers fortunes fortunes-min
-               python3 python3-pip python3-numpy python3-torch python3-matplotlib) ;;
+               python3 python3-pip python3-numpy python3-torch python3-matplotlib python3-jinja2) ;;
   bench) want=("${build[@]}" python3 python3-numpy libopenblas0-pthread) ;;
   *) echo "usage: $0 build|train|test|bench" >&2; exit 2 ;;
 esac
