@@ -77,8 +77,11 @@ def enter_venv():
 
 
 enter_venv()
+# Only transformers' tokenizer side is the oracle here: leave torch unloaded.
+os.environ.update(USE_TORCH="0", USE_TF="0", USE_FLAX="0")
 import transformers  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
+from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode  # noqa: E402
 
 sys.path.insert(0, HERE)
 import test_tokenizer_hf as tt  # noqa: E402
@@ -385,14 +388,33 @@ def vk_data(tok_dir, convs, work, *overrides, lines=None):
 
 # ---- the oracle ----
 
+def token_bytes(hf, family, text, enc):
+    """The byte range of the text each token holds. Byte-level tokens are
+    read back to their bytes (tokenizers' own offsets are wrong where
+    ignore_merges finds a whole piece in the vocab, as in Llama 3); the
+    SentencePiece family's come from tokenizers' offsets."""
+    if family == "llama2":
+        return [(len(text[:a].encode()), len(text[:b].encode())) for a, b in enc.offsets]
+    byte_of = {c: b for b, c in bytes_to_unicode().items()}
+    added = {str(a) for a in hf.added_tokens_decoder.values()}
+    spans, at = [], 0
+    for t in enc.tokens:
+        n = len(t.encode()) if t in added else len(bytes(byte_of[c] for c in t))
+        spans.append((at, at + n))
+        at += n
+    assert at == len(text.encode()), (family, text)
+    return spans
+
+
 def assistant_mask(hf, family, eot, conv, text, enc):
-    """1 for the tokens from the one holding the first character of an
-    assistant turn's output (its content as the template writes it, then
-    the end of turn) to the one holding its last, as transformers'
+    """1 for the tokens from the one holding the first byte of an assistant
+    turn's output (its content as the template writes it, then the end of
+    turn) to the one holding its last, as transformers'
     return_assistant_tokens_mask counts them. Where an output starts is the
     length of apply_chat_template's rendering of the conversation before
     it, with the generation prompt (Llama 2 has none: it writes ' ')."""
     mask = [0] * len(enc.ids)
+    spans = token_bytes(hf, family, text, enc)
     for i, m in enumerate(conv):
         if m["role"] != "assistant":
             continue
@@ -402,11 +424,12 @@ def assistant_mask(hf, family, eot, conv, text, enc):
         else:
             before = hf.apply_chat_template(conv[:i], tokenize=False, add_generation_prompt=True)
             out = (m["content"].strip() if family == "llama3" else m["content"]) + eot
-        start, end = len(before), len(before) + len(out)
-        assert text.startswith(before) and text[start:end] == out, (family, conv, text)
-        first, last = enc.char_to_token(start), enc.char_to_token(end - 1)
-        for t in range(first, last + 1):
-            mask[t] = 1
+        assert text.startswith(before) and text[len(before):len(before) + len(out)] == out, (family, conv, text)
+        start = len(before.encode())
+        end = start + len(out.encode())
+        for t, (a, b) in enumerate(spans):
+            if a < end and b > start:
+                mask[t] = 1
     return mask
 
 
@@ -487,7 +510,7 @@ def end_to_end(dirs, work):
     with open(recipe, "w") as f:
         f.write(f"""seed: 1
 output_dir: {out}
-model: {{arch: llama, dim: 64, n_layers: 2, n_heads: 4, max_seq_len: 64}}
+model: {{arch: llama, dim: 64, n_layers: 2, n_heads: 4, max_seq_len: 128}}
 tokenizer: {{type: hf, path: {dirs['llama3.2']}}}
 dataset: {{type: sft_jsonl, path: {data}, shuffle: true}}
 batch_size: 8
