@@ -39,7 +39,7 @@ static void round_trip(const struct hf_config *c, const char *what, const char *
 
 static void test_round_trips(void)
 {
-    struct hf_config llama = {HF_LLAMA, 259, 64, 2, 4, 2, 176, 128, 1e-5, 500000.0, 0, 256, 257, 258};
+    struct hf_config llama = {HF_LLAMA, 259, 64, 2, 4, 2, 176, 128, 1e-5, 500000.0, 0, 256, 257, 258, .qkv_bias = 0};
     round_trip(&llama, "llama", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ]");
     round_trip(&llama, "llama", "\"rms_norm_eps\": 1e-5,");
     round_trip(&llama, "llama", "\"num_key_value_heads\": 2,");
@@ -48,7 +48,7 @@ static void test_round_trips(void)
     llama.norm_eps = 1.0 / 3.0; /* needs 17 digits */
     llama.bos_token_id = llama.eos_token_id = llama.pad_token_id = -1;
     round_trip(&llama, "llama tied", "\"tie_word_embeddings\": true");
-    struct hf_config gpt2 = {HF_GPT2, 50257, 48, 3, 3, 3, 192, 64, 1e-5, 0, 1, 50256, 50256, -1};
+    struct hf_config gpt2 = {HF_GPT2, 50257, 48, 3, 3, 3, 192, 64, 1e-5, 0, 1, 50256, 50256, -1, .qkv_bias = 0};
     round_trip(&gpt2, "gpt2", "\"model_type\": \"gpt2\"");
     round_trip(&gpt2, "gpt2", "\"n_inner\": 192");
     round_trip(&gpt2, "gpt2", "\"activation_function\": \"gelu_new\"");
@@ -71,7 +71,7 @@ static void test_published(void)
                     "\"n_positions\": 1024, \"vocab_size\": 50257}",
                     &c) == 0,
           "%s", err);
-    struct hf_config want = {HF_GPT2, 50257, 768, 12, 12, 12, 3072, 1024, 1e-5, 0, 1, 50256, 50256, -1};
+    struct hf_config want = {HF_GPT2, 50257, 768, 12, 12, 12, 3072, 1024, 1e-5, 0, 1, 50256, 50256, -1, .qkv_bias = 0};
     check_equal(&c, &want, "published gpt2");
 
     /* Old llama configs: no num_key_value_heads, rope_theta or rms_norm_eps. */
@@ -81,7 +81,7 @@ static void test_published(void)
                     "\"hidden_act\": \"silu\", \"rope_scaling\": null}",
                     &c) == 0,
           "%s", err);
-    struct hf_config lw = {HF_LLAMA, 32000, 4096, 32, 32, 32, 11008, 2048, 1e-6, 10000.0, 0, -1, -1, -1};
+    struct hf_config lw = {HF_LLAMA, 32000, 4096, 32, 32, 32, 11008, 2048, 1e-6, 10000.0, 0, -1, -1, -1, .qkv_bias = 0};
     check_equal(&c, &lw, "old llama");
 }
 
@@ -134,7 +134,7 @@ static void test_errors(void)
 
     char path[512];
     snprintf(path, sizeof path, "%s/missing/config.json", test_dir);
-    struct hf_config c = {HF_LLAMA, 259, 64, 2, 4, 4, 176, 128, 1e-5, 1e4, 0, -1, -1, -1};
+    struct hf_config c = {HF_LLAMA, 259, 64, 2, 4, 4, 176, 128, 1e-5, 1e4, 0, -1, -1, -1, .qkv_bias = 0};
     CHECK(hf_config_write(path, &c, err, sizeof err) == -1, "wrote into a missing directory");
     CHECK_MSG(err, "cannot create");
 }

@@ -15,7 +15,7 @@ static void roundtrip(const struct model_config *c, const char *dir)
     char err[512] = "";
     struct model *a = model_create(g, c, 1);
     model_init_random(a, 5);
-    CHECK(model_save(a, dir, err, sizeof err) == 0, "save: %s", err);
+    CHECK(model_save(a, dir, NULL, err, sizeof err) == 0, "save: %s", err);
     struct model_config rc;
     CHECK(model_config_read(dir, &rc, err, sizeof err) == 0, "config: %s", err);
     CHECK(rc.arch == c->arch && rc.dim == c->dim && rc.n_layers == c->n_layers && rc.n_heads == c->n_heads &&
@@ -48,9 +48,9 @@ int main(void)
 {
     g = test_gpu();
     const char *dir = test_tmpdir();
-    struct model_config llama = {MODEL_LLAMA, 259, 16, 2, 4, 2, 48, 32, 1e-5f, 10000.0, 0, 0.02f, 0, 0};
+    struct model_config llama = {MODEL_LLAMA, 259, 16, 2, 4, 2, 48, 32, 1e-5f, 10000.0, 0, 0.02f, 0, 0, .qkv_bias = 0};
     roundtrip(&llama, dir);
-    struct model_config gpt2 = {MODEL_GPT2, 259, 12, 2, 3, 3, 48, 32, 1e-5f, 0, 1, 0.02f, 0, 0};
+    struct model_config gpt2 = {MODEL_GPT2, 259, 12, 2, 3, 3, 48, 32, 1e-5f, 0, 1, 0.02f, 0, 0, .qkv_bias = 0};
     roundtrip(&gpt2, dir);
 
     /* dir now holds the gpt2 model: a llama cannot load it, nor a gpt2 of another width. */

@@ -19,6 +19,7 @@ enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
+enum save_dtype { SAVE_FP32, SAVE_BF16 };
 
 struct config_model {
     enum config_arch arch;
@@ -95,6 +96,8 @@ struct config {
     bool overwrite;               /* start over a folder that holds an earlier run */
     enum nan_policy nan_policy;   /* a step with a non-finite loss or gradient norm */
     int nan_max_skips;            /* skip: non-finite steps in a row before giving up */
+    enum save_dtype save_dtype;   /* of the final model in output_dir (checkpoints stay fp32) */
+    int save_shard_mb;            /* model files above this are written as shards */
     int device_index; /* -1: auto */
     struct config_dist dist;
     bool profile; /* per-kernel shares of device time, printed after a few steps */

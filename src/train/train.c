@@ -27,16 +27,23 @@
 #include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
+/* The recipe's model; with init_from, its config.json adds what the recipe
+ * has no keys for (biases, rope_scaling) and GPT-2's position rows. */
 static struct model_config model_config_of(const struct config_model *c)
 {
-    return (struct model_config){
-        .arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)c->vocab_size,
-        .dim = (uint32_t)c->dim, .n_layers = (uint32_t)c->n_layers, .n_heads = (uint32_t)c->n_heads,
-        .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
-        .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
-        .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
-        .activation_checkpointing = c->activation_checkpointing,
-    };
+    struct model_config mc = {0};
+    char err[1024];
+    if (c->init_from && model_config_read(c->init_from, &mc, err, sizeof err))
+        vkt_fatal("model.init_from: %s", err);
+    if (c->init_from && c->arch == ARCH_GPT2)
+        mc.pos_rows = mc.max_seq_len;
+    mc.arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc.vocab_size = (uint32_t)c->vocab_size;
+    mc.dim = (uint32_t)c->dim, mc.n_layers = (uint32_t)c->n_layers, mc.n_heads = (uint32_t)c->n_heads;
+    mc.n_kv_heads = (uint32_t)c->n_kv_heads, mc.hidden_dim = (uint32_t)c->hidden_dim;
+    mc.max_seq_len = (uint32_t)c->max_seq_len, mc.norm_eps = (float)c->norm_eps, mc.rope_theta = c->rope_theta;
+    mc.tie_embeddings = c->tie_embeddings, mc.init_std = (float)c->init_std;
+    mc.activation_checkpointing = c->activation_checkpointing;
+    return mc;
 }
 
 /* Per-parameter squared norms into t->norm_host, and their global norm. */
