@@ -85,6 +85,35 @@ static void test_published(void)
     check_equal(&c, &lw, "old llama");
 }
 
+#define LLAMA_REST                                                                                                     \
+    "\"intermediate_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 259"
+
+/* The llama family's options: biases, rope_scaling, model_type defaults. */
+static void test_families(void)
+{
+    struct hf_config c;
+    CHECK(read_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"intermediate_size\": 64,"
+                    "\"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 300,"
+                    "\"use_sliding_window\": false, \"sliding_window\": 4096, \"use_cache\": true}",
+                    &c) == 0,
+          "qwen2: %s", err);
+    CHECK(c.arch == HF_LLAMA && !strcmp(c.model_type, "qwen2") && c.qkv_bias && !c.o_bias && !c.mlp_bias &&
+              c.n_kv_heads == 32 && c.max_seq_len == 32768,
+          "qwen2: biases or defaults");
+    CHECK(read_text("{\"model_type\": \"llama\", \"hidden_size\": 64, \"attention_bias\": true, \"mlp_bias\": true,"
+                    "\"head_dim\": 16, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,"
+                    "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}, "
+                    LLAMA_REST "}",
+                    &c) == 0,
+          "llama3: %s", err);
+    CHECK(c.qkv_bias && c.o_bias && c.mlp_bias && c.rope_scaling == 2 && c.rope_factor == 8 &&
+              c.rope_low_freq_factor == 1 && c.rope_high_freq_factor == 4 && c.rope_original_max == 8192,
+          "llama3: biases or rope_scaling");
+    CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": null, " LLAMA_REST "}",
+                    &c) == 0 && !strcmp(c.model_type, "mistral") && c.n_kv_heads == 8 && !c.qkv_bias,
+          "mistral: %s", err);
+}
+
 static void expect_error(const char *text, const char *want, const char *want2)
 {
     struct hf_config c;
@@ -94,9 +123,6 @@ static void expect_error(const char *text, const char *want, const char *want2)
         CHECK_MSG(err, want2);
     CHECK_MSG(err, "config.json");
 }
-
-#define LLAMA_REST                                                                                                     \
-    "\"intermediate_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 259"
 
 static void test_errors(void)
 {
@@ -111,15 +137,31 @@ static void test_errors(void)
                  "'tie_word_embeddings'", "true or false");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"hidden_act\": \"gelu\", " LLAMA_REST "}",
                  "hidden_act 'gelu' is not supported", NULL);
-    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"mlp_bias\": true, " LLAMA_REST "}", "'mlp_bias'",
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"mlp_bias\": 1, " LLAMA_REST "}", "'mlp_bias'",
                  NULL);
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"head_dim\": 32, " LLAMA_REST "}", "'head_dim'",
                  NULL);
     expect_error(
         "{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"linear\"}, " LLAMA_REST "}",
-        "'rope_scaling'", NULL);
+        "'rope_scaling.factor'", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+                 "\"factor\": 4}, " LLAMA_REST "}",
+                 "'rope_scaling' of type 'yarn' is not supported", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"rope_type\": \"llama3\", "
+                 "\"factor\": 8, \"low_freq_factor\": 1}, " LLAMA_REST "}",
+                 "'rope_scaling.high_freq_factor'", NULL);
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, " LLAMA_REST "}",
+                 "'use_sliding_window': true is not supported", NULL);
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"max_position_embeddings\": 8192, "
+                 "\"sliding_window\": 4096, " LLAMA_REST "}",
+                 "'sliding_window' = 4096", "not supported");
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, " LLAMA_REST "}", "'sliding_window' = 4096",
+                 "default");
+    expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"n_layer\": 1, \"vocab_size\": 300,"
+                 "\"scale_attn_by_inverse_layer_idx\": true}",
+                 "'scale_attn_by_inverse_layer_idx': true is not supported", NULL);
     expect_error("{\"model_type\": \"bert\", \"hidden_size\": 64}", "unsupported model_type 'bert'", NULL);
-    expect_error("{\"architectures\": [\"MistralForCausalLM\"]}", "unsupported architecture 'MistralForCausalLM'",
+    expect_error("{\"architectures\": [\"GemmaForCausalLM\"]}", "unsupported architecture 'GemmaForCausalLM'",
                  NULL);
     expect_error("{\"hidden_size\": 64}", "missing required key 'model_type'", NULL);
     expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"vocab_size\": 300}",
@@ -144,6 +186,7 @@ int main(void)
     test_tmpdir();
     test_round_trips();
     test_published();
+    test_families();
     test_errors();
     return test_result("test_hfconfig");
 }
