@@ -231,7 +231,8 @@ int config_resolve(struct config_ctx *ctx)
         return -1;
     if (tc->type == TOKENIZER_BYTE && tc->path)
         return config_fail(ctx, K("tokenizer.path"), "tokenizer.path: only tokenizer.type hf reads a file");
-    if (tc->type == TOKENIZER_HF && require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
+    if (tc->type == TOKENIZER_HF && !tc->path &&
+        require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
         return -1;
     if (tokenizer_open(&tok, tc, msg, sizeof msg))
         return config_fail(ctx, K(tc->type == TOKENIZER_HF ? "tokenizer.path" : "tokenizer.type"), "%s", msg);
