@@ -40,7 +40,9 @@ Both sides compute in float32 with different summation orders; the
 forward alone agrees to ~1e-7 relative (tests/test_parity_torch.py), and
 AdamW carries rounding into the weights over 4 steps, hence 1e-4 there.
 A wrong convention (RoPE scaling regime, a bias, the GPT-2 position rows)
-moves the loss by 1e-3 or more."""
+moves the loss by several 1e-4 or more: as controls, transformers' loss of the
+llama without its rope_scaling, and of the qwen2 read as a llama (its
+q/k/v biases dropped), must differ from vktrain's step-1 loss by > 1e-4 (seen: 7.8e-4, 2.4e-3)."""
 import json
 import os
 import subprocess
@@ -51,14 +53,17 @@ import numpy as np
 import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, PreTrainedTokenizerFast,
-                          Qwen2Config)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
+                          PreTrainedTokenizerFast, Qwen2Config)
 
 VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS, MODEL_VOCAB = 16, 8, 4, 4, 320
 CORPUS = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",
           "to be or not to be, that is the question", "1234 5678 hello world"] * 20
 failures = []
+# Config overrides that drop one feature: the loss must then disagree.
+CONTROLS = {"llama": ("without rope_scaling", {"rope_scaling": None}),
+            "qwen2": ("with q/k/v biases dropped (read as a llama)", {"cls": LlamaForCausalLM})}
 
 
 def check(name, ok, detail=""):
@@ -120,8 +125,10 @@ def build(arch, d, tok, gen):
     tok.save_pretrained(d)
 
 
-def hf_loss(folder, windows):
-    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, attn_implementation="eager")
+def hf_loss(folder, windows, control=None):
+    control = dict(control or {})
+    cls = control.pop("cls", AutoModelForCausalLM)
+    model = cls.from_pretrained(folder, torch_dtype=torch.float32, attn_implementation="eager", **control)
     model.eval()
     x = torch.tensor(windows, dtype=torch.long)
     with torch.no_grad():
@@ -163,6 +170,13 @@ clip_grad_norm: 1.0
     rel = abs(vk0 - hf0) / hf0
     check(f"{arch}: step-1 loss equals transformers' on the same windows", rel < 1e-5,
           f"vk {vk0:.8f} hf {hf0:.8f} rel {rel:.2e}")
+    # Teeth: the same model without the feature this case adds gives a loss
+    # the check above would reject.
+    if arch in CONTROLS:
+        what, control = CONTROLS[arch]
+        rel = abs(vk0 - hf_loss(src, train_windows, control)) / hf0
+        check(f"{arch}: control: transformers {what} differs from vktrain by > 10x the tolerance", rel > 1e-4,
+              f"rel {rel:.2e}")
 
     vkv = next(m["val_loss"] for m in metrics if m["step"] == STEPS and "val_loss" in m)
     hfv = hf_loss(out, val_windows)
