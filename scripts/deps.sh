@@ -34,7 +34,8 @@ fi
 # (--system-site-packages), once; $VKTRAIN_VENV or ~/.cache/vktrain-venv.
 if [ "${1:-build}" = test ]; then
   venv=${VKTRAIN_VENV:-$HOME/.cache/vktrain-venv}
-  if ! "$venv/bin/python" -c 'import transformers' 2>/dev/null; then
+  if ! "$venv/bin/python" -c 'import importlib.metadata as m; assert m.version("transformers") == "4.44.2"' \
+       2>/dev/null; then
     echo "vktrain: making $venv with transformers==4.44.2 (PyPI) for the parity test"
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/python" -m pip install --quiet transformers==4.44.2
