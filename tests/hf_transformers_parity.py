@@ -32,6 +32,7 @@ held-out windows after the last step. Checked:
                 held-out windows; the exported weights must also have moved
                 (the loss differs from the source model's by > 1e-3), so the
                 check cannot pass on an unchanged copy;
+  tokenizer:    tokenizer.type=byte over the folder is refused at load;
   export:       config.json keeps model_type, rope settings and biases of
                 the source, carries the tokenizer's bos/eos/pad ids and
                 torch_dtype float32; AutoTokenizer.from_pretrained(output_dir)
@@ -193,6 +194,11 @@ clip_grad_norm: 1.0
     check(f"{arch}: config.json has the tokenizer's special ids and torch_dtype float32",
           (have.get("bos_token_id"), have.get("eos_token_id"), have.get("pad_token_id"), have.get("torch_dtype")) ==
           (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id, "float32"), str(have.get("torch_dtype")))
+    # The folder's tokenizer was used; a recipe naming another is refused.
+    r = subprocess.run([VKTRAIN, "train", "--config", recipe, "tokenizer.type=byte", f"output_dir={out}-byte"],
+                       capture_output=True, text=True)
+    check(f"{arch}: a byte tokenizer over a folder holding tokenizer.json is refused",
+          r.returncode != 0 and "tokenizer.type: byte, but model.init_from holds" in r.stderr, r.stderr.strip()[-200:])
     back = AutoTokenizer.from_pretrained(out)
     text = "the lazy fox, 42 times"
     check(f"{arch}: AutoTokenizer loads the export and encodes as the source",
