@@ -28,7 +28,7 @@ static void stage_state(struct trainer *t, int which, int upload)
     size_t off = 0;
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
-        struct gpu_buffer *b = which == 0 ? p->w : which == 1 ? t->adam_m[i] : t->adam_v[i];
+        struct gpu_buffer *b = trainer_state(t, which, i);
         if (upload)
             gpu_upload(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
         else
@@ -41,7 +41,9 @@ void replica_broadcast(struct trainer *t, int with_optimizer)
 {
     if (t->dist->world == 1)
         return;
-    for (int which = 0; which < (with_optimizer ? 3 : 1); which++) {
+    /* With dist.zero each rank holds only its shard of the optimizer state,
+     * which no other rank ever computes: only the weights are sent. */
+    for (int which = 0; which < (with_optimizer && !t->zero ? 3 : 1); which++) {
         stage_state(t, which, 0);
         dist_bcast(t->host_grads, t->n_grads * sizeof(float), 0);
         stage_state(t, which, 1);
