@@ -100,10 +100,9 @@ int replica_check(struct trainer *t)
                 }
             if (bad)
                 vkt_warn("replica check after step %lld: rank %zu differs from rank 0 in %d of %d tensors "
-                         "(largest: %s, max |diff| %.3g); repaired by broadcasting rank 0's weights and "
-                         "optimizer state",
+                         "(largest: %s, max |diff| %.3g); repaired by broadcasting rank 0's weights%s",
                          (long long)t->step, r, bad, n, model_param(t->model, worst)->name,
-                         diffs[r * (size_t)n + (size_t)worst]);
+                         diffs[r * (size_t)n + (size_t)worst], t->zero ? "" : " and optimizer state");
         }
     stage_state(t, 0, 1);
     replica_broadcast(t, 1);
