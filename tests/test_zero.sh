@@ -21,28 +21,8 @@
 #     with no repair: every weight is computed by one rank only;
 #  6. a non-finite step under nan_policy: skip is skipped on every rank, as
 #     without dist.zero, bit for bit.
-. "$SRC/tests/script_testing.sh"
-if ! command -v mpirun >/dev/null; then echo "FAIL: mpirun not found (apt-get install openmpi-bin)"; exit 1; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LP_NUM_THREADS=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-cmp_py="$py $SRC/tests/compare_runs.py"
-mpi() { local np=$1; shift; timeout 300 mpirun --oversubscribe -np "$np" "$@"; }
-for i in $(seq 1 600); do
-  echo "the $((i % 7)) quick brown foxes jump over $((i * 13 % 11)) lazy dogs near river $((i % 5))"
-done > "$work/corpus.txt"
-cat > "$work/llama.yaml" <<YAML
-seed: 3
-output_dir: $work/unused
-model: {arch: llama, dim: 96, n_layers: 3, n_heads: 4, n_kv_heads: 2, hidden_dim: 192, max_seq_len: 32}
-dataset: {type: text, path: $work/corpus.txt, packed: true}
-batch_size: 8
-max_steps: 5
-optimizer: {lr: 3.0e-3, weight_decay: 0.1}
-lr_scheduler: {type: cosine, warmup_steps: 2}
-clip_grad_norm: 1.0
-log_every_n_steps: 1
-dist: {bucket_mb: 1}
-YAML
+. "$SRC/tests/dist_testing.sh"
+recipe llama ", n_layers: 3, n_kv_heads: 2" > "$work/llama.yaml" # 2 buckets
 # run NAME NP [key=value ...]: one training run into $work/NAME, its log in
 # $work/NAME.log; $mpiopts go to mpirun; a run told to die may fail
 run() {
