@@ -31,8 +31,8 @@ struct bucket {
     size_t off, n;    /* floats in the host array */
     int ready;        /* the backward stage after which it is complete */
     int started;
-    int *counts;      /* dist.zero: its floats in each rank's shard */
-    size_t mine;      /* dist.zero: where its floats of this rank's shard start in shard_host */
+    int *counts; /* dist.zero: its floats in each rank's shard */
+    size_t mine; /* dist.zero: where its floats of this rank's shard start in shard_host */
 };
 
 void grad_sync_layout(struct trainer *t)
@@ -99,11 +99,11 @@ void grad_sync_init(struct trainer *t)
         struct bucket *b = &t->buckets[k];
         b->counts = vkt_calloc((size_t)W, sizeof(int), "bucket shards");
         b->mine = 0;
-        for (int j = b->first + b->count - 1; j >= b->first; j--) {
+        if (b->n > INT_MAX)
+            vkt_fatal("dist.zero: a bucket of %zu floats (from tensor %s) is more than one MPI call moves (%d)", b->n,
+                      model_param(m, t->sync_order[b->first])->name, INT_MAX);
+        for (int j = b->first + b->count - 1; j >= b->first; j--) { /* down to its first float of this rank's */
             int i = t->sync_order[j];
-            if (b->n > INT_MAX)
-                vkt_fatal("dist.zero: a bucket of %zu floats (tensor %s) is more than one MPI call moves (%d)", b->n,
-                          model_param(m, i)->name, INT_MAX);
             b->counts[t->owner[i]] += (int)model_param(m, i)->numel;
             if (t->owner[i] == t->dist->rank)
                 b->mine = t->sync_off[i] - lo;
@@ -179,7 +179,8 @@ void grad_sync_backward(struct trainer *t)
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
         if (trainer_updates(t, i)) /* a rank needs only the sums it applies */
-            gpu_upload(t->g, p->grad, 0, t->zero ? t->shard_host + (t->sync_off[i] - lo) : t->host_grads + t->sync_off[i],
+            gpu_upload(t->g, p->grad, 0,
+                       t->zero ? t->shard_host + (t->sync_off[i] - lo) : t->host_grads + t->sync_off[i],
                        p->numel * sizeof(float));
     }
     t->comm_seconds += vkt_now() - c0;

@@ -106,7 +106,7 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
            bytes_text(avail, b, sizeof b), source);
     printf("  %-16s %12s  (%s)\n", "host memory", bytes_text(p->host, a, sizeof a),
            t->cfg->dist.zero && t->dist->world > 1 ? "gradients staged for the reduce-scatter, and the shard's sums"
-                                                    : "gradients staged for the all-reduce");
+                                                   : "gradients staged for the all-reduce");
     fflush(stdout);
 }
 
