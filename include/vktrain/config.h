@@ -74,6 +74,7 @@ struct config_dist {
     int bucket_mb;       /* gradient all-reduce bucket size */
     int64_t check_every; /* steps between cross-rank consistency checks */
     bool overlap;        /* start each bucket's all-reduce while backward runs */
+    int zero;            /* 1: AdamW state and update sharded over ranks (ZeRO-1) */
 };
 
 struct config {

@@ -82,6 +82,9 @@ const struct config_key config_keys[] = {
     {"dist.bucket_mb", KT_INT, OFF(dist.bucket_mb), 1, 4096, KF_NOHASH, NULL},
     {"dist.check_every", KT_I64, OFF(dist.check_every), 0, LMAX, KF_NOHASH, NULL},
     {"dist.overlap", KT_BOOL, OFF(dist.overlap), 0, 0, KF_NOHASH, NULL},
+    /* Not hashed: the same update bit for bit on 2 ranks, and checkpoints
+     * hold the whole optimizer state, so a run may resume with it toggled. */
+    {"dist.zero", KT_INT, OFF(dist.zero), 0, 1, KF_NOHASH, NULL},
 };
 const int config_n_keys = (int)(sizeof config_keys / sizeof config_keys[0]);
 

@@ -6,7 +6,10 @@
  * that differ when a resume finds another recipe). A checkpoint is
  * written into a hidden temporary directory, each file fsynced, and renamed
  * into place, so a crash never leaves a half checkpoint: resume only sees
- * complete ones. Only rank 0 writes; every rank reads on resume. */
+ * complete ones. Only rank 0 writes; every rank reads on resume. With
+ * dist.zero the AdamW state is gathered from its owners first, so a
+ * checkpoint is the same whether or not the run sharded it, and resumes
+ * with any W, sharded or not. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +53,9 @@ static void fsync_dir(const char *dir)
     }
 }
 
-static void write_optimizer(struct trainer *t, const char *path)
+/* state: NULL, or with dist.zero the gathered m and v (sync-order layout,
+ * grad_sync_gather) one after the other. */
+static void write_optimizer(struct trainer *t, const char *path, const float *state)
 {
     int n = model_param_count(t->model);
     struct st_tensor *ts = vkt_calloc(2 * (size_t)n, sizeof *ts, "optimizer tensors");
@@ -63,7 +68,10 @@ static void write_optimizer(struct trainer *t, const char *path)
             s->shape[0] = p->shape[0];
             s->shape[1] = p->shape[1];
             s->data = vkt_malloc(p->numel * sizeof(float), "optimizer state");
-            gpu_download(t->g, k ? t->adam_v[i] : t->adam_m[i], 0, s->data, p->numel * sizeof(float));
+            if (state)
+                memcpy(s->data, state + (size_t)k * t->n_grads + t->sync_off[i], p->numel * sizeof(float));
+            else
+                gpu_download(t->g, trainer_state(t, 1 + k, i), 0, s->data, p->numel * sizeof(float));
         }
     }
     char err[1024];
@@ -73,6 +81,21 @@ static void write_optimizer(struct trainer *t, const char *path)
     free(ts);
     if (rc)
         vkt_fatal("writing the checkpoint: %s", err);
+}
+
+/* Collective with dist.zero: the whole AdamW state on rank 0, gathered
+ * from the ranks that own its shards (NULL elsewhere, and without it). */
+static float *gather_optimizer(struct trainer *t)
+{
+    if (!t->zero)
+        return NULL;
+    float *state = t->dist->rank == 0 ? vkt_malloc(2 * t->n_grads * sizeof(float), "optimizer state") : NULL;
+    for (int k = 0; k < 2; k++) {
+        grad_sync_gather(t, 1 + k);
+        if (state)
+            memcpy(state + (size_t)k * t->n_grads, t->host_grads, t->n_grads * sizeof(float));
+    }
+    return state;
 }
 
 /* Sequences per optimizer step, W·A·B: what a resumed run must keep. */
@@ -210,6 +233,7 @@ void checkpoint_save(struct trainer *t, const char *name)
     path_join(root, sizeof root, t->cfg->output_dir, "checkpoints");
     path_join(dir, sizeof dir, root, name);
     snprintf(t->last_checkpoint, sizeof t->last_checkpoint, "%s", dir);
+    float *state = gather_optimizer(t);
     if (t->dist->rank != 0)
         return;
     vkt_path(tmp, sizeof tmp, "%s/.%s.tmp", root, name);
@@ -219,7 +243,8 @@ void checkpoint_save(struct trainer *t, const char *name)
         vkt_fatal("cannot create %s: %s", tmp, strerror(errno));
     save_model(t, tmp, 0);
     path_join(p, sizeof p, tmp, "optimizer.safetensors");
-    write_optimizer(t, p);
+    write_optimizer(t, p, state);
+    free(state);
     path_join(p, sizeof p, tmp, "train_state.json");
     write_state(t, p);
     checkpoint_write_recipe(t, tmp);
@@ -278,7 +303,8 @@ static void read_optimizer(struct trainer *t, const char *path)
             const struct st_tensor *s = st_find(&f, name);
             if (!s || (size_t)st_numel(s) != p->numel)
                 vkt_fatal("resume: %s lacks tensor '%s' of %zu elements", path, name, p->numel);
-            gpu_upload(t->g, k ? t->adam_v[i] : t->adam_m[i], 0, s->data, p->numel * sizeof(float));
+            if (trainer_updates(t, i)) /* dist.zero: only its own shard */
+                gpu_upload(t->g, trainer_state(t, 1 + k, i), 0, s->data, p->numel * sizeof(float));
         }
     }
     st_free(&f);
