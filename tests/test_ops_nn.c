@@ -172,7 +172,7 @@ static void test_rope(int N, int H, int hd, int max_pos)
     ref_rope_forward(y, x, pos, N, H, hd, 10000.0);
     ref_rope_backward(dx, x, pos, N, H, hd, 10000.0); /* the backward of "dout = x" */
     float *table = vkt_malloc(sizeof(float) * max_pos * hd, "rope table");
-    op_rope_table(table, max_pos, hd, 10000.0);
+    op_rope_table(table, max_pos, hd, 10000.0, NULL);
     struct gpu_buffer *bt = gpu_buffer_create(g, sizeof(float) * max_pos * hd, "rope table");
     gpu_upload(g, bt, 0, table, sizeof(float) * max_pos * hd);
     struct gpu_buffer *bp = ints(pos, N, "positions"), *bx = buffer_from_doubles(g, x, n, "x");

@@ -288,7 +288,9 @@ static int special_ids(struct tokenizer *t, const struct tokenizer_hf *h, const 
     json_t *cfg = NULL;
     struct stat st;
     if (!stat(cfg_path, &st)) {
-        cfg = json_load_file(cfg_path, 0, &je);
+        /* Only strings are read from it; as reals, integers such as
+         * transformers' model_max_length of 1e30 do not overflow. */
+        cfg = json_load_file(cfg_path, JSON_DECODE_INT_AS_REAL, &je);
         if (!json_is_object(cfg)) {
             json_decref(cfg);
             return hf_fail(err, errlen, cfg_path, "line %d: %s", je.line, cfg ? "not a JSON object" : je.text);

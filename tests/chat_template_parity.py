@@ -1,4 +1,4 @@
-"""test_chat_template: sft_jsonl `messages` and `vktrain generate --chat`
+"""chat_template_parity (run by tests/test_chat_template.sh): sft_jsonl `messages` and `vktrain generate --chat`
 against `transformers`' apply_chat_template as the oracle, with the chat
 templates of the published models as their tokenizer_config.json files hold
 them (written out below; nothing can be downloaded):
@@ -21,10 +21,11 @@ Checks:
  2. the sft_jsonl data pipeline stores exactly the ids the tokenizer gives
     for that text, and trains exactly the tokens that hold the assistant's
     content and the end-of-turn after it: the tokens from the one holding
-    its first character to the one holding its last, as transformers'
-    assistant mask counts them (character offsets from `tokenizers`); the
-    spans' characters are found from apply_chat_template's own renderings
-    of the conversation's beginnings; train_on_input trains every token;
+    its first byte to the one holding its last, as transformers' assistant
+    mask counts them (each token's bytes read back from the tokenizer);
+    where those bytes lie is found from apply_chat_template's own
+    renderings of the conversation's beginnings; train_on_input trains
+    every token;
  3. errors: a template vktrain does not know (suggests
     tokenizer.chat_template), a template whose special strings are not
     tokens, Llama 2's role order (file:line), the byte tokenizer with a
@@ -34,10 +35,9 @@ Checks:
     memorized reply and stops at <|eot_id|>.
 
 The oracle is transformers==4.44.2 (PyPI; it works with Debian's torch) in
-a virtual environment over Debian's Python (--system-site-packages), at
-$VKTRAIN_VENV or ~/.cache/vktrain-venv. NOTE: until scripts/test.sh makes
-that environment, this test makes it itself on its first run (pip needs the
-network then). 4.44.2 has no strftime_now, so Llama 3.2's template writes
+the virtual environment over Debian's Python that scripts/deps.sh test
+makes (test_chat_template.sh runs this file with its Python), with
+Debian's jinja2. 4.44.2 has no strftime_now, so Llama 3.2's template writes
 its fixed date, as vktrain does.
 """
 import json
@@ -49,34 +49,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VENV = os.environ.get("VKTRAIN_VENV", os.path.expanduser("~/.cache/vktrain-venv"))
 WANT_TRANSFORMERS = "4.44.2"
 
-
-def enter_venv():
-    """Re-runs this test under the venv's Python unless transformers is here."""
-    try:
-        import transformers  # noqa: F401
-        return
-    except ImportError:
-        pass
-    py = os.path.join(VENV, "bin", "python")
-    if os.environ.get("VKTRAIN_TEST_IN_VENV"):
-        print(f"FAIL: {VENV} has no transformers")
-        sys.exit(1)
-    if not os.path.exists(py) or subprocess.run([py, "-c", "import transformers"], capture_output=True).returncode:
-        print(f"making {VENV} with transformers=={WANT_TRANSFORMERS} (the oracle of this test)")
-        r = subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", VENV])
-        r = r.returncode or subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                            f"transformers=={WANT_TRANSFORMERS}"]).returncode
-        if r:
-            print(f"FAIL: could not install transformers=={WANT_TRANSFORMERS} into {VENV}")
-            sys.exit(1)
-    os.environ["VKTRAIN_TEST_IN_VENV"] = "1"
-    os.execv(py, [py] + sys.argv)
-
-
-enter_venv()
 # Only transformers' tokenizer side is the oracle here: leave torch unloaded.
 os.environ.update(USE_TORCH="0", USE_TF="0", USE_FLAX="0")
 import transformers  # noqa: E402
