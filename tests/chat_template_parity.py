@@ -499,9 +499,8 @@ log_every_n_steps: 20
           (r.stdout + r.stderr)[-2000:])
     if r.returncode:
         return
-    cfg_file = os.path.join(out, "tokenizer_config.json")
-    if not os.path.exists(cfg_file):  # until the export copies it beside the model
-        shutil.copy(os.path.join(dirs["llama3.2"], "tokenizer_config.json"), cfg_file)
+    check("end to end: the model folder carries tokenizer_config.json (its chat template)",
+          os.path.exists(os.path.join(out, "tokenizer_config.json")))
     for q, a in pairs:
         g = subprocess.run([VKTRAIN, "generate", "--model", out, "--chat", q, "--temperature", "0",
                             "--max-new-tokens", "20"], capture_output=True, text=True)
