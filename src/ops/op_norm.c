@@ -166,8 +166,9 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     struct gpu_arg args[2] = {{.buf = bias}, {.buf = y, .write = 1}};
     struct {
         uint32_t n, C;
-    } push = {rows * C, C};
-    ops_dispatch_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, &push, (size_t)rows * C, 1);
+    } push = {0, C};
+    const size_t ub[2] = {0, F * C}; /* y in ranges of rows */
+    ops_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, ub, &push, (size_t)rows * C, C, 1);
 }
 
 void op_bias_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *db, uint32_t rows, uint32_t C)

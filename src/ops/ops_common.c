@@ -1,5 +1,9 @@
-/* ops_common: the checks and dispatch shapes the op wrappers share, and
+/* ops_common: the checks and dispatch shapes the op wrappers share, the
+ * split of element-wise work into ranges within the binding limits, and
  * the storage binding limit op_matmul plans for (with its test knob). */
+#include <stdint.h>
+#include <string.h>
+
 #include "ops_internal.h"
 #include "vktrain/util.h"
 
@@ -41,8 +45,83 @@ void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu
                            size_t n, int strided)
 {
     size_t wg = gpu_workgroup_1d(g), groups = (n + wg - 1) / wg;
-    size_t cap = strided ? 4096 : gpu_info(g)->max_workgroup_count[0];
+    size_t cap = gpu_info(g)->max_workgroup_count[0];
+    if (strided && cap > 4096)
+        cap = 4096;
     if (!strided && groups > cap)
-        vkt_fatal("%zu elements need %zu workgroups, over the device limit %zu", n, groups, cap);
+        vkt_fatal("kernel '%s': %zu elements need %zu workgroups, over the device limit %zu", gpu_kernel_name(k), n,
+                  groups, cap);
     gpu_dispatch(g, k, args, push, (uint32_t)(groups < cap ? groups : cap), 1, 1);
+}
+
+static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
+
+/* The limit of binding i of k: the texel limit, or for storage the one
+ * ops_storage_limit gives. */
+static size_t binding_limit(const struct gpu *g, const struct gpu_kernel *k, int i)
+{
+    enum gpu_binding_kind kind = gpu_kernel_binding(k, i);
+    return kind == GPU_BIND_STORAGE ? ops_storage_limit(g) : gpu_binding_limit(g, kind);
+}
+
+size_t ops_range_units(const struct gpu *g, const struct gpu_kernel *k, const struct gpu_arg *args,
+                       const size_t *unit_bytes, size_t *step)
+{
+    int n_bind = gpu_kernel_binding_count(k);
+    size_t s = 1, most = SIZE_MAX;
+    for (int i = 0; i < n_bind; i++) {
+        if (!unit_bytes[i])
+            continue;
+        size_t align = gpu_binding_alignment(g, gpu_kernel_binding(k, i));
+        if (args[i].offset % align)
+            vkt_fatal("kernel '%s': binding %d starts at byte %zu of buffer '%s', not a multiple of the offset "
+                      "alignment %zu",
+                      gpu_kernel_name(k), i, args[i].offset, gpu_buffer_name(args[i].buf), align);
+        size_t a = align / gcd(unit_bytes[i], align); /* units from one aligned offset to the next */
+        s = s / gcd(s, a) * a;
+        size_t fit = binding_limit(g, k, i) / unit_bytes[i];
+        if (fit < most)
+            most = fit;
+    }
+    for (int i = 0; i < n_bind; i++)
+        if (unit_bytes[i] && s * unit_bytes[i] > binding_limit(g, k, i))
+            vkt_fatal("kernel '%s': binding %d (buffer '%s') needs ranges of %zu bytes at least (the smallest "
+                      "step between aligned offsets), over this device's binding limit of %zu bytes",
+                      gpu_kernel_name(k), i, gpu_buffer_name(args[i].buf), s * unit_bytes[i],
+                      binding_limit(g, k, i));
+    *step = s;
+    return most - most % s;
+}
+
+struct gpu_arg ops_range_arg(const struct gpu *g, const struct gpu_kernel *k, int i, const struct gpu_arg *args,
+                             size_t u0, size_t nu, size_t total, size_t unit_bytes)
+{
+    struct gpu_arg a = args[i];
+    size_t given = a.range ? a.range : gpu_buffer_size(a.buf) - a.offset;
+    if (!unit_bytes || (nu == total && given <= binding_limit(g, k, i)))
+        return a;
+    a.offset += u0 * unit_bytes;
+    size_t left = gpu_buffer_size(a.buf) - a.offset;
+    a.range = nu * unit_bytes < left ? nu * unit_bytes : left;
+    return a;
+}
+
+void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
+                  void *push, size_t n, size_t unit, size_t per_invocation)
+{
+    size_t step, most = ops_range_units(g, k, args, unit_bytes, &step);
+    size_t count_max = UINT32_MAX / unit;
+    if (most > count_max)
+        most = count_max - count_max % step;
+    size_t units = (n + unit - 1) / unit;
+    for (size_t u0 = 0; u0 < units; u0 += most) {
+        size_t nu = units - u0 < most ? units - u0 : most;
+        size_t count = u0 + nu == units ? n - u0 * unit : nu * unit;
+        struct gpu_arg a[GPU_MAX_BINDINGS];
+        for (int i = 0; i < gpu_kernel_binding_count(k); i++)
+            a[i] = ops_range_arg(g, k, i, args, u0, nu, units, unit_bytes[i]);
+        uint32_t c = (uint32_t)count;
+        memcpy(push, &c, sizeof c);
+        ops_dispatch_elements(g, k, a, push, (count + per_invocation - 1) / per_invocation, 1);
+    }
 }

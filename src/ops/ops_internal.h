@@ -26,8 +26,38 @@ void ops_set_storage_limit(size_t bytes);
 void op_flash_attention_set_walk(uint32_t n);
 
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
- * capped at 4096 (elementwise shaders stride over the rest). */
+ * capped at 4096 and the device's count (elementwise shaders stride over
+ * the rest; a kernel that does not stride and would need more is fatal). */
 void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push,
                            size_t n, int strided);
+
+/* Records kernel k over elements [0, n) in as few ranges as the device's
+ * binding limits allow, for kernels whose element i touches only what
+ * belongs to it. Elements come in units of `unit` (a vec4, a row); unit u
+ * of binding i is the unit_bytes[i] bytes at args[i].offset + u ·
+ * unit_bytes[i] of its buffer (unit_bytes[i] 0: every range binds args[i]
+ * as given: a table, a bias). A range starts at a unit whose offset in
+ * every such binding meets the alignment of its kind and binds at most
+ * the storage range (or texel limit) of each; the kernel sees its range as
+ * elements [0, count) from the start of its bindings, count in the first
+ * uint32 of push (which is changed). Each invocation handles
+ * per_invocation elements; invocations stride over the range, the grid
+ * within 4096 workgroups and the device's count. An element-wise kernel
+ * gives the same bits whatever the ranges. */
+void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
+                  void *push, size_t n, size_t unit, size_t per_invocation);
+
+/* Binding i of kernel k restricted to units [u0, u0 + nu) of `total`,
+ * unit_bytes each from args[i].offset (clamped to its buffer); args[i]
+ * itself when that is all of them and it fits its binding limit. */
+struct gpu_arg ops_range_arg(const struct gpu *g, const struct gpu_kernel *k, int i, const struct gpu_arg *args,
+                             size_t u0, size_t nu, size_t total, size_t unit_bytes);
+
+/* The most units of unit_bytes[i] bytes (0: not spanned; one entry per
+ * binding of k) that one range of the bindings of kernel k may hold (a
+ * multiple of the returned *step, the units between aligned offsets);
+ * fatal, naming the kernel and binding, when not even one step fits. */
+size_t ops_range_units(const struct gpu *g, const struct gpu_kernel *k, const struct gpu_arg *args,
+                       const size_t *unit_bytes, size_t *step);
 
 #endif
