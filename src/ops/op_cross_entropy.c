@@ -14,8 +14,6 @@ struct ce_push {
     uint32_t label0;
 };
 
-static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
-
 void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                       struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
                       float scale)
@@ -44,7 +42,7 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     struct gpu_arg lab = {.buf = labels, .offset = first, .range = end - first};
     struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
-    size_t step = align / gcd(row_bytes, align);
+    size_t step = align / ops_gcd(row_bytes, align);
     size_t per = info->max_storage_buffer_range / row_bytes;
     per -= per % step;
     if (per == 0)

@@ -54,7 +54,7 @@ void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu
     gpu_dispatch(g, k, args, push, (uint32_t)(groups < cap ? groups : cap), 1, 1);
 }
 
-static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
+size_t ops_gcd(size_t a, size_t b) { return b ? ops_gcd(b, a % b) : a; }
 
 /* The limit of binding i of k: the texel limit, or for storage the one
  * ops_storage_limit gives. */
@@ -77,8 +77,8 @@ size_t ops_range_units(const struct gpu *g, const struct gpu_kernel *k, const st
             vkt_fatal("kernel '%s': binding %d starts at byte %zu of buffer '%s', not a multiple of the offset "
                       "alignment %zu",
                       gpu_kernel_name(k), i, args[i].offset, gpu_buffer_name(args[i].buf), align);
-        size_t a = align / gcd(unit_bytes[i], align); /* units from one aligned offset to the next */
-        s = s / gcd(s, a) * a;
+        size_t a = align / ops_gcd(unit_bytes[i], align); /* units from one aligned offset to the next */
+        s = s / ops_gcd(s, a) * a;
         size_t fit = binding_limit(g, k, i) / unit_bytes[i];
         if (fit < most)
             most = fit;
@@ -106,13 +106,21 @@ struct gpu_arg ops_range_arg(const struct gpu *g, const struct gpu_kernel *k, in
     return a;
 }
 
-void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
-                  void *push, size_t n, size_t unit, size_t per_invocation)
+/* ops_elements and ops_rows: ranges of at most `cap` units; per range,
+ * the count (elements, or rows when unit is 1) into push when count_at is
+ * set, and either a strided grid (per_group 0) or ceil(count /
+ * per_group) workgroups. */
+static void split(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
+                  void *push, int count_in_push, size_t n, size_t unit, size_t cap, size_t per_invocation,
+                  size_t per_group)
 {
     size_t step, most = ops_range_units(g, k, args, unit_bytes, &step);
-    size_t count_max = UINT32_MAX / unit;
-    if (most > count_max)
-        most = count_max - count_max % step;
+    if (most > cap)
+        most = cap - cap % step;
+    if (most == 0)
+        vkt_fatal("kernel '%s': %zu rows, the step between aligned offsets of its bindings, need more than the "
+                  "device's %u workgroups",
+                  gpu_kernel_name(k), step, gpu_info(g)->max_workgroup_count[0]);
     size_t units = (n + unit - 1) / unit;
     for (size_t u0 = 0; u0 < units; u0 += most) {
         size_t nu = units - u0 < most ? units - u0 : most;
@@ -120,8 +128,26 @@ void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
         struct gpu_arg a[GPU_MAX_BINDINGS];
         for (int i = 0; i < gpu_kernel_binding_count(k); i++)
             a[i] = ops_range_arg(g, k, i, args, u0, nu, units, unit_bytes[i]);
-        uint32_t c = (uint32_t)count;
-        memcpy(push, &c, sizeof c);
-        ops_dispatch_elements(g, k, a, push, (count + per_invocation - 1) / per_invocation, 1);
+        if (count_in_push) {
+            uint32_t c = (uint32_t)count;
+            memcpy(push, &c, sizeof c);
+        }
+        if (per_group)
+            gpu_dispatch(g, k, a, push, (uint32_t)((count + per_group - 1) / per_group), 1, 1);
+        else
+            ops_dispatch_elements(g, k, a, push, (count + per_invocation - 1) / per_invocation, 1);
     }
+}
+
+void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
+                  void *push, size_t n, size_t unit, size_t per_invocation)
+{
+    split(g, k, args, unit_bytes, push, 1, n, unit, UINT32_MAX / unit, per_invocation, 0);
+}
+
+void ops_rows(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *row_bytes, void *push,
+              int count_in_push, size_t rows, size_t rows_per_group)
+{
+    size_t cap = (size_t)gpu_info(g)->max_workgroup_count[0] * rows_per_group;
+    split(g, k, args, row_bytes, push, count_in_push, rows, 1, cap, 1, rows_per_group);
 }

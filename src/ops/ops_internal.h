@@ -7,6 +7,8 @@
 
 #include "vktrain/ops.h"
 
+size_t ops_gcd(size_t a, size_t b);
+
 /* Fatal unless buffer b holds at least `bytes`; names op and role. */
 void ops_check(const char *op, const char *role, const struct gpu_buffer *b, size_t bytes);
 
@@ -46,6 +48,14 @@ void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu
  * gives the same bits whatever the ranges. */
 void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
                   void *push, size_t n, size_t unit, size_t per_invocation);
+
+/* The same for kernels that do not stride, over `rows` rows (unit_bytes:
+ * bytes per row): each workgroup does rows_per_group rows (1: one
+ * workgroup per row), so ranges also keep within the device's workgroup
+ * count; the range's row count goes in push's first uint32 when
+ * count_in_push is set. */
+void ops_rows(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *row_bytes, void *push,
+              int count_in_push, size_t rows, size_t rows_per_group);
 
 /* Binding i of kernel k restricted to units [u0, u0 + nu) of `total`,
  * unit_bytes each from args[i].offset (clamped to its buffer); args[i]
