@@ -44,8 +44,9 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     }
     if (!wpe)
         P = 1;
+    /* without positions, tokens and a float of wte stand in, unread */
     struct gpu_arg args[5] = {{.buf = tokens}, {.buf = wpe ? positions : tokens}, {.buf = wte},
-                              {.buf = wpe ? wpe : wte}, {.buf = out, .write = 1}};
+                              {.buf = wpe ? wpe : wte, .range = wpe ? 0 : sizeof(float)}, {.buf = out, .write = 1}};
     struct {
         uint32_t n, C, V, P, has_pos, v0, v1, p0, p1;
     } push = {0, C, V, P, wpe != NULL, 0, 0, 0, 0};

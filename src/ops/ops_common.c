@@ -56,12 +56,14 @@ void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu
 
 size_t ops_gcd(size_t a, size_t b) { return b ? ops_gcd(b, a % b) : a; }
 
-/* The limit of binding i of k: the texel limit, or for storage the one
- * ops_storage_limit gives. */
+size_t ops_binding_limit(const struct gpu *g, enum gpu_binding_kind kind)
+{
+    return kind == GPU_BIND_STORAGE ? ops_storage_limit(g) : gpu_binding_limit(g, kind);
+}
+
 static size_t binding_limit(const struct gpu *g, const struct gpu_kernel *k, int i)
 {
-    enum gpu_binding_kind kind = gpu_kernel_binding(k, i);
-    return kind == GPU_BIND_STORAGE ? ops_storage_limit(g) : gpu_binding_limit(g, kind);
+    return ops_binding_limit(g, gpu_kernel_binding(k, i));
 }
 
 size_t ops_range_units(const struct gpu *g, const struct gpu_kernel *k, const struct gpu_arg *args,

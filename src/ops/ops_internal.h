@@ -22,6 +22,9 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
  * 0 restores the device limit. */
 size_t ops_storage_limit(const struct gpu *g);
 void ops_set_storage_limit(size_t bytes);
+/* The most bytes one binding of this kind may view: ops_storage_limit for
+ * storage, the texel limit for texel views. */
+size_t ops_binding_limit(const struct gpu *g, enum gpu_binding_kind kind);
 
 /* Test-only knob: op_flash_attention walks at most n keys (or query rows)
  * per dispatch, as under a small loop limit; 0 restores the device's. */
