@@ -93,6 +93,11 @@ struct gpu *gpu_create(const struct gpu_options *opt);
 void gpu_destroy(struct gpu *g);
 const struct gpu_device_info *gpu_info(const struct gpu *g);
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g);
+/* Tests: the limits of g become the device's (with VKTRAIN_DEVICE_LIMITS)
+ * tightened further by spec, in gpu_limits_apply's syntax (NULL: none),
+ * so one gpu can run the same work under other limits. Buffers already
+ * created keep their memory. */
+void gpu_set_limits(struct gpu *g, const char *spec);
 /* Forces a kernel family (tests run both on one device; a rank may be given
  * another family to simulate a mixed-vendor cluster). */
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);

@@ -556,6 +556,13 @@ const struct gpu_device_info *gpu_info(const struct gpu *g) { return &g->info; }
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; }
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
 
+void gpu_set_limits(struct gpu *g, const char *spec)
+{
+    gpu_device_info_fill(g->instance, g->phys, g->info.index, &g->info);
+    if (spec)
+        gpu_limits_apply(&g->info, spec);
+}
+
 uint32_t gpu_workgroup_1d(const struct gpu *g)
 {
     uint32_t s = g->info.subgroup_size, max = g->info.max_workgroup_invocations;

@@ -58,7 +58,7 @@ static size_t tail_bytes(const struct attention_bind *b) { return b->tail > 0 ? 
 static int sliced(const struct gpu *g, const struct gpu_kernel *k, const struct attention_bind *b, int n)
 {
     for (int i = 0; i < n; i++)
-        if (b[i].base && gpu_buffer_size(b[i].buf) > ops_binding_limit(g, gpu_kernel_binding(k, i)))
+        if (b[i].base && gpu_buffer_size(b[i].buf) > gpu_binding_limit(g, gpu_kernel_binding(k, i)))
             return 1;
     return 0;
 }
@@ -72,7 +72,7 @@ static size_t sequences_per_range(const struct gpu *g, const char *op, const str
     size_t most = (size_t)gpu_info(g)->max_workgroup_count[0] * 64 / rows_per_seq;
     int slice = sliced(g, k, b, n);
     for (int i = 0; i < n; i++) {
-        size_t limit = ops_binding_limit(g, gpu_kernel_binding(k, i)), per = b[i].per_seq * sizeof(float);
+        size_t limit = gpu_binding_limit(g, gpu_kernel_binding(k, i)), per = b[i].per_seq * sizeof(float);
         size_t fit = SIZE_MAX, tail = tail_bytes(&b[i]);
         if (per && !b[i].base) {
             size_t a = gpu_binding_alignment(g, gpu_kernel_binding(k, i));
@@ -116,7 +116,7 @@ void attention_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, con
                     first -= args[i].offset / sizeof(float);
                 }
                 *bd->base = (uint32_t)first;
-            } else if (a->B != B || size > ops_binding_limit(g, gpu_kernel_binding(k, i))) {
+            } else if (a->B != B || size > gpu_binding_limit(g, gpu_kernel_binding(k, i))) {
                 args[i].offset = first * sizeof(float);
                 args[i].range = end - args[i].offset;
             }

@@ -1,6 +1,6 @@
 /* ops_common: the checks and dispatch shapes the op wrappers share, the
  * split of element-wise work into ranges within the binding limits, and
- * the storage binding limit op_matmul plans for (with its test knob). */
+ * the storage binding limit op_matmul plans for. */
 #include <stdint.h>
 #include <string.h>
 
@@ -28,17 +28,9 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
     return gpu_kernel_get(g, &d);
 }
 
-static size_t storage_limit_override;
-
-void ops_set_storage_limit(size_t bytes)
-{
-    storage_limit_override = bytes;
-}
-
 size_t ops_storage_limit(const struct gpu *g)
 {
-    size_t dev = gpu_info(g)->max_storage_buffer_range;
-    return storage_limit_override && storage_limit_override < dev ? storage_limit_override : dev;
+    return gpu_info(g)->max_storage_buffer_range;
 }
 
 void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push,
@@ -56,14 +48,9 @@ void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu
 
 size_t ops_gcd(size_t a, size_t b) { return b ? ops_gcd(b, a % b) : a; }
 
-size_t ops_binding_limit(const struct gpu *g, enum gpu_binding_kind kind)
-{
-    return kind == GPU_BIND_STORAGE ? ops_storage_limit(g) : gpu_binding_limit(g, kind);
-}
-
 static size_t binding_limit(const struct gpu *g, const struct gpu_kernel *k, int i)
 {
-    return ops_binding_limit(g, gpu_kernel_binding(k, i));
+    return gpu_binding_limit(g, gpu_kernel_binding(k, i));
 }
 
 size_t ops_range_units(const struct gpu *g, const struct gpu_kernel *k, const struct gpu_arg *args,

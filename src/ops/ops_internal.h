@@ -16,15 +16,9 @@ void ops_check(const char *op, const char *role, const struct gpu_buffer *b, siz
  * workgroup size when wg_spec is set. */
 struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size, int wg_spec);
 
-/* The largest storage binding (bytes) op_matmul plans its blocks for: the
- * device's maxStorageBufferRange, or less after ops_set_storage_limit.
- * Test-only knob: a small limit makes small shapes take the split path;
- * 0 restores the device limit. */
+/* The largest storage binding (bytes): the device's maxStorageBufferRange
+ * as in force (VKTRAIN_DEVICE_LIMITS, gpu_set_limits). */
 size_t ops_storage_limit(const struct gpu *g);
-void ops_set_storage_limit(size_t bytes);
-/* The most bytes one binding of this kind may view: ops_storage_limit for
- * storage, the texel limit for texel views. */
-size_t ops_binding_limit(const struct gpu *g, enum gpu_binding_kind kind);
 
 /* Test-only knob: op_flash_attention walks at most n keys (or query rows)
  * per dispatch, as under a small loop limit; 0 restores the device's. */
