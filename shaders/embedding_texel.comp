@@ -20,7 +20,8 @@
 #include "texel.glsl"
 #if BACK == 0
 layout(local_size_x_id = 0) in;
-layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; uint v0, v1, p0, p1; } p; // n = rows·C/W
+// n = rows·C/W
+layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; uint v0, v1, p0, p1; } p;
 layout(binding = 0) uniform samplerBuffer twte;
 layout(binding = 1) uniform samplerBuffer twpe;
 layout(std430, binding = 2) readonly buffer BT { int tok[]; };

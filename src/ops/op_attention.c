@@ -52,6 +52,36 @@ static size_t base_alignment(const struct gpu *g)
 
 static size_t tail_bytes(const struct attention_bind *b) { return b->tail > 0 ? (size_t)b->tail * sizeof(float) : 0; }
 
+/* The bytes the range of one sequence (or the fewest sequences a range
+ * without a base may hold) of binding b needs in a view of this kind. */
+static size_t sequence_bytes(const struct gpu *g, enum gpu_binding_kind kind, const struct attention_bind *b)
+{
+    size_t per = b->per_seq * sizeof(float), a = gpu_binding_alignment(g, kind);
+    if (b->base || !per)
+        return per + tail_bytes(b) + base_alignment(g);
+    return a / ops_gcd(per, a) * per + tail_bytes(b);
+}
+
+int attention_texel_fits(const struct gpu *g, enum gpu_binding_kind kind, const struct attention_bind *b, int n)
+{
+    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL)
+        return 0;
+    size_t limit = gpu_binding_limit(g, kind);
+    for (int i = 0; i < n; i++)
+        if (gpu_buffer_size(b[i].buf) > limit && sequence_bytes(g, kind, &b[i]) > limit)
+            return 0;
+    return 1;
+}
+
+void attention_bind_qkv(struct attention_bind *b, struct attention_push *p, struct gpu_buffer *q,
+                        struct gpu_buffer *k, struct gpu_buffer *v)
+{
+    long long q_tail = (long long)p->H * p->hd - p->q_stride, kv_tail = (long long)p->KVH * p->hd - p->kv_stride;
+    b[0] = (struct attention_bind){q, p->q_off, (size_t)p->T * p->q_stride, q_tail, 0, &p->q_off};
+    b[1] = (struct attention_bind){k, p->k_off, (size_t)p->T * p->kv_stride, kv_tail, 0, &p->k_off};
+    b[2] = (struct attention_bind){v, p->v_off, (size_t)p->T * p->kv_stride, kv_tail, 0, &p->v_off};
+}
+
 /* Whether the bindings with a base are bound in ranges: all of them as
  * soon as one exceeds its limit, so bindings that share a base (out and
  * dout) agree. */
@@ -149,10 +179,10 @@ static void check_storage_loops(const struct gpu *g, const char *op, const struc
  * texel kernels; larger ones use the storage kernels. */
 #define TEXEL_MAX_HD 64
 
-/* The texel variant for this shape and these buffers: 4 (RGBA32F, every
- * offset, stride and head size a multiple of 4), 1 (R32F), or 0 (use the
- * storage kernels). */
-static int texel_width(const struct gpu *g, const struct attention_push *p, struct gpu_buffer *const *bufs, int n)
+/* The texel variant for this shape and these texel inputs: 4 (RGBA32F,
+ * every offset, stride and head size a multiple of 4), 1 (R32F), or 0
+ * (use the storage kernels). */
+static int texel_width(const struct gpu *g, const struct attention_push *p, const struct attention_bind *in, int n)
 {
     if (p->hd > TEXEL_MAX_HD)
         return 0;
@@ -167,11 +197,9 @@ static int texel_width(const struct gpu *g, const struct attention_push *p, stru
     if ((size_t)p->T * (group > 3 ? group : 3) > ops_loop_chunk(g))
         return 0;
     /* probabilities and score gradients are always read as R32F */
-    if (!ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n))
+    if (!attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n))
         return 0;
-    if (v4 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n))
-        return 4;
-    return 1;
+    return v4 && attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
 }
 
 /* The texel kernel `base` for width 4 or 1, head size hd (its chunks are
@@ -183,15 +211,12 @@ static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int widt
     return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, sizeof(struct attention_push), 1, &hdc);
 }
 
-/* Bindings of q, k, v at b[0..2] (their offsets are push constants) and
- * of the document ids at b[3] (q stands in, unread, without them). */
+/* Bindings of q, k, v at b[0..2] and of the document ids at b[3] (q
+ * stands in, unread, without them). */
 static void bind_inputs(struct attention_bind *b, struct attention_push *p, struct gpu_buffer *q,
                         struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc)
 {
-    long long q_tail = (long long)p->H * p->hd - p->q_stride, kv_tail = (long long)p->KVH * p->hd - p->kv_stride;
-    b[0] = (struct attention_bind){q, p->q_off, (size_t)p->T * p->q_stride, q_tail, 0, &p->q_off};
-    b[1] = (struct attention_bind){k, p->k_off, (size_t)p->T * p->kv_stride, kv_tail, 0, &p->k_off};
-    b[2] = (struct attention_bind){v, p->v_off, (size_t)p->T * p->kv_stride, kv_tail, 0, &p->v_off};
+    attention_bind_qkv(b, p, q, k, v);
     b[3] = (struct attention_bind){doc ? doc : q, 0, doc ? p->T : 0, doc ? 0 : 1, 0, NULL};
 }
 
@@ -205,14 +230,13 @@ void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_
     ops_check("attention", "output", out, F * s->B * s->T * s->H * s->hd);
     if (doc)
         ops_check("attention", "document ids", doc, sizeof(int32_t) * s->B * s->T);
-    struct gpu_buffer *in[3] = {q, k, v};
-    int width = texel_width(g, &push, in, 3);
+    struct attention_bind b[6];
+    bind_inputs(b, &push, q, k, v, doc);
+    int width = texel_width(g, &push, b, 3);
     if (!width)
         check_storage_loops(g, "attention", &push);
     struct gpu_kernel *kern = width ? texel_kernel(g, "attention_texel", width, 3, 0, 6, s->hd)
                                     : ops_kernel(g, "attention", 6, sizeof push, 0);
-    struct attention_bind b[6];
-    bind_inputs(b, &push, q, k, v, doc);
     b[4] = (struct attention_bind){probs, 0, s->H * T * T, 0, 1, NULL};
     b[5] = (struct attention_bind){out, 0, T * s->H * s->hd, 0, 1, NULL};
     attention_dispatch(g, "attention", kern, b, 6, &push, &push, T * s->H, 1, 1, NULL);
@@ -231,17 +255,17 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
     ops_check(op, "output gradient", dout, F * s->B * s->T * s->H * s->hd);
     ops_check(op, "score gradient", dscores, F * s->B * s->H * s->T * s->T);
     size_t queries = T * s->H, keys = T * s->KVH;
-    struct gpu_buffer *in[6] = {q, k, v, probs, dout, dscores};
-    int width = texel_width(g, &push, in, 6);
     /* q, k, v and their gradients share the offsets in push; probs, dout
      * and dscores are indexed from the start of their bindings */
-    struct attention_bind qkv[4], grad[4];
-    bind_inputs(qkv, &push, q, k, v, NULL);
-    bind_inputs(grad, &push, dq, dk, dv, NULL);
+    struct attention_bind qkv[6], grad[3];
+    attention_bind_qkv(qkv, &push, q, k, v);
+    attention_bind_qkv(grad, &push, dq, dk, dv);
     for (int i = 0; i < 3; i++)
         grad[i].write = 1;
     struct attention_bind P = {probs, 0, s->H * T * T, 0, 0, NULL}, dO = {dout, 0, T * s->H * s->hd, 0, 0, NULL};
     struct attention_bind dS = {dscores, 0, s->H * T * T, 0, 1, NULL};
+    qkv[3] = P, qkv[4] = dO, qkv[5] = dS;
+    int width = texel_width(g, &push, qkv, 6);
     if (width) {
         /* dS and dq in one pass, then dk and dv. */
         struct attention_bind a0[6] = {qkv[1], qkv[2], P, dO, dS, grad[0]};

@@ -66,15 +66,15 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *stage, int tex
 
 /* Vector width (4 or 1) and family (*texel) for these shapes and inputs. */
 static int flash_width(const struct gpu *g, const char *op, const struct attention_push *p,
-                       struct gpu_buffer *const *in, int n, int *texel)
+                       const struct attention_bind *in, int n, int *texel)
 {
     if (p->hd > FLASH_MAX_HD)
         vkt_fatal("%s: head size %u is over the %d this kernel keeps in registers", op, p->hd, FLASH_MAX_HD);
     int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
              p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
-    *texel = ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, n);
+    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
     if (*texel)
-        return v4 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
+        return v4 && attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
     return v4 ? 4 : 1;
 }
 
@@ -99,10 +99,7 @@ static void bind_inputs(struct attention_bind *b, struct flash_push *push, struc
                         struct gpu_buffer *v, struct gpu_buffer *doc, int doc_at, struct gpu_buffer *out)
 {
     struct attention_push *a = &push->a;
-    long long q_tail = (long long)a->H * a->hd - a->q_stride, kv_tail = (long long)a->KVH * a->hd - a->kv_stride;
-    b[0] = (struct attention_bind){q, a->q_off, (size_t)a->T * a->q_stride, q_tail, 0, &a->q_off};
-    b[1] = (struct attention_bind){k, a->k_off, (size_t)a->T * a->kv_stride, kv_tail, 0, &a->k_off};
-    b[2] = (struct attention_bind){v, a->v_off, (size_t)a->T * a->kv_stride, kv_tail, 0, &a->v_off};
+    attention_bind_qkv(b, a, q, k, v);
     b[doc_at] = (struct attention_bind){doc ? doc : out, 0, doc ? a->T : 0, doc ? 0 : 1, 0, &push->doc_off};
 }
 
@@ -113,10 +110,9 @@ void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struc
     const char *op = "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
-    struct gpu_buffer *in[3] = {q, k, v};
-    int texel, width = flash_width(g, op, a, in, 3, &texel);
     struct attention_bind b[6];
     bind_inputs(b, &push, q, k, v, doc, 3, out);
+    int texel, width = flash_width(g, op, a, b, 3, &texel);
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
     flash_dispatch(g, op, flash_kernel(g, "fwd", texel, width, 3, 0, 6, s->hd), b, 6, &push,
@@ -136,8 +132,6 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
     attention_check_views("flash_attention_backward (gradients)", a, dq, dk, dv);
     ops_check(op, "row statistics", stats, 2 * F * rows);
     ops_check(op, "output gradient", dout, F * rows * s->hd);
-    struct gpu_buffer *in[6] = {q, k, v, dout, out, stats};
-    int texel, width = flash_width(g, op, a, in, 6, &texel);
     size_t qs = (size_t)a->T * a->q_stride, kvs = (size_t)a->T * a->kv_stride, os = (size_t)a->T * a->H * a->hd;
     size_t rs = (size_t)a->T * a->H;
     long long q_tail = (long long)a->H * a->hd - a->q_stride, kv_tail = (long long)a->KVH * a->hd - a->kv_stride;
@@ -150,14 +144,15 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
         {lse, 0, rs, 0, 0, &push.l_off},
         {stats, 0, 2 * rs, 0, 1, &push.x_off},
     };
-    flash_dispatch(g, op, flash_kernel(g, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
-
     /* dq per query row walking the keys, then dk, dv per key row walking
      * the query rows of every head of its group */
     struct attention_bind e[8];
     bind_inputs(e, &push, q, k, v, doc, 5, out);
     e[3] = (struct attention_bind){dout, 0, os, 0, 0, &push.o_off};
     e[4] = (struct attention_bind){stats, 0, 2 * rs, 0, 0, &push.x_off};
+    struct attention_bind in[6] = {e[0], e[1], e[2], e[3], e[4], r[0]};
+    int texel, width = flash_width(g, op, a, in, 6, &texel);
+    flash_dispatch(g, op, flash_kernel(g, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
     flash_dispatch(g, op, flash_kernel(g, "dq", texel, width, 5, 1u << 4, 7, s->hd), e, 7, &push, rs, a->T,
                    walk_chunk(g, 1));

@@ -39,6 +39,16 @@ struct attention_bind {
     uint32_t *base;
 };
 
+/* Bindings of q, k, v at b[0..2] whose offsets are p's q_off, k_off and
+ * v_off (their bases). */
+void attention_bind_qkv(struct attention_bind *b, struct attention_push *p, struct gpu_buffer *q,
+                        struct gpu_buffer *k, struct gpu_buffer *v);
+
+/* Nonzero when g runs the texel family and views of `kind` can hold one
+ * sequence of each of the bindings b[0..n) (with their aligned starts), so
+ * attention_dispatch can bind them in ranges. */
+int attention_texel_fits(const struct gpu *g, enum gpu_binding_kind kind, const struct attention_bind *b, int n);
+
 /* Records kernel k with bindings b[0..n) over the sequences [0, a->B) in
  * ranges: each binding within the limit of its kind, rows_per_seq
  * invocations per sequence in workgroups of 64 within the device's count.
