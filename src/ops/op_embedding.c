@@ -11,13 +11,14 @@
 #include "ops_texel.h"
 #include "vktrain/util.h"
 
-/* Texel width over these float buffers: 4 (RGBA32F views) when vec4 is
- * set and they fit, 1 (R32F), or 0 (the storage kernels). */
-static int texel_width(const struct gpu *g, int vec4, struct gpu_buffer *const *bufs, int n)
+/* Texel width for float buffers bound in ranges of rows of row_bytes: 4
+ * (RGBA32F views) when vec4 is set and they fit, 1 (R32F), or 0 (the
+ * storage kernels). */
+static int texel_width(const struct gpu *g, int vec4, size_t row_bytes)
 {
-    if (vec4 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n))
+    if (vec4 && ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, row_bytes))
         return 4;
-    return ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n) ? 1 : 0;
+    return ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) ? 1 : 0;
 }
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
@@ -52,8 +53,7 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     } push = {0, C, V, P, wpe != NULL, 0, 0, 0, 0};
     /* The bindings of each kernel: tokens, positions, wte, wpe, out. */
     int it = 0, ip = 1, iw = 2, iwp = 3, io = 4;
-    struct gpu_buffer *in[2] = {wte, wpe};
-    int width = texel_width(g, C % 4 == 0, in, 2);
+    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
     struct gpu_kernel *k;
     if (width) {
         /* bindings: wte, wpe as texels, then tokens, positions, out */
@@ -101,7 +101,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     ops_check("embedding_backward", "table gradient", dtable, sizeof(float) * V * C);
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
     size_t ub[3] = {sizeof(int32_t), sizeof(float) * C, 0};
-    int width = texel_width(g, C % 4 == 0, &dout, 1);
+    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
     struct gpu_kernel *k;
     if (width) {
         /* bindings: dout as texels, then ids, dtable; 8 column chunks per
@@ -167,7 +167,9 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     } push = {0, H, hd, max_pos, backward ? -1.0f : 1.0f};
     /* x and the positions in ranges of rows; the table whole */
     struct gpu_buffer *in[1] = {table};
-    int width = texel_width(g, hd % 8 == 0, in, 1);
+    int width = ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, 1) ? texel_width(g, hd % 8 == 0, row) : 0;
+    if (width == 4 && !ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, 1))
+        width = 1;
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */
         struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
