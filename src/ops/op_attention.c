@@ -43,32 +43,22 @@ void attention_check_views(const char *op, const struct attention_push *p, struc
 
 static size_t lcm(size_t a, size_t b) { return a / ops_gcd(a, b) * b; }
 
-/* Offsets of ranges bound with a base: aligned for storage and texel
- * views alike, and whole vec4s (so float offsets stay multiples of 4). */
-static size_t base_alignment(const struct gpu *g)
+/* Offsets of ranges: aligned for storage and texel views alike, and
+ * whole vec4s (so float offsets stay multiples of 4). */
+static size_t range_alignment(const struct gpu *g)
 {
     return lcm(lcm(gpu_binding_alignment(g, GPU_BIND_STORAGE), gpu_binding_alignment(g, GPU_BIND_TEXEL_F32)), 16);
 }
 
 static size_t tail_bytes(const struct attention_bind *b) { return b->tail > 0 ? (size_t)b->tail * sizeof(float) : 0; }
 
-/* The bytes the range of one sequence (or the fewest sequences a range
- * without a base may hold) of binding b needs in a view of this kind. */
-static size_t sequence_bytes(const struct gpu *g, enum gpu_binding_kind kind, const struct attention_bind *b)
-{
-    size_t per = b->per_seq * sizeof(float), a = gpu_binding_alignment(g, kind);
-    if (b->base || !per)
-        return per + tail_bytes(b) + base_alignment(g);
-    return a / ops_gcd(per, a) * per + tail_bytes(b);
-}
-
 int attention_texel_fits(const struct gpu *g, enum gpu_binding_kind kind, const struct attention_bind *b, int n)
 {
     if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL)
         return 0;
-    size_t limit = gpu_binding_limit(g, kind);
+    size_t limit = gpu_binding_limit(g, kind), align = range_alignment(g);
     for (int i = 0; i < n; i++)
-        if (gpu_buffer_size(b[i].buf) > limit && sequence_bytes(g, kind, &b[i]) > limit)
+        if (gpu_buffer_size(b[i].buf) > limit && b[i].per_seq * sizeof(float) + tail_bytes(&b[i]) + align > limit)
             return 0;
     return 1;
 }
@@ -82,43 +72,32 @@ void attention_bind_qkv(struct attention_bind *b, struct attention_push *p, stru
     b[2] = (struct attention_bind){v, p->v_off, (size_t)p->T * p->kv_stride, kv_tail, 0, &p->v_off};
 }
 
-/* Whether the bindings with a base are bound in ranges: all of them as
- * soon as one exceeds its limit, so bindings that share a base (out and
- * dout) agree. */
+/* Whether the bindings are bound in ranges: all of them as soon as one
+ * exceeds its limit, so bindings that share a base agree. */
 static int sliced(const struct gpu *g, const struct gpu_kernel *k, const struct attention_bind *b, int n)
 {
     for (int i = 0; i < n; i++)
-        if (b[i].base && gpu_buffer_size(b[i].buf) > gpu_binding_limit(g, gpu_kernel_binding(k, i)))
+        if (gpu_buffer_size(b[i].buf) > gpu_binding_limit(g, gpu_kernel_binding(k, i)))
             return 1;
     return 0;
 }
 
-/* The most sequences one range may hold (a multiple of the step that
- * keeps bindings without a base aligned), all B at most. */
+/* The most sequences one range may hold: within the workgroup count and,
+ * when bound in ranges, every binding's limit; all B at most. */
 static size_t sequences_per_range(const struct gpu *g, const char *op, const struct gpu_kernel *k,
                                   const struct attention_bind *b, int n, size_t B, size_t rows_per_seq)
 {
-    size_t align = base_alignment(g), step = 1;
-    size_t most = (size_t)gpu_info(g)->max_workgroup_count[0] * 64 / rows_per_seq;
-    int slice = sliced(g, k, b, n);
-    for (int i = 0; i < n; i++) {
+    size_t align = range_alignment(g), most = (size_t)gpu_info(g)->max_workgroup_count[0] * 64 / rows_per_seq;
+    for (int i = 0; sliced(g, k, b, n) && i < n; i++) {
         size_t limit = gpu_binding_limit(g, gpu_kernel_binding(k, i)), per = b[i].per_seq * sizeof(float);
-        size_t fit = SIZE_MAX, tail = tail_bytes(&b[i]);
-        if (per && !b[i].base) {
-            size_t a = gpu_binding_alignment(g, gpu_kernel_binding(k, i));
-            step = lcm(step, a / ops_gcd(per, a));
-            fit = limit > tail ? (limit - tail) / per : 0;
-        } else if (per && slice) {
-            fit = limit > align + tail ? (limit - align - tail) / per : 0;
-        }
+        size_t fit = limit > align + tail_bytes(&b[i]) ? (limit - align - tail_bytes(&b[i])) / (per ? per : 1) : 0;
         if (fit < most)
             most = fit;
     }
-    most -= most % step;
     if (most == 0)
-        vkt_fatal("%s: %zu sequence(s) of %zu rows do not fit this device's limits (storage range %zu bytes, %u "
+        vkt_fatal("%s: one sequence of %zu rows does not fit this device's limits (storage range %zu bytes, %u "
                   "texels, %u workgroups); use a shorter max_seq_len",
-                  op, step, rows_per_seq, ops_storage_limit(g), gpu_info(g)->max_texel_buffer_elements,
+                  op, rows_per_seq, ops_storage_limit(g), gpu_info(g)->max_texel_buffer_elements,
                   gpu_info(g)->max_workgroup_count[0]);
     return most < B ? most : B;
 }
@@ -128,7 +107,7 @@ void attention_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, con
                         uint32_t chunk, uint32_t *w)
 {
     uint32_t B = a->B;
-    size_t nb = sequences_per_range(g, op, k, b, n, B, rows_per_seq), align = base_alignment(g);
+    size_t nb = sequences_per_range(g, op, k, b, n, B, rows_per_seq), align = range_alignment(g);
     int slice = sliced(g, k, b, n);
     struct gpu_arg args[GPU_MAX_BINDINGS];
     for (size_t b0 = 0; b0 < B; b0 += nb) {
@@ -137,19 +116,13 @@ void attention_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, con
             const struct attention_bind *bd = &b[i];
             size_t first = bd->off + b0 * bd->per_seq, size = gpu_buffer_size(bd->buf);
             size_t end = (first + a->B * bd->per_seq) * sizeof(float) + tail_bytes(bd);
-            end = end < size ? end : size;
             args[i] = (struct gpu_arg){.buf = bd->buf, .write = bd->write};
-            if (bd->base) {
-                if (slice) {
-                    args[i].offset = first * sizeof(float) / align * align;
-                    args[i].range = end - args[i].offset;
-                    first -= args[i].offset / sizeof(float);
-                }
-                *bd->base = (uint32_t)first;
-            } else if (a->B != B || size > gpu_binding_limit(g, gpu_kernel_binding(k, i))) {
-                args[i].offset = first * sizeof(float);
-                args[i].range = end - args[i].offset;
+            if (slice) {
+                args[i].offset = first * sizeof(float) / align * align;
+                args[i].range = (end < size ? end : size) - args[i].offset;
+                first -= args[i].offset / sizeof(float);
             }
+            *bd->base = (uint32_t)first;
         }
         for (uint32_t w0 = 0; w0 < walk; w0 += chunk) {
             if (w)
@@ -202,44 +175,51 @@ static int texel_width(const struct gpu *g, const struct attention_push *p, cons
     return v4 && attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
 }
 
+/* The push constants of these kernels: the head, then where out (and
+ * dout), probs (and dscores) and doc start in their bindings (floats). */
+struct probs_push {
+    struct attention_push a;
+    uint32_t o_off, p_off, doc_off;
+};
+
 /* The texel kernel `base` for width 4 or 1, head size hd (its chunks are
  * specialization constant 0). */
 static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
                                        int n_bind, uint32_t hd)
 {
     uint32_t hdc = hd / (uint32_t)width;
-    return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, sizeof(struct attention_push), 1, &hdc);
+    return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, sizeof(struct probs_push), 1, &hdc);
 }
 
 /* Bindings of q, k, v at b[0..2] and of the document ids at b[3] (q
  * stands in, unread, without them). */
-static void bind_inputs(struct attention_bind *b, struct attention_push *p, struct gpu_buffer *q,
-                        struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc)
+static void bind_inputs(struct attention_bind *b, struct probs_push *p, struct gpu_buffer *q, struct gpu_buffer *k,
+                        struct gpu_buffer *v, struct gpu_buffer *doc)
 {
-    attention_bind_qkv(b, p, q, k, v);
-    b[3] = (struct attention_bind){doc ? doc : q, 0, doc ? p->T : 0, doc ? 0 : 1, 0, NULL};
+    attention_bind_qkv(b, &p->a, q, k, v);
+    b[3] = (struct attention_bind){doc ? doc : q, 0, doc ? p->a.T : 0, doc ? 0 : 1, 0, &p->doc_off};
 }
 
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
                   struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out)
 {
-    struct attention_push push = attention_push_of("attention", s, doc != NULL);
+    struct probs_push push = {.a = attention_push_of("attention", s, doc != NULL)};
     size_t F = sizeof(float), T = s->T;
-    attention_check_views("attention", &push, q, k, v);
+    attention_check_views("attention", &push.a, q, k, v);
     ops_check("attention", "probabilities", probs, F * s->B * s->H * s->T * s->T);
     ops_check("attention", "output", out, F * s->B * s->T * s->H * s->hd);
     if (doc)
         ops_check("attention", "document ids", doc, sizeof(int32_t) * s->B * s->T);
     struct attention_bind b[6];
     bind_inputs(b, &push, q, k, v, doc);
-    int width = texel_width(g, &push, b, 3);
+    int width = texel_width(g, &push.a, b, 3);
     if (!width)
-        check_storage_loops(g, "attention", &push);
+        check_storage_loops(g, "attention", &push.a);
     struct gpu_kernel *kern = width ? texel_kernel(g, "attention_texel", width, 3, 0, 6, s->hd)
                                     : ops_kernel(g, "attention", 6, sizeof push, 0);
-    b[4] = (struct attention_bind){probs, 0, s->H * T * T, 0, 1, NULL};
-    b[5] = (struct attention_bind){out, 0, T * s->H * s->hd, 0, 1, NULL};
-    attention_dispatch(g, "attention", kern, b, 6, &push, &push, T * s->H, 1, 1, NULL);
+    b[4] = (struct attention_bind){probs, 0, s->H * T * T, 0, 1, &push.p_off};
+    b[5] = (struct attention_bind){out, 0, T * s->H * s->hd, 0, 1, &push.o_off};
+    attention_dispatch(g, "attention", kern, b, 6, &push.a, &push, T * s->H, 1, 1, NULL);
 }
 
 void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -248,46 +228,47 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
                            struct gpu_buffer *dk, struct gpu_buffer *dv)
 {
     const char *op = "attention_backward";
-    struct attention_push push = attention_push_of(op, s, 0);
+    struct probs_push push = {.a = attention_push_of(op, s, 0)};
     size_t F = sizeof(float), T = s->T;
-    attention_check_views(op, &push, q, k, v);
-    attention_check_views("attention_backward (gradients)", &push, dq, dk, dv);
+    attention_check_views(op, &push.a, q, k, v);
+    attention_check_views("attention_backward (gradients)", &push.a, dq, dk, dv);
     ops_check(op, "output gradient", dout, F * s->B * s->T * s->H * s->hd);
     ops_check(op, "score gradient", dscores, F * s->B * s->H * s->T * s->T);
     size_t queries = T * s->H, keys = T * s->KVH;
     /* q, k, v and their gradients share the offsets in push; probs, dout
      * and dscores are indexed from the start of their bindings */
     struct attention_bind qkv[6], grad[3];
-    attention_bind_qkv(qkv, &push, q, k, v);
-    attention_bind_qkv(grad, &push, dq, dk, dv);
+    attention_bind_qkv(qkv, &push.a, q, k, v);
+    attention_bind_qkv(grad, &push.a, dq, dk, dv);
     for (int i = 0; i < 3; i++)
         grad[i].write = 1;
-    struct attention_bind P = {probs, 0, s->H * T * T, 0, 0, NULL}, dO = {dout, 0, T * s->H * s->hd, 0, 0, NULL};
-    struct attention_bind dS = {dscores, 0, s->H * T * T, 0, 1, NULL};
+    struct attention_bind P = {probs, 0, s->H * T * T, 0, 0, &push.p_off};
+    struct attention_bind dO = {dout, 0, T * s->H * s->hd, 0, 0, &push.o_off};
+    struct attention_bind dS = {dscores, 0, s->H * T * T, 0, 1, &push.p_off}; /* laid out as probs */
     qkv[3] = P, qkv[4] = dO, qkv[5] = dS;
-    int width = texel_width(g, &push, qkv, 6);
+    int width = texel_width(g, &push.a, qkv, 6);
     if (width) {
         /* dS and dq in one pass, then dk and dv. */
         struct attention_bind a0[6] = {qkv[1], qkv[2], P, dO, dS, grad[0]};
         attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_ds", width, 4, 1u << 2, 6, s->hd), a0, 6,
-                           &push, &push, queries, 1, 1, NULL);
+                           &push.a, &push, queries, 1, 1, NULL);
         dS.write = 0;
         struct attention_bind a1[6] = {qkv[0], P, dS, dO, grad[1], grad[2]};
         attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_dkv", width, 4, 3u << 1, 6, s->hd), a1, 6,
-                           &push, &push, keys, 1, 1, NULL);
+                           &push.a, &push, keys, 1, 1, NULL);
         return;
     }
-    check_storage_loops(g, op, &push);
+    check_storage_loops(g, op, &push.a);
     struct attention_bind args[8] = {qkv[0], qkv[1], qkv[2], P, dO, dS, grad[0], grad[2]};
     args[6].write = args[7].write = 0;
-    attention_dispatch(g, op, ops_kernel(g, "attention_back_ds", 8, sizeof push, 0), args, 8, &push, &push, queries,
+    attention_dispatch(g, op, ops_kernel(g, "attention_back_ds", 8, sizeof push, 0), args, 8, &push.a, &push, queries,
                        1, 1, NULL);
     args[5].write = 0;
     args[6].write = 1;
-    attention_dispatch(g, op, ops_kernel(g, "attention_back_dq", 8, sizeof push, 0), args, 8, &push, &push, queries,
+    attention_dispatch(g, op, ops_kernel(g, "attention_back_dq", 8, sizeof push, 0), args, 8, &push.a, &push, queries,
                        1, 1, NULL);
     args[6] = grad[1];
     args[7] = grad[2];
-    attention_dispatch(g, op, ops_kernel(g, "attention_back_dkv", 8, sizeof push, 0), args, 8, &push, &push, keys, 1,
+    attention_dispatch(g, op, ops_kernel(g, "attention_back_dkv", 8, sizeof push, 0), args, 8, &push.a, &push, keys, 1,
                        1, NULL);
 }

@@ -159,26 +159,41 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     ops_check("rope", "input", x, sizeof(float) * rows * H * hd);
     ops_check("rope", "positions", positions, sizeof(int32_t) * rows);
     ops_check("rope", "cos/sin table", table, sizeof(float) * max_pos * hd);
-    struct gpu_arg args[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
-    size_t n = (size_t)rows * H * (hd / 2), row = (size_t)H * hd * sizeof(float);
+    size_t n = (size_t)rows * H * (hd / 2), row = (size_t)H * hd * sizeof(float), table_row = hd * sizeof(float);
     struct {
         uint32_t n, H, hd, max_pos;
         float sign;
-    } push = {0, H, hd, max_pos, backward ? -1.0f : 1.0f};
-    /* x and the positions in ranges of rows; the table whole */
-    struct gpu_buffer *in[1] = {table};
-    int width = ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, 1) ? texel_width(g, hd % 8 == 0, row) : 0;
-    if (width == 4 && !ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, 1))
-        width = 1;
+        uint32_t p0, p1;
+    } push = {0, H, hd, max_pos, backward ? -1.0f : 1.0f, 0, 0};
+    /* x and the positions in ranges of rows (ops_elements), the table in
+     * ranges of positions: each dispatch rotates the rows whose position
+     * is in its range */
+    int width = texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
+    struct gpu_kernel *k;
+    struct gpu_arg args[4];
+    size_t ub[4], count = n, unit = (size_t)H * (hd / 2);
+    int it; /* the table's binding */
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */
-        struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
         uint32_t wg = gpu_workgroup_1d(g);
-        const size_t ub[4] = {0, row, sizeof(int32_t), row};
-        ops_elements(g, ops_texel_variant(g, "rope_texel", width, 2, 0, 4, sizeof push, 1, &wg), targs, ub, &push,
-                     n / width, H * (hd / 2) / width, 1);
-        return;
+        k = ops_texel_variant(g, "rope_texel", width, 2, 0, 4, sizeof push, 1, &wg);
+        struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
+        const size_t tub[4] = {0, row, sizeof(int32_t), row};
+        memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
+        it = 0, count /= (size_t)width, unit /= (size_t)width;
+    } else {
+        k = ops_kernel(g, "rope", 3, sizeof push, 1);
+        struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
+        const size_t sub[3] = {sizeof(int32_t), 0, row};
+        memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);
+        it = 1;
     }
-    const size_t ub[3] = {sizeof(int32_t), 0, row};
-    ops_elements(g, ops_kernel(g, "rope", 3, sizeof push, 1), args, ub, &push, n, H * (hd / 2), 1);
+    size_t per_p = table_rows(g, k, args, it, max_pos, table_row);
+    struct gpu_arg a[4];
+    memcpy(a, args, sizeof a);
+    for (size_t p0 = 0; p0 < max_pos; p0 += per_p) {
+        push.p0 = (uint32_t)p0, push.p1 = (uint32_t)min_size(max_pos, p0 + per_p);
+        a[it] = ops_range_arg(g, k, it, args, p0, push.p1 - p0, max_pos, table_row);
+        ops_elements(g, k, a, ub, &push, count, unit, 1);
+    }
 }

@@ -25,12 +25,11 @@ void attention_check_views(const char *op, const struct attention_push *p, struc
 /* One binding of an attention kernel that attention_dispatch runs over
  * ranges of sequences: floats [off + b0·per_seq, + nb·per_seq + tail) of
  * buf serve sequences b0 .. b0+nb−1 (per_seq 0: the same `tail` floats
- * for every sequence). With base set, the kernel finds its first float at
- * *base (a push constant) from the start of the binding: the binding is
- * the whole buffer where that fits its limit, else it starts at an
- * aligned offset at or before that float. Without, the kernel indexes
- * sequences from the binding's start, which is then sequence b0 exactly
- * (off must be 0). */
+ * for every sequence). The kernel finds the first float at *base (a push
+ * constant) from the start of the binding: the binding is the whole
+ * buffer while every binding fits its limit, else it starts at an aligned
+ * offset at or before that float. Bindings laid out alike (out and dout)
+ * may share a base. */
 struct attention_bind {
     struct gpu_buffer *buf;
     size_t off, per_seq;
