@@ -6,6 +6,10 @@
 #     compare_runs.py) — float32 rounding only: the summation order
 #     differs with W;
 #     with dist.bucket_mb=1 the llama gradients span several buckets;
+#  1b. the same for SFT samples of unequal length, unpacked (padding per
+#     micro-batch, prompts masked), read in file order: every step gives
+#     the ranks unequal numbers of valid labels (checked from the file, not
+#     from vktrain), so averaging per rank or per micro-batch would show;
 #  2. a simulated mixed cluster (rank 1: tiled kernels and fused AdamW
 #     arithmetic) drifts, the replica check reports and repairs it, and the
 #     run ends with identical replicas;
@@ -21,7 +25,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LP_NUM_THREADS=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-cmp_py="/usr/bin/python3 $SRC/tests/compare_runs.py"
+py=/usr/bin/python3
+cmp_py="$py $SRC/tests/compare_runs.py"
 mpi() { local np=$1; shift; timeout 300 mpirun --oversubscribe -np "$np" "$@"; }
 
 for i in $(seq 1 600); do
@@ -57,6 +62,42 @@ for arch in llama gpt2; do
   done
   check "$arch: (W,A,B) = (1,1,8) (2,2,2) (2,4,1) (4,1,2) (1,4,2) give one trajectory" "$cmp_py ${dirs[*]}"
 done
+# 1b. Unequal valid-token counts per rank (W = 2 and 4, A = 1 and 2).
+$py - "$work/sft.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(48):
+        f.write(json.dumps({"prompt": "q%d: %s?" % (i, "ab" * (i % 5)), "response": "r" * (1 + (i * 7) % 19)}) + "\n")
+PY
+dirs=()
+for wab in "1 1 8" "2 2 2" "4 1 2"; do
+  set -- $wab
+  out="$work/sft-$1-$2-$3"
+  mpi "$1" "$VKTRAIN" train --config "$work/llama.yaml" output_dir="$out" gradient_accumulation_steps=$2 \
+    batch_size=$3 dataset.type=sft_jsonl dataset.path="$work/sft.jsonl" dataset.packed=false dataset.shuffle=false \
+    > "$out.log" 2>&1 || { echo "run sft W=$1 A=$2 B=$3 failed:"; tail -5 "$out.log"; fail=1; }
+  dirs+=("$out")
+done
+check "SFT data: the ranks' valid-label counts differ in every step of (2,2,2) and (4,1,2)" "$py - $work/sft.jsonl $work/sft-1-1-8/metrics.jsonl <<'PY'
+import json, sys
+T = 32
+def valid(s):  # labels of BOS + prompt + response + EOS cut to T + 1 tokens: the response and EOS
+    flags = [0] * (1 + len(s['prompt'])) + [1] * (len(s['response']) + 1)
+    return sum(flags[1:T + 1])
+n = [valid(json.loads(l)) for l in open(sys.argv[1])]
+ok = True
+for W, A, B in ((2, 2, 2), (4, 1, 2)):
+    G = W * A * B
+    for step in range(5):
+        per_rank = [sum(n[step * G + k] for k in range(G) if (k // B) % W == r) for r in range(W)]
+        print('  W=%d A=%d B=%d step %d: valid labels per rank %s' % (W, A, B, step + 1, per_rank))
+        ok &= len(set(per_rank)) == W
+tokens = [json.loads(l)['tokens'] for l in open(sys.argv[2])]
+print('  valid labels per step: from the file', [sum(n[s * 8:s * 8 + 8]) for s in range(5)], 'vktrain', tokens)
+sys.exit(not (ok and tokens == [sum(n[s * 8:s * 8 + 8]) for s in range(5)]))
+PY"
+check "SFT, unequal counts per rank: (W,A,B) = (1,1,8) (2,2,2) (4,1,2) give one trajectory" "$cmp_py ${dirs[*]}"
+
 check "rank 0 prints the rank -> host -> device map" 'grep -q "rank 3: .*device" "$work/llama-4-1-2.log"'
 check "only rank 0 logs steps" '[ "$(grep -c "^step 5/5" "$work/llama-2-2-2.log")" -eq 1 ]'
 check "the llama gradients span several buckets" 'grep -q "[2-9] bucket(s)" "$work/llama-2-2-2.log"'

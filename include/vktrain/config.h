@@ -1,5 +1,6 @@
 /* config: the recipe. A YAML file plus `key.sub=value` overrides become one
- * typed, validated struct config with every default of DESIGN.md resolved.
+ * typed, validated struct config with every default resolved (the keys and
+ * their defaults: docs/recipes.md).
  *
  * Loading never prints and never exits: on error it returns -1 and writes a
  * message naming the key and where it was set (`file:line:column`, or the
@@ -17,6 +18,7 @@ enum config_arch { ARCH_LLAMA, ARCH_GPT2 };
 enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
+enum nan_policy { NAN_STOP, NAN_SKIP };
 
 struct config_model {
     enum config_arch arch;
@@ -90,6 +92,9 @@ struct config {
     int64_t eval_every_n_steps; /* 0: never */
     int64_t save_every_n_steps; /* 0: only at the end */
     bool resume;
+    bool overwrite;               /* start over a folder that holds an earlier run */
+    enum nan_policy nan_policy;   /* a step with a non-finite loss or gradient norm */
+    int nan_max_skips;            /* skip: non-finite steps in a row before giving up */
     int device_index; /* -1: auto */
     struct config_dist dist;
     bool profile; /* per-kernel shares of device time, printed after a few steps */
@@ -114,5 +119,9 @@ void config_print(const struct config *cfg, FILE *f);
  * max_steps, the logging/eval/save intervals, profile, device.index,
  * dist.*). */
 uint64_t config_hash(const struct config *cfg);
+/* The hashed keys whose values differ between cfg and `saved`, a recipe
+ * config_print wrote, as "key: saved -> cfg's" joined by "; " in out;
+ * returns how many differ. */
+int config_diff(const struct config *cfg, const char *saved, char *out, size_t n);
 
 #endif

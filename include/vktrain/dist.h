@@ -29,5 +29,18 @@ void dist_wait_all(void);
 /* Every rank's `n` bytes at `mine` gathered on every rank into all[world*n]. */
 void dist_allgather(const void *mine, void *all, size_t n);
 void dist_barrier(void);
+/* The lowest rank whose flag is non-zero, or -1 when no rank's is: how the
+ * ranks agree on an error some or all of them met, so that one prints it. */
+int dist_first_rank(int flag);
+/* Ends the process with `code` after a clean MPI shutdown. Every rank must
+ * call it (for an error all of them know of, e.g. a recipe error), so the
+ * job ends without MPI_Abort and its noise; an error one rank meets alone
+ * goes through vkt_fatal. */
+_Noreturn void dist_exit(int code);
+/* Collective: when `failed` on any rank, the first such rank prints its
+ * `err` (vkt_error_print) and every rank leaves with dist_exit(1); else
+ * returns. For errors met where every rank does the same work (reading the
+ * recipe, the dataset), so the job ends with one message and no hang. */
+void dist_check(int failed, const char *err);
 
 #endif

@@ -183,5 +183,9 @@ int config_resolve(struct config_ctx *ctx)
         return -1;
     if (check_model(ctx, tokenizer_size) || check_data(ctx))
         return -1;
+    if (ctx->cfg->resume && ctx->cfg->overwrite)
+        return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),
+                           "resume and overwrite: resume: true continues the run in output_dir, overwrite: "
+                           "true replaces it; set only one");
     return 0;
 }

@@ -18,6 +18,7 @@ static const char *const arch_names[] = {"llama", "gpt2", NULL};
 static const char *const tokenizer_names[] = {"byte", "hf", NULL};
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
+static const char *const nan_policy_names[] = {"stop", "skip", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
@@ -68,6 +69,10 @@ const struct config_key config_keys[] = {
     {"eval_every_n_steps", KT_I64, OFF(eval_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"save_every_n_steps", KT_I64, OFF(save_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"resume", KT_BOOL, OFF(resume), 0, 0, KF_NOHASH, NULL},
+    {"overwrite", KT_BOOL, OFF(overwrite), 0, 0, KF_NOHASH, NULL},
+    /* Not hashed: a run stopped by a non-finite step may resume with skip. */
+    {"nan_policy", KT_ENUM, OFF(nan_policy), 0, 0, KF_NOHASH, nan_policy_names},
+    {"nan_max_skips", KT_INT, OFF(nan_max_skips), 1, IMAX, KF_NOHASH, NULL},
     {"profile", KT_BOOL, OFF(profile), 0, 0, KF_NOHASH, NULL},
     {"device.index", KT_INT, OFF(device_index), 0, IMAX, KF_AUTO | KF_NOHASH, NULL},
     {"dist.bucket_mb", KT_INT, OFF(dist.bucket_mb), 1, 4096, KF_NOHASH, NULL},
@@ -100,6 +105,8 @@ void config_defaults(struct config *cfg)
     cfg->optimizer.eps = 1e-8;
     cfg->lr_scheduler.type = LR_COSINE;
     cfg->log_every_n_steps = 1;
+    cfg->nan_policy = NAN_STOP;
+    cfg->nan_max_skips = 10;
     cfg->device_index = -1;
     cfg->dist.bucket_mb = 25;
     cfg->dist.check_every = 100;
@@ -361,7 +368,8 @@ void config_print(const struct config *cfg, FILE *f)
 
 /* The keys marked KF_NOHASH may differ between a run and its resumption:
  * where output goes, how long it runs (epochs, max_steps), how often it logs,
- * evaluates and saves, which device and the all-reduce tuning. */
+ * evaluates and saves, what a non-finite step does, which device and the
+ * all-reduce tuning. */
 uint64_t config_hash(const struct config *cfg)
 {
     uint64_t h = 1469598103934665603ull;
@@ -378,4 +386,52 @@ uint64_t config_hash(const struct config *cfg)
             }
     }
     return h;
+}
+
+/* The value config_print gave key `name` in `saved`, copied into out; 0 if
+ * the key is not there. */
+static int saved_value(const char *saved, const char *name, char *out, size_t n)
+{
+    const char *dot = strchr(name, '.');
+    size_t slen = dot ? (size_t)(dot - name) : 0;
+    const char *want = dot ? dot + 1 : name;
+    int in_section = !dot;
+    for (const char *line = saved; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        int indented = line[0] == ' ';
+        if (!indented)
+            in_section = dot && len == slen + 1 && !strncmp(line, name, slen) && line[slen] == ':';
+        const char *leaf = indented ? line + 2 : line;
+        size_t wl = strlen(want);
+        if (indented == (dot != NULL) && (in_section || !dot) && !strncmp(leaf, want, wl) && leaf[wl] == ':' &&
+            leaf[wl + 1] == ' ') {
+            const char *v = leaf + wl + 2;
+            snprintf(out, n, "%.*s", (int)(line + len - v), v);
+            return 1;
+        }
+        line += len + (end != NULL);
+    }
+    return 0;
+}
+
+int config_diff(const struct config *cfg, const char *saved, char *out, size_t n)
+{
+    char now[1024], then[1024];
+    int count = 0;
+    size_t o = 0;
+    out[0] = 0;
+    for (int k = 0; k < config_n_keys; k++) {
+        if (config_keys[k].flags & KF_NOHASH)
+            continue;
+        config_key_format(cfg, k, now, sizeof now);
+        int found = saved_value(saved, config_keys[k].name, then, sizeof then);
+        if (found && !strcmp(now, then))
+            continue;
+        if (o < n)
+            o += (size_t)snprintf(out + o, n - o, "%s%s: %s -> %s", count ? "; " : "", config_keys[k].name,
+                                  found ? then : "(absent)", now);
+        count++;
+    }
+    return count;
 }

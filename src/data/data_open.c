@@ -46,6 +46,25 @@ void data_store_reserve(struct data *d, int64_t n)
     d->cap_tok = cap;
 }
 
+int64_t data_store_encode(struct data *d, const char *text, size_t n)
+{
+    data_store_reserve(d, (int64_t)n + 1);
+    size_t room = (size_t)(d->cap_tok - d->n_tok);
+    size_t k = tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok, room);
+    if (k > room) { /* a normalizer or a prepended character made it longer */
+        data_store_reserve(d, (int64_t)k);
+        tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok, k);
+    }
+    d->n_tok += (int64_t)k;
+    return (int64_t)k;
+}
+
+void data_store_push(struct data *d, int id)
+{
+    data_store_reserve(d, 1);
+    d->tok_ids[d->n_tok++] = (vkt_token)id;
+}
+
 int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -54,6 +73,11 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         if (f)
             fclose(f);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a file", path);
+        fclose(f);
         return -1;
     }
     size_t want = (size_t)st.st_size + 1;
@@ -210,6 +234,33 @@ static int read_path(struct data *d, const char *path, struct data_docs *docs, c
     return -1;
 }
 
+/* A training set must hold a label to train on, and a validation set that
+ * was asked for a label to evaluate (else val_loss would be 0/0). */
+static int check_labels(const struct data *d, char *err, size_t errlen)
+{
+    const struct config_dataset *ds = &d->cfg->dataset;
+    if (d->train.n_tokens == 0) {
+        if (ds->type == DATASET_SFT_JSONL && !ds->train_on_input)
+            return vkt_error(err, errlen,
+                             "%s: every label of its %lld samples is masked: they hold only prompt or user text "
+                             "(or their responses lie past max_seq_len %d), so there is nothing to train on; set "
+                             "dataset.train_on_input: true to train on the prompts too",
+                             ds->path, (long long)d->stats.n_docs, d->cfg->model.max_seq_len);
+        return vkt_error(err, errlen, "%s: the training set holds no label to train on", ds->path);
+    }
+    if (ds->val_path && d->val.n_tokens == 0)
+        return vkt_error(err, errlen,
+                         "dataset.val_path: %s holds no label to evaluate (%s), so val_loss would be 0/0; give a "
+                         "validation file with data, or leave dataset.val_path out",
+                         ds->val_path, d->val.n_seq ? "every label is masked" : "it has no sequence");
+    if (ds->val_fraction > 0 && d->val.n_tokens == 0)
+        return vkt_error(err, errlen,
+                         "dataset.val_fraction: %g of the %lld training sequences leaves no validation label; "
+                         "give a larger fraction, a dataset.val_path, or no validation",
+                         ds->val_fraction, (long long)(d->train.n_seq + d->val.n_seq));
+    return 0;
+}
+
 int data_open(struct data *d, const struct config *cfg, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -240,6 +291,8 @@ int data_open(struct data *d, const struct config *cfg, char *err, size_t errlen
             data_split_take(d, &all, cfg->dataset.val_fraction, &d->train, &d->val);
         }
     }
+    if (rc == 0)
+        rc = check_labels(d, err, errlen);
     data_docs_free(&docs);
     data_docs_free(&val_docs);
     d->load_seconds = vkt_now() - t0;

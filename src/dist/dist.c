@@ -172,3 +172,40 @@ void dist_barrier(void)
         MPI_Barrier(MPI_COMM_WORLD);
 #endif
 }
+
+int dist_first_rank(int flag)
+{
+    int world = 1;
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+#endif
+    int *all = vkt_malloc(sizeof(int) * (size_t)world, "rank flags"), first = -1;
+    dist_allgather(&flag, all, sizeof flag);
+    for (int r = world - 1; r >= 0; r--)
+        if (all[r])
+            first = r;
+    free(all);
+    return first;
+}
+
+void dist_exit(int code)
+{
+    fflush(NULL);
+    dist_finalize();
+    exit(code);
+}
+
+void dist_check(int failed, const char *err)
+{
+    int first = dist_first_rank(failed), rank = 0;
+    if (first < 0)
+        return;
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+    if (failed && first == rank)
+        vkt_error_print("%s", err);
+    dist_exit(1);
+}

@@ -1,7 +1,9 @@
 /* checkpoint: output_dir/checkpoints/step_N/ — model.safetensors and
  * config.json (Hugging Face, loadable as model.init_from), the AdamW state
- * (optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name>) and
- * train_state.json (step, data position, recipe hash). A checkpoint is
+ * (optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name>),
+ * train_state.json (step, updates applied, the run's length, data position,
+ * recipe hash) and recipe.yaml (the resolved recipe, which names the keys
+ * that differ when a resume finds another recipe). A checkpoint is
  * written into a hidden temporary directory, each file fsynced, and renamed
  * into place, so a crash never leaves a half checkpoint: resume only sees
  * complete ones. Only rank 0 writes; every rank reads on resume. */
@@ -16,12 +18,14 @@
 
 #include "train_internal.h"
 #include "vktrain/safetensors.h"
+#include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
 static void path_join(char *out, size_t n, const char *a, const char *b) { vkt_path(out, n, "%s/%s", a, b); }
 
-/* Removes a directory of plain files (a temporary checkpoint left by a crash). */
-static void remove_flat_dir(const char *dir)
+/* Removes a directory of plain files (a checkpoint, or a temporary one left
+ * by a crash); what cannot be removed stays. */
+void checkpoint_remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -77,43 +81,76 @@ static int64_t global_batch(const struct trainer *t)
     return (int64_t)t->dist->world * t->cfg->gradient_accumulation_steps * t->cfg->batch_size;
 }
 
+static void write_text(const char *path, const char *text, const char *what)
+{
+    size_t len = strlen(text);
+    const void *bufs[1] = {text};
+    char err[1024];
+    if (ckpt_write_atomic(path, 1, bufs, &len, err, sizeof err))
+        vkt_fatal("writing %s: %s", what, err);
+}
+
 static void write_state(struct trainer *t, const char *path)
 {
     struct data_pos pos = sampler_pos(&t->sampler, t->step);
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)config_hash(t->cfg));
-    json_t *j = json_pack("{s:I, s:I, s:I, s:s, s:i, s:I, s:I}", "step", (json_int_t)t->step, "epoch",
-                          (json_int_t)pos.epoch, "step_in_epoch", (json_int_t)pos.step, "recipe_hash", hash,
+    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I}", "step", (json_int_t)t->step,
+                          "optimizer_steps", (json_int_t)t->opt_steps, "total_steps", (json_int_t)t->total_steps,
+                          "epoch", (json_int_t)pos.epoch, "step_in_epoch", (json_int_t)pos.step, "recipe_hash", hash,
                           "world_size", t->dist->world, "global_batch", (json_int_t)global_batch(t),
                           "tokens_seen", (json_int_t)t->tokens_seen);
     char *text = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
-    size_t len = strlen(text);
-    const void *bufs[1] = {text};
-    char err[1024];
-    int rc = ckpt_write_atomic(path, 1, bufs, &len, err, sizeof err);
+    write_text(path, text, "the checkpoint");
     free(text);
-    if (rc)
-        vkt_fatal("writing the checkpoint: %s", err);
+}
+
+void checkpoint_write_recipe(const struct trainer *t, const char *dir)
+{
+    char path[4096], *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        vkt_fatal("cannot format the recipe: %s", strerror(errno));
+    config_print(t->cfg, f);
+    fclose(f);
+    vkt_path(path, sizeof path, "%s/recipe.yaml", dir);
+    write_text(path, text, "the recipe");
+    free(text);
 }
 
 /* A model trained with a Hugging Face tokenizer carries its tokenizer.json,
  * so the directory is complete for generate, init_from and HF tools. */
+/* A whole file, NUL-terminated, in *n bytes (the NUL not counted); NULL
+ * with errno when it cannot be opened. */
+static char *read_whole(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, k;
+    char *buf = vkt_malloc(cap + 1, path);
+    *n = 0;
+    while ((k = fread(buf + *n, 1, cap - *n, f)) > 0)
+        if ((*n += k) == cap)
+            buf = vkt_realloc(buf, (cap *= 2) + 1, path);
+    fclose(f);
+    buf[*n] = 0;
+    return buf;
+}
+
 static void copy_tokenizer(struct trainer *t, const char *dir)
 {
     if (t->cfg->tokenizer.type != TOKENIZER_HF)
         return;
-    char path[4096], err[1024];
+    char path[4096], src[4096], err[1024];
     vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
-    FILE *f = fopen(t->cfg->tokenizer.path, "rb");
-    if (!f)
-        vkt_fatal("cannot read %s to copy it beside the model: %s", t->cfg->tokenizer.path, strerror(errno));
-    size_t cap = 1 << 16, n = 0, k;
-    char *buf = vkt_malloc(cap, "tokenizer.json");
-    while ((k = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += k) == cap)
-            buf = vkt_realloc(buf, cap *= 2, "tokenizer.json");
-    fclose(f);
+    tokenizer_json_path(t->cfg->tokenizer.path, src, sizeof src); /* the path may be a model folder */
+    size_t n;
+    char *buf = read_whole(src, &n);
+    if (!buf)
+        vkt_fatal("cannot read %s to copy it beside the model: %s", src, strerror(errno));
     const void *bufs[1] = {buf};
     if (ckpt_write_atomic(path, 1, bufs, &n, err, sizeof err))
         vkt_fatal("writing the model: %s", err);
@@ -122,14 +159,15 @@ static void copy_tokenizer(struct trainer *t, const char *dir)
 
 void checkpoint_save(struct trainer *t, const char *name)
 {
-    if (t->dist->rank != 0)
-        return;
     char root[4096], dir[4096], tmp[4096], old[4096], p[4096], err[1024];
     path_join(root, sizeof root, t->cfg->output_dir, "checkpoints");
     path_join(dir, sizeof dir, root, name);
+    snprintf(t->last_checkpoint, sizeof t->last_checkpoint, "%s", dir);
+    if (t->dist->rank != 0)
+        return;
     vkt_path(tmp, sizeof tmp, "%s/.%s.tmp", root, name);
     vkt_path(old, sizeof old, "%s/.%s.old", root, name);
-    remove_flat_dir(tmp);
+    checkpoint_remove_dir(tmp);
     if (vkt_mkdir_p(tmp))
         vkt_fatal("cannot create %s: %s", tmp, strerror(errno));
     if (model_save(t->model, tmp, err, sizeof err))
@@ -139,17 +177,18 @@ void checkpoint_save(struct trainer *t, const char *name)
     write_optimizer(t, p);
     path_join(p, sizeof p, tmp, "train_state.json");
     write_state(t, p);
+    checkpoint_write_recipe(t, tmp);
     fsync_dir(tmp);
     /* A checkpoint of this step from an earlier run is replaced: moved
      * aside first, since rename cannot replace a non-empty directory. */
-    remove_flat_dir(old);
+    checkpoint_remove_dir(old);
     struct stat st;
     if (!stat(dir, &st) && rename(dir, old))
         vkt_fatal("cannot move the earlier %s aside: %s", dir, strerror(errno));
     if (rename(tmp, dir))
         vkt_fatal("cannot rename %s to %s: %s", tmp, dir, strerror(errno));
     fsync_dir(root);
-    remove_flat_dir(old);
+    checkpoint_remove_dir(old);
 }
 
 void checkpoint_save_final(struct trainer *t)
@@ -203,6 +242,42 @@ static void read_optimizer(struct trainer *t, const char *path)
     st_free(&f);
 }
 
+/* Names the recipe keys that differ from the checkpoint's recipe.yaml. */
+static void recipe_differences(const struct trainer *t, const char *dir, char *out, size_t n)
+{
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/recipe.yaml", dir);
+    size_t len;
+    char *text = read_whole(path, &len);
+    if (!text) {
+        snprintf(out, n, "the checkpoint has no recipe.yaml to compare with (written by an older vktrain)");
+        return;
+    }
+    char diff[3072];
+    int count = config_diff(t->cfg, text, diff, sizeof diff);
+    free(text);
+    if (count)
+        snprintf(out, n, "%d key%s differ%s (checkpoint -> this run): %s", count, count > 1 ? "s" : "",
+                 count > 1 ? "" : "s", diff);
+    else
+        snprintf(out, n, "no key of its recipe.yaml differs in its printed value");
+}
+
+/* The lr of the next step under this run's schedule and the checkpoint's. */
+static void warn_schedule(const struct trainer *t, int64_t saved_total)
+{
+    const struct config *c = t->cfg;
+    double lr_now = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps,
+                                t->total_steps, c->lr_scheduler.min_lr_ratio, t->opt_steps);
+    double lr_then = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps, saved_total,
+                                 c->lr_scheduler.min_lr_ratio, t->opt_steps);
+    if (t->dist->rank == 0 && lr_now != lr_then)
+        vkt_warn("resume: this run has %lld steps, the checkpoint's run had %lld: the learning-rate schedule "
+                 "now spans %lld steps, so step %lld runs at lr %.3g where the earlier one would give %.3g",
+                 (long long)t->total_steps, (long long)saved_total, (long long)t->total_steps,
+                 (long long)t->step + 1, lr_now, lr_then);
+}
+
 int checkpoint_resume(struct trainer *t)
 {
     char root[4096], dir[4096], p[4096], err[1024];
@@ -218,31 +293,52 @@ int checkpoint_resume(struct trainer *t)
     json_error_t je;
     json_t *j = json_load_file(p, 0, &je);
     if (!j)
-        vkt_fatal("resume: %s:%d: %s", p, je.line, je.text);
+        train_fail(t, "resume: %s:%d: %s", p, je.line, je.text);
     json_int_t step = json_integer_value(json_object_get(j, "step"));
+    json_t *o = json_object_get(j, "optimizer_steps"), *total = json_object_get(j, "total_steps");
+    json_int_t opt_steps = o ? json_integer_value(o) : step; /* older checkpoints skipped no update */
+    json_int_t saved_total = total ? json_integer_value(total) : -1;
     json_int_t seen = json_integer_value(json_object_get(j, "tokens_seen"));
     json_int_t G = json_integer_value(json_object_get(j, "global_batch"));
     if (G != global_batch(t))
-        vkt_fatal("resume: %s was trained with a global batch of %lld sequences per step; this run has "
-                  "W x A x B = %d x %d x %d = %lld. Keep W x A x B (ranks x gradient_accumulation_steps x "
-                  "batch_size) equal to resume",
-                  p, (long long)G, t->dist->world, t->cfg->gradient_accumulation_steps, t->cfg->batch_size,
-                  (long long)global_batch(t));
+        train_fail(t,
+                   "resume: %s was trained with a global batch of %lld sequences per step; this run has "
+                   "W x A x B = %d x %d x %d = %lld. Keep W x A x B (ranks x gradient_accumulation_steps x "
+                   "batch_size) equal to resume",
+                   p, (long long)G, t->dist->world, t->cfg->gradient_accumulation_steps, t->cfg->batch_size,
+                   (long long)global_batch(t));
     const char *hash = json_string_value(json_object_get(j, "recipe_hash"));
     char want[32];
     snprintf(want, sizeof want, "%016llx", (unsigned long long)config_hash(t->cfg));
-    if (!hash || strcmp(hash, want))
-        vkt_fatal("resume: %s was written by a different recipe (hash %s, this recipe %s); resume with the same "
-                  "recipe, or start a new output_dir",
-                  p, hash ? hash : "missing", want);
+    if (!hash || strcmp(hash, want)) {
+        char diff[4096];
+        recipe_differences(t, dir, diff, sizeof diff);
+        train_fail(t,
+                   "resume: %s was written by a different recipe (hash %s, this recipe %s): %s. Resume with "
+                   "the checkpoint's recipe (%s/recipe.yaml), or start a new output_dir",
+                   p, hash ? hash : "missing", want, diff, dir);
+    }
     json_decref(j);
+    if (step > t->total_steps)
+        train_fail(t,
+                   "resume: the newest checkpoint, %s, is at step %lld, past this run's %lld steps (max_steps or "
+                   "epochs); raise max_steps to continue it (its model is in %s)",
+                   dir, (long long)step, (long long)t->total_steps, dir);
     if (model_load(t->model, dir, err, sizeof err))
         vkt_fatal("resume: %s", err);
     path_join(p, sizeof p, dir, "optimizer.safetensors");
     read_optimizer(t, p);
     t->step = step;
+    t->opt_steps = opt_steps;
     t->tokens_seen = seen;
-    if (t->dist->rank == 0)
+    snprintf(t->last_checkpoint, sizeof t->last_checkpoint, "%s", dir);
+    if (t->dist->rank == 0) {
         vkt_info("resuming from %s (step %lld of %lld)", dir, (long long)step, (long long)t->total_steps);
+        if (step == t->total_steps)
+            vkt_info("resume: the run had already reached its last step; nothing is left to train, and its "
+                     "final model is written from this checkpoint");
+    }
+    if (saved_total > 0 && saved_total != t->total_steps && step < t->total_steps)
+        warn_schedule(t, saved_total);
     return 1;
 }

@@ -9,15 +9,17 @@
  *      after the last micro-batch each rank holds G_r/N;
  *   3. the gradients are summed over ranks (a SUM: no 1/W anywhere), so
  *      every rank holds g = Σ_r G_r / N exactly;
- *   4. global norm, clipping and AdamW run identically on every rank;
- *   5. the loss sums are all-reduced once: loss = Σ ℓ / N.
+ *   4. the loss sums are all-reduced once (loss = Σ ℓ / N) and the global
+ *      gradient norm is taken: both are the same on every rank, so a
+ *      non-finite one stops or skips the step everywhere (nonfinite.c);
+ *   5. clipping and AdamW run identically on every rank.
  * No step divides by a per-micro-batch or per-rank count, so any (W, A, B)
  * with the same W·A·B gives the same trajectory. */
 #include <math.h>
-#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 
 #include "train_internal.h"
 #include "vktrain/ops.h"
@@ -37,21 +39,19 @@ static struct model_config model_config_of(const struct config_model *c)
     };
 }
 
+/* Per-parameter squared norms into t->norm_host, and their global norm. */
 static double global_grad_norm(struct trainer *t)
 {
     int n = model_param_count(t->model);
     grad_norm_record(t->g, t->grads, n, t->norm_scratch, t->norm_slots, 0);
-    float *slots = vkt_malloc(sizeof(float) * (size_t)n, "norm slots");
-    gpu_download(t->g, t->norm_slots, 0, slots, sizeof(float) * (size_t)n);
-    double norm = grad_norm_total(slots, n);
-    free(slots);
-    return norm;
+    gpu_download(t->g, t->norm_slots, 0, t->norm_host, sizeof(float) * (size_t)n);
+    return grad_norm_total(t->norm_host, n);
 }
 
 static void optimizer_step(struct trainer *t, double lr, double grad_scale)
 {
     const struct config_optimizer *o = &t->cfg->optimizer;
-    int64_t step = t->step + 1; /* Adam's t counts from 1 */
+    int64_t step = t->opt_steps + 1; /* Adam's t counts from 1 */
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
         struct op_adamw_step a = {
@@ -60,6 +60,34 @@ static void optimizer_step(struct trainer *t, double lr, double grad_scale)
         };
         op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
     }
+    gpu_submit(t->g);
+    t->opt_steps++;
+}
+
+/* The device counted `device` valid labels in this rank's micro-batches, the
+ * host `host`. They differ only when a label is neither -100 nor a token id
+ * below vocab_size (the cross-entropy ignores it) or the device lost work. */
+static void check_label_count(struct trainer *t, double device, int64_t host)
+{
+    /* A float sum of ones is exact up to 2^24; above, allow its rounding. */
+    double slack = host > (1 << 24) ? 1e-6 * (double)host : 0.5;
+    if (fabs(device - (double)host) <= slack)
+        return;
+    int V = t->cfg->model.vocab_size;
+    for (int m = 0; m < t->cfg->gradient_accumulation_steps; m++) {
+        const struct data_batch *b = &t->micro[m];
+        for (int i = 0; i < b->rows * b->T; i++) {
+            int32_t l = b->labels[i];
+            if (l != DATA_IGNORE && (l < 0 || l >= V))
+                vkt_fatal("step %lld: micro-batch %d, row %d, position %d holds label %d, outside [0, %d) "
+                          "(model.vocab_size): a label must be a token id below model.vocab_size or -100 "
+                          "(ignored); the device counted %.0f valid labels, the host %lld",
+                          (long long)t->step + 1, m, i / b->T, i % b->T, (int)l, V, device, (long long)host);
+        }
+    }
+    vkt_fatal("step %lld: the device counted %.0f valid labels, the host %lld, and every label is in range: the "
+              "device lost work (a driver or device fault)",
+              (long long)t->step + 1, device, (long long)host);
 }
 
 static double evaluate(struct trainer *t)
@@ -80,31 +108,55 @@ static double evaluate(struct trainer *t)
     return s[1] > 0 ? s[0] / s[1] : NAN;
 }
 
-/* One optimizer step; returns 0 when the global batch had no valid token. */
-static int train_step(struct trainer *t, struct step_metrics *out)
+void train_fail(const struct trainer *t, const char *fmt, ...)
+{
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (t->dist->rank == 0)
+        vkt_error_print("%s", msg);
+    dist_exit(1);
+}
+
+static void step_time(struct step_metrics *m, double t0)
+{
+    m->step_ms = (vkt_now() - t0) * 1e3;
+    m->tokens_per_sec = m->tokens / (m->step_ms * 1e-3);
+}
+
+enum step_result { STEP_APPLIED, STEP_NO_LABELS, STEP_SKIPPED };
+
+/* One step: the update is applied, or skipped for want of labels or for a
+ * non-finite loss or gradient norm (nan_policy: skip). */
+static enum step_result train_step(struct trainer *t, struct step_metrics *out)
 {
     const struct config *cfg = t->cfg;
     int A = cfg->gradient_accumulation_steps;
     double t0 = vkt_now();
 
     /* 1. N before any backward. */
-    int64_t N = 0;
+    int64_t N = 0, local = 0;
     for (int m = 0; m < A; m++) {
         data_train_batch(&t->data, &t->sampler, t->step, t->dist->rank, m, &t->micro[m]);
-        N += t->micro[m].n_valid;
+        local += t->micro[m].n_valid;
     }
+    faults_labels(t);
+    N = local;
     dist_sum_i64(&N, 1);
     if (N == 0) {
         if (t->dist->rank == 0)
             vkt_warn("step %lld: no valid label in the global batch; the optimizer step is skipped",
                      (long long)t->step + 1);
-        return 0;
+        return STEP_NO_LABELS;
     }
 
     /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N;
      * 3. on the last one, the buckets of finished gradients are summed over
      *    ranks while the backward goes on (grad_sync.c). */
     model_zero_grad(t->model);
+    faults_gradient(t);
     model_loss_reset(t->model);
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
@@ -118,25 +170,29 @@ static int train_step(struct trainer *t, struct step_metrics *out)
             grad_sync_backward(t);
     }
 
-    /* 4. Norm, clipping, AdamW. */
+    /* 4. The loss of the global batch (the device's count of valid labels
+     *    checked against the host's) and the global gradient norm: both the
+     *    same on every rank, so every rank takes the same branch below. */
     gpu_profile_phase(t->g, "optimizer");
     double norm = global_grad_norm(t);
-    double clip = cfg->clip_grad_norm > 0 ? grad_clip_factor(norm, cfg->clip_grad_norm) : 1.0;
-    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps,
-                            t->total_steps, cfg->lr_scheduler.min_lr_ratio, t->step);
-    optimizer_step(t, lr, clip);
-    gpu_profile_phase(t->g, "other");
-
-    /* 5. The loss of the global batch. */
     double s[2];
     model_read_loss(t->model, &s[0], &s[1]);
+    check_label_count(t, s[1], local);
     dist_sum_f64(s, 1);
-    double ms = (vkt_now() - t0) * 1e3;
-    t->step_seconds += ms * 1e-3;
+    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps,
+                            t->total_steps, cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
     *out = (struct step_metrics){.step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm,
-                                 .tokens = (double)N, .tokens_per_sec = (double)N / (ms * 1e-3), .step_ms = ms};
+                                 .tokens = (double)N};
+
+    /* 5. Clipping and AdamW, unless the step is not finite. */
+    step_time(out, t0); /* so far: the row of a step that stops the run shows it */
+    if (!nonfinite_check(t, out))
+        optimizer_step(t, lr, cfg->clip_grad_norm > 0 ? grad_clip_factor(norm, cfg->clip_grad_norm) : 1.0);
+    step_time(out, t0);
+    gpu_profile_phase(t->g, "other");
+    t->step_seconds += out->step_ms * 1e-3;
     t->tokens_seen += N;
-    return 1;
+    return out->skipped ? STEP_SKIPPED : STEP_APPLIED;
 }
 
 static void banner(struct trainer *t)
@@ -228,15 +284,15 @@ static void setup(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
     char err[2048];
+    output_dir_check(t); /* written to only once the run has started */
     t->g = trainer_gpu(cfg, t->dist);
-    memory_plan_check(t); /* before anything is allocated or written */
-    if (t->dist->rank == 0 && vkt_mkdir_p(cfg->output_dir))
-        vkt_fatal("cannot create output_dir '%s': %s", cfg->output_dir, strerror(errno));
-    if (data_open(&t->data, cfg, err, sizeof err))
-        vkt_fatal("%s", err);
-    if (sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
-                     cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err))
-        vkt_fatal("%s", err);
+    memory_plan_check(t); /* before anything is allocated */
+    /* Every rank reads the same data: an error in it is printed once. */
+    int failed = data_open(&t->data, cfg, err, sizeof err) != 0;
+    dist_check(failed, err);
+    failed = sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle,
+                          t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err) != 0;
+    dist_check(failed, err);
     t->total_steps = sampler_total_steps(&t->sampler, cfg);
     if (t->dist->rank == 0)
         data_report(&t->data, &t->sampler);
@@ -249,6 +305,7 @@ static void setup(struct trainer *t)
         model_init_random(t->model, (uint64_t)cfg->seed);
     }
     t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
+    t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
     for (int m = 0; m < cfg->gradient_accumulation_steps; m++)
@@ -261,6 +318,7 @@ static void teardown(struct trainer *t)
         data_batch_free(&t->micro[m]);
     free(t->micro);
     free(t->host_grads);
+    free(t->norm_host);
     grad_sync_free(t);
     trainer_buffers_destroy(t);
     sampler_free(&t->sampler);
@@ -283,6 +341,7 @@ int train_run(const struct config *cfg, const struct dist *d)
     setup(&t);
     int resumed = cfg->resume && checkpoint_resume(&t);
     replica_broadcast(&t, 1); /* replicas start from rank 0's state */
+    output_dir_prepare(&t);
     if (d->rank == 0)
         banner(&t);
     print_rank_map(&t);
@@ -291,23 +350,21 @@ int train_run(const struct config *cfg, const struct dist *d)
         metrics_open(&t, resumed);
     t.t_start = vkt_now();
     t.first_step = t.step;
-    const char *kill_env = getenv("VKTRAIN_KILL_AFTER_STEP");
-    int64_t kill_after = kill_env ? strtoll(kill_env, NULL, 10) : -1;
-    const char *kill_rank_env = getenv("VKTRAIN_KILL_RANK");
-    int kill_rank = kill_rank_env ? atoi(kill_rank_env) : -1;
+    faults_init(&t.faults);
     while (t.step < t.total_steps) {
         profile_window(&t);
         struct step_metrics m;
-        int stepped = train_step(&t, &m);
+        enum step_result r = train_step(&t, &m);
         t.step++;
-        if (!stepped)
+        if (r == STEP_NO_LABELS)
             continue;
         int64_t s = t.step;
         if (cfg->eval_every_n_steps > 0 && (s % cfg->eval_every_n_steps == 0 || s == t.total_steps)) {
             m.val_loss = evaluate(&t);
             m.has_val = 1;
         }
-        if (d->rank == 0 && (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || s == t.first_step + 1))
+        if (d->rank == 0 && (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || m.skipped ||
+                             s == t.first_step + 1))
             metrics_log(&t, &m);
         if (cfg->dist.check_every > 0 && s % cfg->dist.check_every == 0)
             replica_check(&t);
@@ -317,8 +374,7 @@ int train_run(const struct config *cfg, const struct dist *d)
             snprintf(name, sizeof name, "step_%lld", (long long)s);
             checkpoint_save(&t, name);
         }
-        if (s == kill_after && (kill_rank < 0 || kill_rank == d->rank))
-            raise(SIGKILL); /* tests: die mid-run, as a crash or a scheduler would */
+        faults_after_step(&t);
     }
     profile_window(&t);
     char name[64];
@@ -331,6 +387,8 @@ int train_run(const struct config *cfg, const struct dist *d)
     checkpoint_save_final(&t);
     if (d->rank == 0) {
         metrics_close(&t);
+        printf("saved: the model in %s (model.safetensors, config.json), the checkpoint %s, the metrics %s\n",
+               cfg->output_dir, t.last_checkpoint, t.metrics_path);
         if (d->world > 1 && t.step_seconds > 0)
             printf("communication: %.1f%% of step time (%.1f ms per step; %d bucket(s), overlap %s)\n",
                    100.0 * t.comm_seconds / t.step_seconds,

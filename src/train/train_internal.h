@@ -9,6 +9,14 @@
 #include "vktrain/model.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/train.h"
+#include "vktrain/util.h"
+
+/* faults.c: failures injected by the tests (see the file). */
+struct faults {
+    int64_t kill_after, nan_step, bad_label_step;
+    int kill_rank, nan_rank;
+    char nan_tensor[160];
+};
 
 struct trainer {
     const struct config *cfg;
@@ -20,8 +28,14 @@ struct trainer {
     struct gpu_buffer **adam_m, **adam_v; /* per parameter */
     struct grad_tensor *grads;            /* every parameter gradient */
     struct gpu_buffer *norm_slots, *norm_scratch;
-    int64_t step;        /* optimizer steps done */
+    int64_t step;        /* steps done (batches consumed) */
+    int64_t opt_steps;   /* updates applied: AdamW's t and the schedule's step (skipped steps do not count) */
     int64_t total_steps;
+    int nan_skips;       /* non-finite steps skipped in a row */
+    float *norm_host;    /* per parameter: the squared norm of its gradient, this step */
+    char last_checkpoint[4096]; /* written or resumed from; "" when none */
+    char metrics_path[4096];
+    struct faults faults;
     struct data_batch *micro; /* A micro-batches of this rank */
     float *host_grads;   /* all gradients, staged for the all-reduce */
     size_t n_grads;
@@ -52,6 +66,7 @@ struct step_metrics {
     int64_t step;
     double loss, lr, grad_norm, tokens, tokens_per_sec, step_ms, val_loss;
     int has_val;
+    int skipped; /* non-finite: no update was applied */
 };
 void metrics_open(struct trainer *t, int resumed);
 void metrics_log(struct trainer *t, const struct step_metrics *m);
@@ -72,10 +87,35 @@ int replica_check(struct trainer *t);
  * `profile: true` window or closes it and prints the table. */
 void profile_window(struct trainer *t);
 
+/* nonfinite.c: 0 when the step's loss and gradient norm are finite; 1 when
+ * it is to be skipped (nan_policy: skip), with m->skipped set; else ends
+ * the run on every rank (the error printed once, the metrics row logged). */
+int nonfinite_check(struct trainer *t, struct step_metrics *m);
+
+void faults_init(struct faults *f);
+void faults_gradient(struct trainer *t);        /* after the gradients are zeroed */
+void faults_labels(struct trainer *t);          /* after the micro-batches are filled */
+void faults_after_step(const struct trainer *t); /* after a step's checkpoint */
+
+/* An error every rank meets at the same point (a recipe or a checkpoint
+ * that every rank read, a verdict every rank reached): rank 0 prints it
+ * once and every rank exits with status 1, without MPI_Abort. */
+_Noreturn void train_fail(const struct trainer *t, const char *fmt, ...) VKT_PRINTF(2, 3);
+
+/* output_dir.c: at start, refuses a folder holding an earlier run (unless
+ * resume or overwrite) or one that cannot be made; once started, removes
+ * the earlier run (overwrite), makes the folder, saves recipe.yaml. */
+void output_dir_check(struct trainer *t);
+void output_dir_prepare(struct trainer *t);
+
 /* checkpoint.c */
 void checkpoint_save(struct trainer *t, const char *dir_name);
 /* Loads the newest complete checkpoint; returns 0 if there is none. */
 int checkpoint_resume(struct trainer *t);
 void checkpoint_save_final(struct trainer *t);
+/* Removes a directory of plain files; what cannot be removed stays. */
+void checkpoint_remove_dir(const char *dir);
+/* The resolved recipe as dir/recipe.yaml (rank 0). */
+void checkpoint_write_recipe(const struct trainer *t, const char *dir);
 
 #endif
