@@ -180,8 +180,8 @@ static void test_init_from(void)
           "gpt2 config.json read");
     config_free(&c);
 
-    write_json("{\"model_type\": \"mistral\"}");
-    expect_error(recipe, 0, NULL, "unsupported model_type 'mistral'");
+    write_json("{\"model_type\": \"gemma\"}");
+    expect_error(recipe, 0, NULL, "unsupported model_type 'gemma'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
     expect_error(recipe, 0, NULL, "missing required key 'vocab_size'");
     char missing[512];

@@ -60,11 +60,23 @@ static void build_table(struct model *m)
             p->wq = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.q_proj.weight", l);
             p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
             p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
+            if (c->qkv_bias) {
+                p->bq = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.q_proj.bias", l);
+                p->bk = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.k_proj.bias", l);
+                p->bv = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.v_proj.bias", l);
+            }
             p->wo = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.o_proj.weight", l);
+            if (c->o_bias)
+                p->bo = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.o_proj.bias", l);
             p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
             p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
             p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
+            if (c->mlp_bias) {
+                p->bgate = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.gate_proj.bias", l);
+                p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.up_proj.bias", l);
+                p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.mlp.down_proj.bias", l);
+            }
         }
         m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
@@ -72,7 +84,7 @@ static void build_table(struct model *m)
     } else {
         m->building_stage = (int)c->n_layers + 1;
         m->embed = add_param(m, 0, INIT_NORMAL, V, C, "wte.weight");
-        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->max_seq_len, C, "wpe.weight");
+        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->pos_rows, C, "wpe.weight");
         for (uint32_t l = 0; l < c->n_layers; l++) {
             struct layer_params *p = &m->lp[l];
             m->building_stage = (int)(c->n_layers - l);
@@ -111,7 +123,7 @@ static void build_rope_table(struct model *m)
         return;
     size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
+    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->rope_table = act(m, T * hd, "rope table");
     gpu_memory_category(m->g, was);
@@ -224,9 +236,15 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
         vkt_fatal("model: llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
     if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
         vkt_fatal("model: gpt2 has tied embeddings and n_kv_heads == n_heads");
+    if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
+        vkt_fatal("model: gpt2 has its own biases and no rope_scaling");
+    if (c->pos_rows && c->pos_rows < c->max_seq_len)
+        vkt_fatal("model: %u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
     struct model *m = vkt_calloc(1, sizeof *m, "the model");
     m->g = g;
     m->c = *c;
+    if (!m->c.pos_rows)
+        m->c.pos_rows = c->max_seq_len;
     m->max_rows = batch * c->max_seq_len;
     build_table(m);
     build_rope_table(m);

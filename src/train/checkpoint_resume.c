@@ -138,8 +138,8 @@ static int read_optimizer(struct trainer *t, const char *path, char *err, size_t
             const struct st_tensor *s = st_find(&f, name);
             if (!s || (size_t)st_numel(s) != p->numel)
                 rc = vkt_error(err, n, "%s lacks tensor '%s' of %zu elements", path, name, p->numel);
-            else
-                gpu_upload(t->g, k ? t->adam_v[i] : t->adam_m[i], 0, s->data, p->numel * sizeof(float));
+            else if (trainer_updates(t, i)) /* dist.zero: only its own shard */
+                gpu_upload(t->g, trainer_state(t, 1 + k, i), 0, s->data, p->numel * sizeof(float));
         }
     }
     st_free(&f);
