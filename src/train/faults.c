@@ -62,17 +62,15 @@ static void init_signal(struct faults *f)
         return;
     char *end;
     f->signal_step = strtoll(v, &end, 10);
-    while (*end == ':' || *end == ',') {
-        int k = (int)strcspn(end + 1, ",:");
-        if (!strncmp(end + 1, "INT", (size_t)k) && k == 3)
+    for (char sep = ':'; *end == sep && f->n_signals < 4; sep = ',') { /* S:NAME,NAME... */
+        size_t k = strcspn(end + 1, ",:");
+        if (k == 3 && !strncmp(end + 1, "INT", k))
             f->signals[f->n_signals++] = SIGINT;
-        else if (!strncmp(end + 1, "TERM", (size_t)k) && k == 4)
+        else if (k == 4 && !strncmp(end + 1, "TERM", k))
             f->signals[f->n_signals++] = SIGTERM;
         else
             break;
         end += 1 + k;
-        if (f->n_signals == 4)
-            break;
     }
     if (*end == ':')
         f->signal_rank = (int)strtol(end + 1, &end, 10);

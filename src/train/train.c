@@ -412,6 +412,7 @@ static int stop_on_signal(struct trainer *t)
         else
             printf("stopped by %s before the first step: nothing new to save%s%s\n", name,
                    t->last_checkpoint[0] ? "; the checkpoint " : "", t->last_checkpoint);
+        fflush(stdout); /* mpirun, ending the job, may drop what comes later */
     }
     teardown(t);
     return 128 + t->stop_signal;
