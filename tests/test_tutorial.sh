@@ -38,15 +38,16 @@ check "docs/tutorial.md has its 6 tested blocks" '[ ${#blocks[@]} -eq 6 ]'
 
 for b in "${blocks[@]}"; do
   n=$(basename "$b" .sh)
+  start=$SECONDS
   (cd "$run" && MODEL="$work/model" PATH="$venv/bin:$PATH" timeout 300 bash -e -o pipefail "$b") \
     > "$work/$n.out" 2>&1
   rc=$?
-  check "$n ($(head -c 60 "$b" | head -1)) exits 0" '[ $rc -eq 0 ]'
+  check "$n ($(head -c 60 "$b" | head -1)) exits 0 ($((SECONDS - start)) s)" '[ $rc -eq 0 ]'
   if [ $rc -ne 0 ]; then tail -30 "$work/$n.out"; break; fi
 done
 
 out=$run/out/tutorial
-check "the run trained on 2 ranks" 'grep -q "2 ranks\|rank 1" "$work/block03.out"'
+check "the run trained on 2 ranks" 'grep -q "2 rank(s)" "$work/block03.out" && grep -q "^  rank 1: " "$work/block03.out"'
 check "the run wrote the model folder with the tokenizer and its chat template" \
   '[ -f "$out/model.safetensors" ] && [ -f "$out/tokenizer.json" ] && grep -q chat_template "$out/tokenizer_config.json"'
 check "the loss fell (mean of the last 5 steps below the first step's)" "$py - '$out/metrics.jsonl' <<'PY'
