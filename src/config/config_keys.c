@@ -85,11 +85,18 @@ const struct config_key config_keys[] = {
     /* Not hashed: the same update bit for bit on 2 ranks, and checkpoints
      * hold the whole optimizer state, so a run may resume with it toggled. */
     {"dist.zero", KT_INT, OFF(dist.zero), 0, 1, KF_NOHASH, NULL},
+    {"lora.rank", KT_INT, OFF(lora.rank), 0, IMAX, 0, NULL},
+    {"lora.alpha", KT_FLOAT, OFF(lora.alpha), 0, DBL_MAX, KF_NULL | KF_OPEN_MIN, NULL},
+    {"lora.dropout", KT_FLOAT, OFF(lora.dropout), 0, 1, KF_OPEN_MAX, NULL},
+    {"lora.targets", KT_STRLIST, OFF(lora.targets), 0, 0, 0, NULL},
+    {"lora.init_from", KT_STR, OFF(lora.init_from), 0, 0, KF_NULL, NULL},
+    /* Not hashed: what the output folder holds besides the adapter. */
+    {"lora.merge_on_save", KT_BOOL, OFF(lora.merge_on_save), 0, 0, KF_NOHASH, NULL},
 };
 const int config_n_keys = (int)(sizeof config_keys / sizeof config_keys[0]);
 
-static const char *const sections[] = {"model",        "tokenizer", "dataset", "optimizer",
-                                       "lr_scheduler", "device",    "dist",    NULL};
+static const char *const sections[] = {"model",  "tokenizer", "dataset", "optimizer", "lr_scheduler",
+                                       "device", "dist",      "lora",    NULL};
 
 /* Defaults that depend on other keys (vocab_size, n_kv_heads, hidden_dim,
  * tie_embeddings, packed) are filled in by config_resolve. */
