@@ -167,8 +167,9 @@ int model_save(struct model *m, const char *dir, const struct model_save_options
 int model_load(struct model *m, const char *dir, char *err, size_t errlen);
 /* LoRA's files in dir, in PEFT's format: adapter_model.safetensors (the
  * adapters, F32, PEFT's names and shapes) and adapter_config.json (r,
- * lora_alpha, target_modules; fan_in_fan_out for gpt2's Conv1D). */
-int model_adapter_save(struct model *m, const char *dir, char *err, size_t errlen);
+ * lora_alpha, target_modules; fan_in_fan_out for gpt2's Conv1D;
+ * base_model_name_or_path: base, or null). */
+int model_adapter_save(struct model *m, const char *dir, const char *base, char *err, size_t errlen);
 /* Reads dir/adapter_model.safetensors into the adapters: every adapter
  * present once with its shape, nothing else. */
 int model_adapter_load(struct model *m, const char *dir, char *err, size_t errlen);

@@ -191,7 +191,7 @@ int model_save(struct model *m, const char *dir, const struct model_save_options
 /* adapter_model.safetensors: the adapters as PEFT stores them, A (r, in)
  * and B (out, r) for Linear and Conv1D alike (fan_in_fan_out transposes
  * only the merged delta). */
-int model_adapter_save(struct model *m, const char *dir, char *err, size_t errlen)
+int model_adapter_save(struct model *m, const char *dir, const char *base, char *err, size_t errlen)
 {
     const struct model_config *c = &m->c;
     struct st_tensor *t = vkt_calloc((size_t)m->n_params, sizeof *t, "tensor list");
@@ -216,11 +216,11 @@ int model_adapter_save(struct model *m, const char *dir, char *err, size_t errle
     for (int i = 0; i < n; i++)
         free(t[i].data);
     free(t);
-    json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:b, s:s, s:n, s:b, s:b, s:b, s:b}", "peft_type", "LORA",
+    json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:b, s:s, s:o, s:b, s:b, s:b, s:b}", "peft_type", "LORA",
                           "task_type", "CAUSAL_LM", "r", (int)c->lora_rank, "lora_alpha", (double)c->lora_alpha,
                           "lora_dropout", 0.0, "target_modules", targets, "fan_in_fan_out", c->arch == MODEL_GPT2,
-                          "bias", "none", "base_model_name_or_path", "inference_mode", 1, "init_lora_weights", 1,
-                          "use_rslora", 0, "use_dora", 0);
+                          "bias", "none", "base_model_name_or_path", base ? json_string(base) : json_null(),
+                          "inference_mode", 1, "init_lora_weights", 1, "use_rslora", 0, "use_dora", 0);
     if (!rc) {
         char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         const void *bufs[] = {text, "\n"};

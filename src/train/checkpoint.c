@@ -230,14 +230,29 @@ static void save_model(struct trainer *t, const char *dir, int final)
         .bf16 = final && cfg->save_dtype == SAVE_BF16,
         .shard_bytes = (size_t)cfg->save_shard_mb << 20,
     };
+    if (!cfg->lora.rank) {
+        if (model_save(t->model, dir, &o, err, sizeof err))
+            vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
+        copy_model_files(t, dir);
+        return;
+    }
     /* LoRA: the adapter alone (the base is model.init_from's, or the
-     * seed's), and at the end with merge_on_save the merged model too. */
-    if (cfg->lora.rank && model_adapter_save(t->model, dir, err, sizeof err))
+     * seed's), and at the end with merge_on_save the merged model in
+     * dir/merged (a folder holding adapter_config.json is an adapter to
+     * transformers, so the two cannot share one). */
+    if (model_adapter_save(t->model, dir, cfg->model.init_from, err, sizeof err))
         vkt_fatal("writing the %s: %s", final ? "adapter" : "checkpoint", err);
-    o.merged = cfg->lora.rank != 0;
-    if ((!cfg->lora.rank || (final && cfg->lora.merge_on_save)) && model_save(t->model, dir, &o, err, sizeof err))
-        vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
     copy_model_files(t, dir);
+    if (final && cfg->lora.merge_on_save) {
+        char merged[4096];
+        vkt_path(merged, sizeof merged, "%s/merged", dir);
+        o.merged = 1;
+        if (vkt_mkdir_p(merged))
+            vkt_fatal("cannot create %s: %s", merged, strerror(errno));
+        if (model_save(t->model, merged, &o, err, sizeof err))
+            vkt_fatal("writing the merged model: %s", err);
+        copy_model_files(t, merged);
+    }
 }
 
 void checkpoint_save(struct trainer *t, const char *name)

@@ -441,7 +441,7 @@ int train_run(const struct config *cfg, const struct dist *d)
         printf("saved: the %s in %s (%s), the checkpoint %s, the metrics %s\n", cfg->lora.rank ? "adapter" : "model",
                cfg->output_dir,
                !cfg->lora.rank           ? "model.safetensors, config.json"
-               : cfg->lora.merge_on_save ? "adapter_model.safetensors, adapter_config.json; merged: model.safetensors"
+               : cfg->lora.merge_on_save ? "adapter_model.safetensors, adapter_config.json; merged/: the merged model"
                                          : "adapter_model.safetensors, adapter_config.json",
                t.last_checkpoint, t.metrics_path);
         if (d->world > 1 && t.step_seconds > 0)
