@@ -123,6 +123,8 @@ void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gp
     uint32_t R = m->last.B * m->last.T, r = m->c.lora_rank;
     op_matmul_nt(m->g, x, W(m, p->lora_a[s]), u, R, r, in, 0); /* u = x·Aᵀ (R, r) */
     op_scale(m->g, u, m->lora_scale, (size_t)R * r);
+    if (!y)
+        return;
     op_matmul_nt(m->g, u, W(m, p->lora_b[s]), y, R, out, r, 1); /* y += u·Bᵀ */
 }
 

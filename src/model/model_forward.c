@@ -92,8 +92,10 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_bias_add(g, W(m, p->bup), a->up, R, F);
         op_gelu(g, a->up, a->h, (size_t)R * F);
     }
-    if (!out)
+    if (!out) { /* the recompute: the backward reads the adapter's u too */
+        model_lora_forward(m, l, LS_DOWN, a->h, NULL, C, F);
         return;
+    }
     /* out = x2 + h·Wdownᵀ (+ b) */
     op_copy(g, a->x2, out, (size_t)R * C);
     op_matmul_nt(g, a->h, W(m, p->down), out, R, C, F, 1);

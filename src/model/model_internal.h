@@ -108,7 +108,8 @@ static inline struct gpu_buffer *G_norm(struct model *m, int i, int k)
 /* LoRA of one linear layer y (rows, out) = x (rows, in)·Wᵀ: the forward
  * adds (alpha/rank)·(x·Aᵀ)·Bᵀ into y; the backward, given dy, accumulates
  * the adapters' gradients and adds the adapter's part of dx into dx. No-ops
- * for a layer without an adapter. */
+ * for a layer without an adapter. y NULL: only the saved u (the
+ * checkpointing recompute). */
 void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *y,
                         uint32_t out, uint32_t in);
 void model_lora_backward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *dy,
