@@ -11,7 +11,8 @@ gradient zero and hide a wrong dA), and the adapter is saved with
 save_pretrained. Both sides then start from the same base
 (model.init_from) and adapter (lora.init_from) and take 4 AdamW steps on
 the same 8 windows of 17 token ids (the whole training set as one global
-batch, split W x A x B = 1 x 2 x 4 in vktrain; lr 1e-2 constant,
+batch, split W x A x B = 1 x 2 x 4 in vktrain, and 2 x 2 x 2 under
+mpirun with dist.zero: 1; lr 1e-2 constant,
 betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on the adapters, clip 1.0).
 Checked:
   losses:   every step's loss, |vk - pt| / pt < 1e-5;
@@ -19,6 +20,7 @@ Checked:
             the 4 steps: per tensor, max |vk - pt| <= 2e-3 x max |pt - start|
             (float32 rounding carried through AdamW; the movement is at
             least 1e-3 so the bound cannot pass on an unchanged adapter);
+  resume:   from step 2's checkpoint, the final adapter bit for bit;
   files:    adapter_config.json has r, lora_alpha, target_modules, and
             fan_in_fan_out for gpt2, base_model_name_or_path the base;
             the checkpoint holds the adapter and its AdamW state only;
@@ -30,6 +32,7 @@ The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
 logits bit for bit, are checked on the device by test_lora_model (C)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,6 +120,36 @@ def torch_train(base_dir, adapter_dir, x):
     return losses, state
 
 
+MPIRUN = ["timeout", "300", "mpirun", "--oversubscribe", "-np", "2"]
+
+
+def vk_run(arch, what, cmd, out, losses, start, state):
+    """One vktrain run: its losses against PEFT's, its final adapter against PyTorch's."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", LP_NUM_THREADS="1")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        check(f"{arch} {what}: vktrain train exits 0", False)
+        return False
+    metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    for s in range(STEPS):
+        vk = next(m["loss"] for m in metrics if m["step"] == s + 1)
+        rel = abs(vk - losses[s]) / losses[s]
+        check(f"{arch} {what}: step {s + 1} loss equals PEFT's", rel < 1e-5,
+              f"vk {vk:.8f} pt {losses[s]:.8f} rel {rel:.2e}")
+    vk = load_file(os.path.join(out, "adapter_model.safetensors"))
+    check(f"{arch} {what}: the adapter holds PEFT's tensor names", sorted(vk) == sorted(start) == sorted(state),
+          f"{sorted(vk)[:2]} ... vs {sorted(start)[:2]} ...")
+    worst, least = 0.0, 1e9
+    for k in sorted(set(vk) & set(state)):
+        moved = (state[k] - start[k]).abs().max().item()
+        err = (vk[k] - state[k]).abs().max().item()
+        worst, least = max(worst, err / moved), min(least, moved)
+    check(f"{arch} {what}: adapters within 2e-3 of their movement", worst <= 2e-3 and least > 1e-3,
+          f"worst ratio {worst:.2e}, least movement {least:.2e}")
+    return True
+
+
 def run_case(arch, work, gen):
     src, ad, out = (os.path.join(work, arch + s) for s in ("-base", "-adapter", "-out"))
     build_base(arch, src, gen)
@@ -137,31 +170,26 @@ optimizer: {{lr: 1.0e-2, betas: [0.9, 0.95], eps: 1.0e-8, weight_decay: 0.1}}
 lr_scheduler: {{type: constant}}
 clip_grad_norm: 1.0
 lora: {{init_from: {ad}, merge_on_save: true}}
+save_every_n_steps: 2
 """)
-    r = subprocess.run([VKTRAIN, "train", "--config", recipe], capture_output=True, text=True)
-    if r.returncode:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-        check(f"{arch}: vktrain train exits 0", False)
-        return
-    metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     x = torch.tensor([stream[i * T:i * T + T + 1] for i in range(WINDOWS)])
     losses, state = torch_train(src, ad, x)
-    for s in range(STEPS):
-        vk = next(m["loss"] for m in metrics if m["step"] == s + 1)
-        rel = abs(vk - losses[s]) / losses[s]
-        check(f"{arch}: step {s + 1} loss equals PEFT's", rel < 1e-5, f"vk {vk:.8f} pt {losses[s]:.8f} rel {rel:.2e}")
+    start = load_file(os.path.join(ad, "adapter_model.safetensors"))
+    # W x A x B = 1 x 2 x 4, and 2 x 2 x 2 under mpirun with dist.zero.
+    if not vk_run(arch, "W=1", [VKTRAIN, "train", "--config", recipe], out, losses, start, state):
+        return
+    vk_run(arch, "W=2 zero", MPIRUN + [VKTRAIN, "train", "--config", recipe, f"output_dir={out}-w2", "batch_size=2",
+                                       "dist.zero=1"], out + "-w2", losses, start, state)
+    vk = load_file(os.path.join(out, "adapter_model.safetensors"))
 
-    start, vk = load_file(os.path.join(ad, "adapter_model.safetensors")), load_file(
-        os.path.join(out, "adapter_model.safetensors"))
-    check(f"{arch}: the adapter holds PEFT's tensor names", sorted(vk) == sorted(start) == sorted(state),
-          f"{sorted(vk)[:2]} ... vs {sorted(start)[:2]} ...")
-    worst, least = 0.0, 1e9
-    for k in sorted(set(vk) & set(state)):
-        moved = (state[k] - start[k]).abs().max().item()
-        err = (vk[k] - state[k]).abs().max().item()
-        worst, least = max(worst, err / moved), min(least, moved)
-    check(f"{arch}: adapters within 2e-3 of their movement", worst <= 2e-3 and least > 1e-3,
-          f"worst ratio {worst:.2e}, least movement {least:.2e}")
+    # Resume from step 2's checkpoint: the same adapter bit for bit.
+    shutil.copytree(out, out + "-resumed")
+    shutil.rmtree(os.path.join(out + "-resumed", "checkpoints", f"step_{STEPS}"))
+    r = subprocess.run([VKTRAIN, "train", "--config", recipe, f"output_dir={out}-resumed", "resume=true"],
+                       capture_output=True, text=True)
+    same = r.returncode == 0 and open(os.path.join(out, "adapter_model.safetensors"), "rb").read() == open(
+        os.path.join(out + "-resumed", "adapter_model.safetensors"), "rb").read()
+    check(f"{arch}: a resume from step 2 gives the same adapter bit for bit", same, r.stderr.strip()[-300:])
 
     conf = json.load(open(os.path.join(out, "adapter_config.json")))
     check(f"{arch}: adapter_config.json", conf.get("r") == RANK and conf.get("lora_alpha") == ALPHA and
