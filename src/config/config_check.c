@@ -301,14 +301,14 @@ static int check_lora(struct config_ctx *ctx)
     struct config_lora *l = &ctx->cfg->lora;
     if (l->init_from && read_lora_init(ctx))
         return -1;
-    if (!l->rank) {
-        static const char *const keys[] = {"lora.alpha", "lora.dropout", "lora.targets", "lora.merge_on_save"};
-        for (int i = 0; i < 4; i++)
-            if (is_set(ctx, keys[i]))
-                return config_fail(ctx, K(keys[i]),
-                                   "%s: LoRA is off (lora.rank is 0); set lora.rank or "
-                                   "lora.init_from",
-                                   keys[i]);
+    if (!l->rank) { /* off: the other keys at their defaults (as a printed recipe has them) */
+        const char *bad = l->alpha != 0      ? "lora.alpha"
+                          : l->dropout != 0  ? "lora.dropout"
+                          : l->n_targets     ? "lora.targets"
+                          : l->merge_on_save ? "lora.merge_on_save"
+                                             : NULL;
+        if (bad)
+            return config_fail(ctx, K(bad), "%s: LoRA is off (lora.rank is 0); set lora.rank or lora.init_from", bad);
         return 0;
     }
     if (l->dropout != 0)
