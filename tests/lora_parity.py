@@ -28,7 +28,7 @@ Checked:
             held-out windows, the logits transformers gives for vktrain's
             merged model (lora.merge_on_save: output_dir/merged), max |diff| < 1e-4 x max |logit|;
             and neither equals the base's logits (the adapter moved them).
-The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
+An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
 logits bit for bit, are checked on the device by test_lora_model (C)."""
 import json
 import os
@@ -221,6 +221,12 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for arch in ("llama", "gpt2"):
             run_case(arch, work, gen)
+        # The llama adapter over the gpt2 base: refused at start, naming why.
+        r = subprocess.run([VKTRAIN, "train", "--config", os.path.join(work, "gpt2.yaml"),
+                            f"lora.init_from={work}/llama-adapter", f"output_dir={work}/mismatch"],
+                           capture_output=True, text=True)
+        check("a llama adapter over a gpt2 base is refused", r.returncode != 0 and
+              "lora.targets: 'q_proj' names no linear layer of this gpt2 model" in r.stderr, r.stderr.strip()[-300:])
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

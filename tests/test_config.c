@@ -259,6 +259,25 @@ static void test_lora(void)
     fputs("{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, \"target_modules\": \".*proj\"}", f);
     fclose(f);
     expect_error(TEST_RECIPE, 1, ov, "target_modules must be a list of module names");
+
+    /* LoRA off: the lora keys enter neither the hash nor the differences,
+     * so a checkpoint's recipe.yaml from before the section resumes. */
+    CHECK(load(&c, TEST_RECIPE, 0, NULL) == 0, "%s", err);
+    char *text = NULL, diff[1024];
+    size_t n;
+    f = open_memstream(&text, &n);
+    config_print(&c, f);
+    fclose(f);
+    char *cut = strstr(text, "lora:\n");
+    CHECK(cut != NULL, "no lora section printed");
+    if (cut)
+        *cut = 0;
+    CHECK(config_diff(&c, text, diff, sizeof diff) == 0, "a recipe without the lora section differs: %s", diff);
+    uint64_t h = config_hash(&c);
+    config_free(&c);
+    CHECK(load(&c, text, 0, NULL) == 0 && config_hash(&c) == h, "the hash changes without the lora section: %s", err);
+    config_free(&c);
+    free(text);
 }
 
 int main(void)

@@ -382,6 +382,14 @@ void config_print(const struct config *cfg, FILE *f)
     }
 }
 
+/* Whether key k enters the hash: not KF_NOHASH, and the lora keys only with
+ * LoRA on (off, they are all at their defaults), so the recipes of earlier
+ * versions keep their hash. */
+static int hashed(const struct config *cfg, int k)
+{
+    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(config_keys[k].name, "lora.", 5));
+}
+
 /* The keys marked KF_NOHASH may differ between a run and its resumption:
  * where output goes, how long it runs (epochs, max_steps), how often it logs,
  * evaluates and saves, what a non-finite step does, which device and the
@@ -391,7 +399,7 @@ uint64_t config_hash(const struct config *cfg)
     uint64_t h = 1469598103934665603ull;
     char value[1024];
     for (int k = 0; k < config_n_keys; k++) {
-        if (config_keys[k].flags & KF_NOHASH)
+        if (!hashed(cfg, k))
             continue;
         config_key_format(cfg, k, value, sizeof value);
         const char *parts[4] = {config_keys[k].name, "=", value, "\n"};
@@ -438,7 +446,7 @@ int config_diff(const struct config *cfg, const char *saved, char *out, size_t n
     size_t o = 0;
     out[0] = 0;
     for (int k = 0; k < config_n_keys; k++) {
-        if (config_keys[k].flags & KF_NOHASH)
+        if (!hashed(cfg, k))
             continue;
         config_key_format(cfg, k, now, sizeof now);
         int found = saved_value(saved, config_keys[k].name, then, sizeof then);
