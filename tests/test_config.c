@@ -229,12 +229,12 @@ static void test_lora(void)
     struct config c;
     char *on[] = {"lora.rank=4"};
     CHECK(load(&c, TEST_RECIPE, 1, on) == 0, "%s", err);
-    CHECK(c.lora.rank == 4 && c.lora.alpha == 8 && c.lora.n_targets == 7 && !strcmp(c.lora.targets[6], "down_proj"),
+    CHECK(c.lora.rank == 4 && c.lora.alpha == 8 && c.lora.n_targets == 2 && !strcmp(c.lora.targets[1], "v_proj"),
           "lora defaults: alpha %g, %d targets", c.lora.alpha, c.lora.n_targets);
     config_free(&c);
     char *gpt2[] = {"lora.rank=2", "model.arch=gpt2", "lora.alpha=1"};
     CHECK(load(&c, TEST_RECIPE, 3, gpt2) == 0, "%s", err);
-    CHECK(c.lora.alpha == 1 && c.lora.n_targets == 3 && !strcmp(c.lora.targets[2], "c_fc"), "gpt2 lora targets");
+    CHECK(c.lora.alpha == 1 && c.lora.n_targets == 1 && !strcmp(c.lora.targets[0], "c_attn"), "gpt2 lora targets");
     config_free(&c);
     expect_error(TEST_RECIPE "lora:\n  alpha: 4\n", 0, NULL, "lora.alpha: LoRA is off (lora.rank is 0)");
     expect_error(TEST_RECIPE "lora:\n  rank: 4\n  dropout: 0.1\n", 0, NULL,

@@ -82,7 +82,7 @@ struct config_lora {
     int rank;
     double alpha;   /* scale alpha/rank; null: 2·rank */
     double dropout; /* only 0 is implemented */
-    char **targets; /* module names or suffixes (PEFT's target_modules); empty: every linear layer */
+    char **targets; /* module names or suffixes (PEFT's target_modules); default: llama q_proj, v_proj; gpt2 c_attn */
     int n_targets;
     char *init_from;    /* a PEFT adapter folder to start from */
     bool merge_on_save; /* the output folder also holds the merged model */

@@ -316,10 +316,9 @@ static int check_lora(struct config_ctx *ctx)
     if (!is_set(ctx, "lora.alpha") && !l->init_from)
         l->alpha = 2.0 * l->rank;
     if (!l->n_targets) {
-        static const char *const llama[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                            "gate_proj", "up_proj", "down_proj"};
-        static const char *const gpt2[] = {"c_attn", "c_proj", "c_fc"};
-        int gpt = ctx->cfg->model.arch == ARCH_GPT2, n = gpt ? 3 : 7;
+        /* PEFT's defaults for these architectures */
+        static const char *const llama[] = {"q_proj", "v_proj"}, *const gpt2[] = {"c_attn"};
+        int gpt = ctx->cfg->model.arch == ARCH_GPT2, n = gpt ? 1 : 2;
         free(l->targets);
         l->targets = vkt_calloc((size_t)n + 1, sizeof *l->targets, "lora targets");
         for (int i = 0; i < n; i++)
