@@ -9,7 +9,8 @@ case "${1:-build}" in
   build) want=("${build[@]}") ;;
   train) want=("${build[@]}" fortunes fortunes-min python3-matplotlib) ;;
   test)  want=("${build[@]}" vulkan-validationlayers fortunes fortunes-min
-               python3 python3-pip python3-venv python3-numpy python3-torch python3-matplotlib) ;;
+               python3 python3-pip python3-venv python3-numpy python3-torch python3-matplotlib
+               python3-jinja2) ;;
   bench) want=("${build[@]}" python3 python3-numpy libopenblas0-pthread) ;;
   *) echo "usage: $0 build|train|test|bench" >&2; exit 2 ;;
 esac
@@ -29,11 +30,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The oracles of the transformers and LoRA parity tests, which Debian does
-# not ship: transformers 4.44.2 and peft 0.12.0 (with accelerate 0.33.0, the
-# one peft dependency the venv lacks) from PyPI in a venv over Debian's
-# Python and torch (--system-site-packages), once; $VKTRAIN_VENV or
-# ~/.cache/vktrain-venv.
+# The oracles of the transformers parity, chat template and LoRA parity
+# tests, which Debian does not ship: transformers 4.44.2 and peft 0.12.0
+# (with accelerate 0.33.0, the one peft dependency the venv lacks) from PyPI
+# in a venv over Debian's Python and torch (--system-site-packages), once;
+# $VKTRAIN_VENV or ~/.cache/vktrain-venv.
 if [ "${1:-build}" = test ]; then
   venv=${VKTRAIN_VENV:-$HOME/.cache/vktrain-venv}
   if ! "$venv/bin/python" -c 'import importlib.metadata as m; assert m.version("transformers") == "4.44.2"' \

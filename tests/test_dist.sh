@@ -16,7 +16,7 @@
 #  3. a checkpoint written by 2 ranks resumes on 1 rank (A doubled) and
 #     continues the same trajectory;
 #  4. a rank killed by SIGKILL mid-run, a config error and a missing data
-#     file each end the whole job within 30 s with a non-zero status.
+#     file each end the whole job within 90 s with a non-zero status.
 . "$SRC/tests/dist_testing.sh"
 recipe llama ", n_layers: 3, n_kv_heads: 2" > "$work/llama.yaml" # 1.2 MB of gradients: 2 buckets
 recipe gpt2 ", n_layers: 2" > "$work/gpt2.yaml"
@@ -98,11 +98,11 @@ timed() { local t0=$SECONDS; "$@" > "$work/fail.log" 2>&1; rc=$?; took=$((SECOND
 timed env VKTRAIN_KILL_AFTER_STEP=3 VKTRAIN_KILL_RANK=1 timeout 120 mpirun --oversubscribe -np 2 \
   -x VKTRAIN_KILL_AFTER_STEP -x VKTRAIN_KILL_RANK "$VKTRAIN" train --config "$work/llama.yaml" \
   output_dir="$work/dead" max_steps=100000
-check "a SIGKILLed rank ends the job within 30 s (took ${took}s, status $rc)" '[ $rc -ne 0 ] && [ $took -lt 30 ]'
+check "a SIGKILLed rank ends the job within 90 s (took ${took}s, status $rc)" '[ $rc -ne 0 ] && [ $took -lt 90 ]'
 printf 'output_dir: %s\nmodel:\n  dim: 64\n  n_layrs: 2\n' "$work/x" > "$work/bad.yaml"
 timed timeout 120 mpirun --oversubscribe -np 2 "$VKTRAIN" train --config "$work/bad.yaml"
-check "a config error ends every rank within 30 s, naming the key" '[ $rc -ne 0 ] && [ $took -lt 30 ] && grep -q "n_layrs" "$work/fail.log"'
+check "a config error ends every rank within 90 s, naming the key" '[ $rc -ne 0 ] && [ $took -lt 90 ] && grep -q "n_layrs" "$work/fail.log"'
 timed timeout 120 mpirun --oversubscribe -np 2 "$VKTRAIN" train --config "$work/llama.yaml" \
   dataset.path="$work/missing.txt" output_dir="$work/y"
-check "a missing data file ends the job within 30 s, naming it" '[ $rc -ne 0 ] && [ $took -lt 30 ] && grep -q "missing.txt" "$work/fail.log"'
+check "a missing data file ends the job within 90 s, naming it" '[ $rc -ne 0 ] && [ $took -lt 90 ] && grep -q "missing.txt" "$work/fail.log"'
 exit $fail

@@ -393,7 +393,14 @@ int main(void)
     /* Long attention on the texel kernels: 1024 keys at head size 64 stay
      * within llvmpipe's loop limit only because the per-head loops unroll. */
     gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);
-    test_attention(1, 1024, 2, 1, 64, 1);
+    /* The (T,T) kernels need one sequence's probabilities (8 MiB here) in
+     * one binding: under limits tightened below that (test_limits runs
+     * this test so) the case cannot run, and says so. */
+    if (gpu_info(g)->max_storage_buffer_range >= (9u << 20))
+        test_attention(1, 1024, 2, 1, 64, 1);
+    else
+        printf("not run under these device limits: attention at T = 1024 (one sequence's probabilities need 8 MiB "
+               "in one binding)\n");
     gpu_destroy(g);
     return test_result("test_ops_nn");
 }

@@ -16,6 +16,8 @@
 
 enum config_arch { ARCH_LLAMA, ARCH_GPT2 };
 enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
+/* How sft_jsonl `messages` become text (include/vktrain/chat_template.h). */
+enum chat_template { CHAT_AUTO, CHAT_LLAMA3, CHAT_CHATML, CHAT_LLAMA2, CHAT_PLAIN };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
@@ -41,6 +43,7 @@ struct config_model {
 struct config_tokenizer {
     enum tokenizer_type type;
     char *path; /* tokenizer.json for hf; NULL for byte */
+    enum chat_template chat_template; /* auto: tokenizer_config.json's, else plain */
 };
 
 struct config_dataset {

@@ -16,6 +16,7 @@
 
 static const char *const arch_names[] = {"llama", "gpt2", NULL};
 static const char *const tokenizer_names[] = {"byte", "hf", NULL};
+static const char *const chat_template_names[] = {"auto", "llama3", "chatml", "llama2", "plain", NULL};
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
@@ -42,6 +43,7 @@ const struct config_key config_keys[] = {
     {"model.activation_checkpointing", KT_BOOL, OFF(model.activation_checkpointing), 0, 0, KF_NOHASH, NULL},
     {"tokenizer.type", KT_ENUM, OFF(tokenizer.type), 0, 0, 0, tokenizer_names},
     {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL, NULL},
+    {"tokenizer.chat_template", KT_ENUM, OFF(tokenizer.chat_template), 0, 0, 0, chat_template_names},
     {"dataset.type", KT_ENUM, OFF(dataset.type), 0, 0, 0, dataset_names},
     {"dataset.path", KT_STR, OFF(dataset.path), 0, 0, 0, NULL},
     {"dataset.packed", KT_BOOL, OFF(dataset.packed), 0, 0, 0, NULL},
