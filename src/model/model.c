@@ -78,7 +78,8 @@ static void add_lora(struct model *m, uint32_t l, enum lora_slot slot, int base,
 static void add_layer_lora(struct model *m, uint32_t l, int *matched)
 {
     struct layer_params *p = &m->lp[l];
-    const int base[LS_N] = {p->wq, p->wk, p->wv, p->wqkv, p->wo, p->gate, p->up, p->down};
+    int base[LS_N];
+    model_linear_slots(p, base);
     for (int s = 0; s < LS_N; s++)
         if (base[s] >= 0)
             add_lora(m, l, (enum lora_slot)s, base[s], matched);

@@ -23,6 +23,14 @@ struct layer_params {
     int lora_a[LS_N], lora_b[LS_N]; /* LoRA's A and B of each linear layer, or -1 */
 };
 
+/* The linear weight of each LoRA slot in a layer (-1: the arch has none). */
+static inline void model_linear_slots(const struct layer_params *p, int base[LS_N])
+{
+    const int w[LS_N] = {p->wq, p->wk, p->wv, p->wqkv, p->wo, p->gate, p->up, p->down};
+    for (int s = 0; s < LS_N; s++)
+        base[s] = w[s];
+}
+
 /* Saved activations of one layer (rows = B·T). */
 struct layer_acts {
     struct gpu_buffer *x;  /* residual stream entering the layer (rows, C) */

@@ -119,7 +119,8 @@ static int adapter_of(const struct model *m, int i, int *a, int *b)
 {
     for (uint32_t l = 0; m->c.lora_rank && l < m->c.n_layers; l++) {
         const struct layer_params *p = &m->lp[l];
-        const int base[LS_N] = {p->wq, p->wk, p->wv, p->wqkv, p->wo, p->gate, p->up, p->down};
+        int base[LS_N];
+        model_linear_slots(p, base);
         for (int s = 0; s < LS_N; s++)
             if (base[s] == i && p->lora_a[s] >= 0) {
                 *a = p->lora_a[s], *b = p->lora_b[s];
