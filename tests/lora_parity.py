@@ -178,8 +178,11 @@ save_every_n_steps: 2
     # W x A x B = 1 x 2 x 4, and 2 x 2 x 2 under mpirun with dist.zero.
     if not vk_run(arch, "W=1", [VKTRAIN, "train", "--config", recipe], out, losses, start, state):
         return
-    vk_run(arch, "W=2 zero", MPIRUN + [VKTRAIN, "train", "--config", recipe, f"output_dir={out}-w2", "batch_size=2",
-                                       "dist.zero=1"], out + "-w2", losses, start, state)
+    if not shutil.which("mpirun"):
+        check(f"{arch} W=2: mpirun found (apt-get install openmpi-bin)", False)
+    else:
+        vk_run(arch, "W=2 zero", MPIRUN + [VKTRAIN, "train", "--config", recipe, f"output_dir={out}-w2",
+                                           "batch_size=2", "dist.zero=1"], out + "-w2", losses, start, state)
     vk = load_file(os.path.join(out, "adapter_model.safetensors"))
 
     # Resume from step 2's checkpoint: the same adapter bit for bit.
