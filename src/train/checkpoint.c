@@ -1,5 +1,6 @@
 /* checkpoint: output_dir/checkpoints/step_N/ — model.safetensors and
- * config.json (Hugging Face, loadable as model.init_from), the AdamW state
+ * config.json (Hugging Face, loadable as model.init_from), or with LoRA
+ * adapter_model.safetensors and adapter_config.json (PEFT), the AdamW state
  * (optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name>),
  * train_state.json (step, updates applied, the run's length, data position,
  * recipe hash) and recipe.yaml (the resolved recipe, which names the keys
@@ -24,7 +25,10 @@
 #include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
-static void path_join(char *out, size_t n, const char *a, const char *b) { vkt_path(out, n, "%s/%s", a, b); }
+static void path_join(char *out, size_t n, const char *a, const char *b)
+{
+    vkt_path(out, n, "%s/%s", a, b);
+}
 
 /* Removes a directory of plain files (a checkpoint, or a temporary one left
  * by a crash); what cannot be removed stays. */
@@ -118,11 +122,11 @@ static void write_state(struct trainer *t, const char *path)
     struct data_pos pos = sampler_pos(&t->sampler, t->step);
     char hash[32];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)config_hash(t->cfg));
-    json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I}", "step", (json_int_t)t->step,
-                          "optimizer_steps", (json_int_t)t->opt_steps, "total_steps", (json_int_t)t->total_steps,
-                          "epoch", (json_int_t)pos.epoch, "step_in_epoch", (json_int_t)pos.step, "recipe_hash", hash,
-                          "world_size", t->dist->world, "global_batch", (json_int_t)global_batch(t),
-                          "tokens_seen", (json_int_t)t->tokens_seen);
+    json_t *j =
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:I, s:I}", "step", (json_int_t)t->step, "optimizer_steps",
+                  (json_int_t)t->opt_steps, "total_steps", (json_int_t)t->total_steps, "epoch", (json_int_t)pos.epoch,
+                  "step_in_epoch", (json_int_t)pos.step, "recipe_hash", hash, "world_size", t->dist->world,
+                  "global_batch", (json_int_t)global_batch(t), "tokens_seen", (json_int_t)t->tokens_seen);
     char *text = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     write_text(path, text, "the checkpoint");
@@ -219,12 +223,36 @@ static void save_model(struct trainer *t, const char *dir, int final)
     if (cfg->model.init_from)
         vkt_path(source, sizeof source, "%s/config.json", cfg->model.init_from);
     struct model_save_options o = {
-        .source_config = cfg->model.init_from ? source : NULL, .bos = tok->bos, .eos = tok->eos, .pad = tok->pad,
-        .bf16 = final && cfg->save_dtype == SAVE_BF16, .shard_bytes = (size_t)cfg->save_shard_mb << 20,
+        .source_config = cfg->model.init_from ? source : NULL,
+        .bos = tok->bos,
+        .eos = tok->eos,
+        .pad = tok->pad,
+        .bf16 = final && cfg->save_dtype == SAVE_BF16,
+        .shard_bytes = (size_t)cfg->save_shard_mb << 20,
     };
-    if (model_save(t->model, dir, &o, err, sizeof err))
-        vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
+    if (!cfg->lora.rank) {
+        if (model_save(t->model, dir, &o, err, sizeof err))
+            vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
+        copy_model_files(t, dir);
+        return;
+    }
+    /* LoRA: the adapter alone (the base is model.init_from's, or the
+     * seed's), and at the end with merge_on_save the merged model in
+     * dir/merged (a folder holding adapter_config.json is an adapter to
+     * transformers, so the two cannot share one). */
+    if (model_adapter_save(t->model, dir, cfg->model.init_from, err, sizeof err))
+        vkt_fatal("writing the %s: %s", final ? "adapter" : "checkpoint", err);
     copy_model_files(t, dir);
+    if (final && cfg->lora.merge_on_save) {
+        char merged[4096];
+        vkt_path(merged, sizeof merged, "%s/merged", dir);
+        o.merged = 1;
+        if (vkt_mkdir_p(merged))
+            vkt_fatal("cannot create %s: %s", merged, strerror(errno));
+        if (model_save(t->model, merged, &o, err, sizeof err))
+            vkt_fatal("writing the merged model: %s", err);
+        copy_model_files(t, merged);
+    }
 }
 
 void checkpoint_save(struct trainer *t, const char *name)
@@ -335,15 +363,15 @@ static void recipe_differences(const struct trainer *t, const char *dir, char *o
 static void warn_schedule(const struct trainer *t, int64_t saved_total)
 {
     const struct config *c = t->cfg;
-    double lr_now = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps,
-                                t->total_steps, c->lr_scheduler.min_lr_ratio, t->opt_steps);
+    double lr_now = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps, t->total_steps,
+                                c->lr_scheduler.min_lr_ratio, t->opt_steps);
     double lr_then = schedule_lr(c->lr_scheduler.type, c->optimizer.lr, c->lr_scheduler.warmup_steps, saved_total,
                                  c->lr_scheduler.min_lr_ratio, t->opt_steps);
     if (t->dist->rank == 0 && lr_now != lr_then)
         vkt_warn("resume: this run has %lld steps, the checkpoint's run had %lld: the learning-rate schedule "
                  "now spans %lld steps, so step %lld runs at lr %.3g where the earlier one would give %.3g",
-                 (long long)t->total_steps, (long long)saved_total, (long long)t->total_steps,
-                 (long long)t->step + 1, lr_now, lr_then);
+                 (long long)t->total_steps, (long long)saved_total, (long long)t->total_steps, (long long)t->step + 1,
+                 lr_now, lr_then);
 }
 
 int checkpoint_resume(struct trainer *t)
@@ -392,7 +420,8 @@ int checkpoint_resume(struct trainer *t)
                    "resume: the newest checkpoint, %s, is at step %lld, past this run's %lld steps (max_steps or "
                    "epochs); raise max_steps to continue it (its model is in %s)",
                    dir, (long long)step, (long long)t->total_steps, dir);
-    if (model_load(t->model, dir, err, sizeof err))
+    if (t->cfg->lora.rank ? model_adapter_load(t->model, dir, err, sizeof err)
+                          : model_load(t->model, dir, err, sizeof err))
         vkt_fatal("resume: %s", err);
     path_join(p, sizeof p, dir, "optimizer.safetensors");
     read_optimizer(t, p);
