@@ -30,10 +30,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The oracle of the transformers parity and chat template tests, which
-# Debian does not ship:
-# transformers 4.44.2 from PyPI in a venv over Debian's Python and torch
-# (--system-site-packages), once; $VKTRAIN_VENV or ~/.cache/vktrain-venv.
+# The oracles of the transformers parity, chat template and LoRA parity
+# tests, which Debian does not ship: transformers 4.44.2 and peft 0.12.0
+# (with accelerate 0.33.0, the one peft dependency the venv lacks) from PyPI
+# in a venv over Debian's Python and torch (--system-site-packages), once;
+# $VKTRAIN_VENV or ~/.cache/vktrain-venv.
 if [ "${1:-build}" = test ]; then
   venv=${VKTRAIN_VENV:-$HOME/.cache/vktrain-venv}
   if ! "$venv/bin/python" -c 'import importlib.metadata as m; assert m.version("transformers") == "4.44.2"' \
@@ -41,5 +42,9 @@ if [ "${1:-build}" = test ]; then
     echo "vktrain: making $venv with transformers==4.44.2 (PyPI) for the parity test"
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/python" -m pip install --quiet transformers==4.44.2
+  fi
+  if ! "$venv/bin/python" -c 'import importlib.metadata as m; assert m.version("peft") == "0.12.0"' 2>/dev/null; then
+    echo "vktrain: adding peft==0.12.0 (PyPI) to $venv for the LoRA parity test"
+    "$venv/bin/python" -m pip install --quiet --no-deps peft==0.12.0 accelerate==0.33.0
   fi
 fi

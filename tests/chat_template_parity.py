@@ -32,7 +32,11 @@ Checks:
     template;
  4. end to end: a tiny Llama trained on two conversations written with the
     Llama 3.2 template answers `vktrain generate --chat` with the
-    memorized reply and stops at <|eot_id|>.
+    memorized reply and stops at <|eot_id|>;
+ 5. stop tokens: a model built to always draw one token stops --chat at
+    the end-of-turn token, at the tokenizer's eos and at
+    generation_config.json's eos_token_id ids, and an ordinary token does
+    not stop it.
 
 The oracle is transformers==4.44.2 (PyPI; it works with Debian's torch) in
 the virtual environment over Debian's Python that scripts/deps.sh test
@@ -47,6 +51,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WANT_TRANSFORMERS = "4.44.2"
@@ -279,12 +285,18 @@ def conversations():
 
 # ---- the tokenizers ----
 
-def build_families(rng, work):
+def llama3_tokenizer(rng):
+    """A small tokenizer.json of the Llama 3 family with its special tokens."""
     l3_specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
     l3 = tt.train_byte_level(rng, None, pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(tt.LLAMA3_PATTERN), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), l3_specials)
     l3["model"]["ignore_merges"] = True
+    return l3
+
+
+def build_families(rng, work):
+    l3 = llama3_tokenizer(rng)
     qw_specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     qw = tt.train_byte_level(rng, normalizers.NFC(), pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(tt.QWEN2_PATTERN), behavior="isolated"),
@@ -512,6 +524,56 @@ log_every_n_steps: 20
           g.stderr)
 
 
+def stop_tokens(fams, work):
+    """generate --chat stops at the template's end-of-turn token, at the
+    tokenizer's eos and at generation_config.json's eos_token_id ids. The
+    model is built to draw one token X greedily after any input: every
+    embedding row is ones, the attention and MLP outputs are zero (so the
+    residual stream is the embedding, and the final RMSNorm of it ones), and
+    only lm_head's row X is non-zero. Llama 3 tokenizer: <|end_of_text|> is
+    one id, <|eot_id|> another."""
+    from safetensors.numpy import save_file
+    tok = fams["llama3"][0]
+    ids = {t["content"]: t["id"] for t in tok["added_tokens"]}
+    vocab, dim, hidden = max(tok["model"]["vocab"].values()) + 1, 8, 16
+    eot, eot_text = ids["<|eot_id|>"], ids["<|end_of_text|>"]
+    plain = tok["model"]["vocab"]["a"]
+    z = np.zeros
+    cases = [  # (what, X, tokenizer_config's eos, generation_config's eos_token_id, stops)
+        ("the tokenizer's eos <|end_of_text|>", eot_text, "<|end_of_text|>", None, True),
+        ("generation_config's eos_token_id [eot, end_of_text]", eot_text, "<|eot_id|>", [eot, eot_text], True),
+        ("the end-of-turn <|eot_id|> when eos is <|end_of_text|>", eot, "<|end_of_text|>", None, True),
+        ("control: an ordinary token", plain, "<|end_of_text|>", [eot, eot_text], False),
+    ]
+    for what, x, eos, gen_eos, stops in cases:
+        d = write_folder(os.path.join(work, f"stop{x}_{eos[2:5]}_{gen_eos is not None}"), tok, LLAMA3,
+                         {"bos_token": "<|begin_of_text|>", "eos_token": eos})
+        w = {"model.embed_tokens.weight": np.ones((vocab, dim), np.float32),
+             "model.norm.weight": np.ones(dim, np.float32), "lm_head.weight": z((vocab, dim), np.float32)}
+        w["lm_head.weight"][x] = 1
+        p = "model.layers.0."
+        for k, shape in (("self_attn.q_proj", (dim, dim)), ("self_attn.k_proj", (dim, dim)),
+                         ("self_attn.v_proj", (dim, dim)), ("self_attn.o_proj", (dim, dim)),
+                         ("mlp.gate_proj", (hidden, dim)), ("mlp.up_proj", (hidden, dim)),
+                         ("mlp.down_proj", (dim, hidden))):
+            w[p + k + ".weight"] = z(shape, np.float32)
+        w[p + "input_layernorm.weight"] = w[p + "post_attention_layernorm.weight"] = np.ones(dim, np.float32)
+        save_file(w, os.path.join(d, "model.safetensors"))
+        cfg = dict(model_type="llama", hidden_size=dim, intermediate_size=hidden, num_hidden_layers=1,
+                   num_attention_heads=2, num_key_value_heads=2, vocab_size=vocab, max_position_embeddings=256,
+                   rms_norm_eps=1e-5, tie_word_embeddings=False, hidden_act="silu")
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        if gen_eos is not None:
+            with open(os.path.join(d, "generation_config.json"), "w") as f:
+                json.dump({"eos_token_id": gen_eos}, f)
+        g = subprocess.run([VKTRAIN, "generate", "--model", d, "--chat", "hi", "--temperature", "0",
+                            "--max-new-tokens", "5"], capture_output=True, text=True)
+        want = "\n" if stops else "a" * 5 + "\n"
+        check(f"generate --chat stops at {what}" if stops else f"generate --chat: {what} does not stop it",
+              g.returncode == 0 and g.stdout == want, repr(g.stdout) + g.stderr[-1000:])
+
+
 def main():
     if not VKTRAIN or not os.path.exists(DRIVER):
         print("FAIL: run under ctest (needs VKTRAIN and TOOLS/chat_driver)")
@@ -529,6 +591,7 @@ def main():
             check_family(name, fam, dirs[name], convs, work)
         check_errors(fams, dirs, convs, work)
         end_to_end(dirs, work)
+        stop_tokens(fams, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{failures} failures")

@@ -32,6 +32,11 @@ held-out windows after the last step. Checked:
                 held-out windows; the exported weights must also have moved
                 (the loss differs from the source model's by > 1e-3), so the
                 check cannot pass on an unchanged copy;
+  generate:     `vktrain generate --temperature 0` on the export prints the
+                12 tokens of transformers' greedy decoding (argmax over the
+                tokenizer's ids, stop at eos) after the prompt: the biases,
+                rope scaling and GPT-2 positions in the key/value-cached
+                decoder;
   tokenizer:    tokenizer.type=byte over the folder is refused at load;
   export:       config.json keeps model_type, rope settings and biases of
                 the source, carries the tokenizer's bos/eos/pad ids and
@@ -56,6 +61,7 @@ import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
                           PreTrainedTokenizerFast, Qwen2Config)
+from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
 
 VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS, MODEL_VOCAB = 16, 8, 4, 4, 320
@@ -137,6 +143,41 @@ def hf_loss(folder, windows, control=None):
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1)).item()
 
 
+def check_generate(arch, folder, tok, n_new=12):
+    """`vktrain generate --temperature 0` on the export prints the prompt and
+    then the tokens of transformers' greedy decoding of the same folder:
+    <bos> + the prompt, the argmax over the tokenizer's ids (vktrain never
+    draws the vocab_size padding rows), stopping at eos. The smallest top-1
+    margin is printed to show no choice is a near tie."""
+    prompt = "the quick brown"
+    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    seq, margin = [tok.bos_token_id] + tok(prompt)["input_ids"], float("inf")
+    with torch.no_grad():
+        for _ in range(n_new):
+            logits = model(input_ids=torch.tensor([seq])).logits[0, -1, :len(tok)]
+            top = torch.topk(logits, 2).values
+            margin = min(margin, (top[0] - top[1]).item())
+            nxt = int(torch.argmax(logits))
+            if nxt == tok.eos_token_id:
+                break
+            seq.append(nxt)
+    new_ids = seq[1 + len(tok(prompt)["input_ids"]):]
+    # The bytes of each token (random tokens may split UTF-8 sequences, so
+    # compare bytes): a special token's content, else its byte-level string
+    # mapped back to bytes.
+    byte_of = {c: b for b, c in bytes_to_unicode().items()}
+    specials = set(tok.all_special_ids)
+    want = prompt.encode() + b"".join(
+        t.encode() if i in specials else bytes(byte_of[c] for c in t)
+        for i, t in zip(new_ids, tok.convert_ids_to_tokens(new_ids))) + b"\n"
+    r = subprocess.run([VKTRAIN, "generate", "--model", folder, "--prompt", prompt, "--temperature", "0",
+                        "--max-new-tokens", str(n_new)], capture_output=True)
+    check(f"{arch}: vktrain generate prints transformers' greedy tokens ({len(new_ids)} tokens)",
+          r.returncode == 0 and r.stdout == want,
+          f"vk {r.stdout!r} hf {want!r}, smallest top-1 margin {margin:.3g} {r.stderr[-500:]!r}")
+
+
 def run_case(arch, work, tok, gen):
     src, out = os.path.join(work, arch), os.path.join(work, arch + "-out")
     build(arch, src, tok, gen)
@@ -186,6 +227,8 @@ clip_grad_norm: 1.0
     check(f"{arch}: transformers on the export gives vktrain's val_loss", rel < 1e-4,
           f"vk {vkv:.8f} hf {hfv:.8f} rel {rel:.2e}; source model {hf_src:.6f}")
     check(f"{arch}: training moved the weights", abs(hfv - hf_src) > 1e-3, f"{hf_src:.6f} -> {hfv:.6f}")
+
+    check_generate(arch, out, tok)
 
     have, want = json.load(open(os.path.join(out, "config.json"))), json.load(open(os.path.join(src, "config.json")))
     same = [k for k in ("model_type", "rope_scaling", "rope_theta", "attention_bias", "mlp_bias", "n_positions",

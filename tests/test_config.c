@@ -1,9 +1,11 @@
 /* test_config: recipe defaults, every class of recipe error with its
  * message, overrides, init_from, printing and hashing. */
+#include <string.h>
+#include <sys/stat.h>
+
 #include "test_util.h"
 
 #include "vktrain/config.h"
-
 
 static char err[2048];
 
@@ -96,7 +98,8 @@ static void test_errors(void)
     char *vocab[] = {"model.vocab_size=100"};
     expect_error(TEST_RECIPE, 1, vocab, "model.vocab_size: 100 is smaller than the tokenizer's 259 ids");
     char *hf[] = {"tokenizer.type=hf"};
-    expect_error(TEST_RECIPE, 1, hf, "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
+    expect_error(TEST_RECIPE, 1, hf,
+                 "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
     char *both[] = {"dataset.val_path=v.txt", "dataset.val_fraction=0.1"};
     expect_error(TEST_RECIPE, 2, both, "give either dataset.val_path or dataset.val_fraction");
     char *eval[] = {"eval_every_n_steps=10"};
@@ -219,6 +222,64 @@ static void test_print_and_hash(void)
     free(again);
 }
 
+/* The lora section: defaults by arch, the keys that need it on, dropout,
+ * and an adapter folder's adapter_config.json filling and checking it. */
+static void test_lora(void)
+{
+    struct config c;
+    char *on[] = {"lora.rank=4"};
+    CHECK(load(&c, TEST_RECIPE, 1, on) == 0, "%s", err);
+    CHECK(c.lora.rank == 4 && c.lora.alpha == 8 && c.lora.n_targets == 2 && !strcmp(c.lora.targets[1], "v_proj"),
+          "lora defaults: alpha %g, %d targets", c.lora.alpha, c.lora.n_targets);
+    config_free(&c);
+    char *gpt2[] = {"lora.rank=2", "model.arch=gpt2", "lora.alpha=1"};
+    CHECK(load(&c, TEST_RECIPE, 3, gpt2) == 0, "%s", err);
+    CHECK(c.lora.alpha == 1 && c.lora.n_targets == 1 && !strcmp(c.lora.targets[0], "c_attn"), "gpt2 lora targets");
+    config_free(&c);
+    expect_error(TEST_RECIPE "lora:\n  alpha: 4\n", 0, NULL, "lora.alpha: LoRA is off (lora.rank is 0)");
+    expect_error(TEST_RECIPE "lora:\n  rank: 4\n  dropout: 0.1\n", 0, NULL,
+                 "lora.dropout: 0.1, but only 0 is implemented");
+
+    char dir[2048], path[4096];
+    snprintf(dir, sizeof dir, "%s/adapter", test_tmpdir());
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, \"target_modules\": [\"q_proj\", \"v_proj\"]}", f);
+    fclose(f);
+    char from[4200], rank[] = "lora.rank=4";
+    snprintf(from, sizeof from, "lora.init_from=%s", dir);
+    char *ov[] = {from, rank};
+    CHECK(load(&c, TEST_RECIPE, 1, ov) == 0, "%s", err);
+    CHECK(c.lora.rank == 3 && c.lora.alpha == 5 && c.lora.n_targets == 2 && !strcmp(c.lora.targets[1], "v_proj"),
+          "lora.init_from: rank %d alpha %g", c.lora.rank, c.lora.alpha);
+    config_free(&c);
+    expect_error(TEST_RECIPE, 2, ov, "lora.rank: 4 disagrees with r = 3 in");
+    f = fopen(path, "w");
+    fputs("{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, \"target_modules\": \".*proj\"}", f);
+    fclose(f);
+    expect_error(TEST_RECIPE, 1, ov, "target_modules must be a list of module names");
+
+    /* LoRA off: the lora keys enter neither the hash nor the differences,
+     * so a checkpoint's recipe.yaml from before the section resumes. */
+    CHECK(load(&c, TEST_RECIPE, 0, NULL) == 0, "%s", err);
+    char *text = NULL, diff[1024];
+    size_t n;
+    f = open_memstream(&text, &n);
+    config_print(&c, f);
+    fclose(f);
+    char *cut = strstr(text, "lora:\n");
+    CHECK(cut != NULL, "no lora section printed");
+    if (cut)
+        *cut = 0;
+    CHECK(config_diff(&c, text, diff, sizeof diff) == 0, "a recipe without the lora section differs: %s", diff);
+    uint64_t h = config_hash(&c);
+    config_free(&c);
+    CHECK(load(&c, text, 0, NULL) == 0 && config_hash(&c) == h, "the hash changes without the lora section: %s", err);
+    config_free(&c);
+    free(text);
+}
+
 int main(void)
 {
     test_tmpdir();
@@ -227,5 +288,6 @@ int main(void)
     test_overrides();
     test_init_from();
     test_print_and_hash();
+    test_lora();
     return test_result("test_config");
 }

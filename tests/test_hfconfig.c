@@ -88,6 +88,8 @@ static void test_published(void)
 #define LLAMA_REST                                                                                                     \
     "\"intermediate_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 259"
 
+static void expect_error(const char *text, const char *want, const char *want2);
+
 /* The llama family's options: biases, rope_scaling, model_type defaults. */
 static void test_families(void)
 {
@@ -109,6 +111,31 @@ static void test_families(void)
     CHECK(c.qkv_bias && c.o_bias && c.mlp_bias && c.rope_scaling == 2 && c.rope_factor == 8 &&
               c.rope_low_freq_factor == 1 && c.rope_high_freq_factor == 4 && c.rope_original_max == 8192,
           "llama3: biases or rope_scaling");
+    /* Llama 3.x Instruct: eos_token_id is a list; the first is read, and a
+     * copy keeps the list when it holds the tokenizer's eos, else says that. */
+    const char *l32 = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"bos_token_id\": 0,"
+                      "\"eos_token_id\": [1, 8, 9], " LLAMA_REST "}";
+    CHECK(read_text(l32, &c) == 0 && c.eos_token_id == 1 && c.bos_token_id == 0, "eos list: %s", err);
+    const char *src = test_write("source.json", l32, -1);
+    char out[512], text[1024];
+    snprintf(out, sizeof out, "%s/copy.json", test_dir);
+    for (int eos = 9; eos <= 10; eos++) {
+        c.eos_token_id = eos;
+        CHECK(hf_config_write_from(out, src, &c, err, sizeof err) == 0, "write_from: %s", err);
+        FILE *f = fopen(out, "rb");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = 0;
+        if (f)
+            fclose(f);
+        const char *want = eos == 9 ? "\"eos_token_id\": [\n    1,\n    8,\n    9\n  ]" : "\"eos_token_id\": 10";
+        CHECK(strstr(text, want), "write_from with eos %d: want %s in\n%s", eos, want, text);
+    }
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"eos_token_id\": [1, \"x\"], " LLAMA_REST "}",
+                 "'eos_token_id' must be an integer or a list of integers, not a string", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"bos_token_id\": [1], " LLAMA_REST "}",
+                 "'bos_token_id' must be an integer, not an array", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"eos_token_id\": [], " LLAMA_REST "}",
+                 "'eos_token_id' is an empty list", NULL);
     CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": null, " LLAMA_REST "}",
                     &c) == 0 && !strcmp(c.model_type, "mistral") && c.n_kv_heads == 8 && !c.qkv_bias,
           "mistral: %s", err);

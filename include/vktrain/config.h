@@ -80,6 +80,17 @@ struct config_dist {
     int zero;            /* 1: AdamW state and update sharded over ranks (ZeRO-1) */
 };
 
+/* LoRA (docs/lora.md): on when rank > 0 (or init_from names an adapter). */
+struct config_lora {
+    int rank;
+    double alpha;   /* scale alpha/rank; null: 2·rank */
+    double dropout; /* only 0 is implemented */
+    char **targets; /* module names or suffixes (PEFT's target_modules); default: llama q_proj, v_proj; gpt2 c_attn */
+    int n_targets;
+    char *init_from;    /* a PEFT adapter folder to start from */
+    bool merge_on_save; /* the output folder also holds the merged model */
+};
+
 struct config {
     int64_t seed;
     char *output_dir;
@@ -97,13 +108,14 @@ struct config {
     int64_t eval_every_n_steps; /* 0: never */
     int64_t save_every_n_steps; /* 0: only at the end */
     bool resume;
-    bool overwrite;               /* start over a folder that holds an earlier run */
-    enum nan_policy nan_policy;   /* a step with a non-finite loss or gradient norm */
-    int nan_max_skips;            /* skip: non-finite steps in a row before giving up */
-    enum save_dtype save_dtype;   /* of the final model in output_dir (checkpoints stay fp32) */
-    int save_shard_mb;            /* model files above this are written as shards */
-    int device_index; /* -1: auto */
+    bool overwrite;             /* start over a folder that holds an earlier run */
+    enum nan_policy nan_policy; /* a step with a non-finite loss or gradient norm */
+    int nan_max_skips;          /* skip: non-finite steps in a row before giving up */
+    enum save_dtype save_dtype; /* of the final model in output_dir (checkpoints stay fp32) */
+    int save_shard_mb;          /* model files above this are written as shards */
+    int device_index;           /* -1: auto */
     struct config_dist dist;
+    struct config_lora lora;
     bool profile; /* per-kernel shares of device time, printed after a few steps */
 };
 

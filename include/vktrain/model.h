@@ -45,20 +45,32 @@ struct model_config {
      * which may exceed max_seq_len (only the first max_seq_len rows are
      * used); 0: max_seq_len. */
     uint32_t pos_rows;
+    /* LoRA (docs/lora.md): lora_rank > 0 freezes every weight of the table
+     * (no gradient buffers, no weight-gradient kernels) and adds, to each
+     * linear layer a target names (PEFT's rule: the module's name, or a
+     * suffix of it after a dot), A (rank, in) and B (out, rank), so that
+     * y = W x + (lora_alpha / lora_rank) B (A x). Those adapters are then the
+     * only trained parameters (model_param_count/model_param). */
+    uint32_t lora_rank;
+    float lora_alpha;
+    int lora_n_targets;
+    const char *const *lora_targets;
 };
 
-enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
+/* INIT_LORA_A: uniform in ±1/sqrt(in), what PEFT's kaiming_uniform_(a=√5) gives. */
+enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS, INIT_LORA_A };
 
 struct model_param {
-    char name[96];        /* Hugging Face name */
+    char name[96]; /* Hugging Face name */
     int ndim;
-    uint32_t shape[2];    /* internal shape: linear weights (out, in) */
+    uint32_t shape[2]; /* internal shape: linear weights (out, in) */
     size_t numel;
-    int decay;            /* weight decay applies (ndim >= 2) */
-    int hf_transposed;    /* stored (in, out) in HF files (GPT-2 Conv1D) */
+    int decay;         /* weight decay applies (ndim >= 2) */
+    int hf_transposed; /* stored (in, out) in HF files (GPT-2 Conv1D) */
     enum model_init init;
-    int stage;            /* its gradient is complete after this backward stage */
-    struct gpu_buffer *w, *grad;
+    int stage;                   /* its gradient is complete after this backward stage */
+    int adapter;                 /* a LoRA A or B: named as PEFT saves it, not part of the model's files */
+    struct gpu_buffer *w, *grad; /* grad NULL: frozen (LoRA's base), or a weights-only model */
 };
 
 /* One micro-batch on the host: B sequences of T tokens (row-major B x T).
@@ -78,15 +90,25 @@ struct model;
 struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch);
 void model_destroy(struct model *m);
 const struct model_config *model_config(const struct model *m);
+/* The trained parameters: every tensor of the table, or with LoRA the
+ * adapters alone (what the optimizer, the gradient sync and checkpoints
+ * walk). */
 int model_param_count(const struct model *m);
 struct model_param *model_param(struct model *m, int i);
+/* The whole table, base and adapters. */
+int model_tensor_count(const struct model *m);
+struct model_param *model_tensor(struct model *m, int i);
+/* Any tensor of the table by name (adapters by their PEFT name). */
 struct model_param *model_param_find(struct model *m, const char *hf_name);
-size_t model_numel(const struct model *m);
+size_t model_numel(const struct model *m); /* the whole table */
+size_t model_trained_numel(const struct model *m);
 
 /* normal(0, init_std) for matrices and embeddings, ones for norm weights,
- * zeros for biases, from a generator seeded by (seed, parameter name): the
+ * zeros for biases and LoRA's B, INIT_LORA_A for LoRA's A, from a generator seeded by (seed, parameter name): the
  * same weights on every device and every world size. */
 void model_init_random(struct model *m, uint64_t seed);
+/* The same for the LoRA adapters alone (over a loaded base). */
+void model_init_adapters(struct model *m, uint64_t seed);
 void model_zero_grad(struct model *m);
 
 /* Records the forward and the fused cross-entropy of one micro-batch with
@@ -126,6 +148,7 @@ struct model_save_options {
     int bos, eos, pad;         /* special ids put in config.json; -1: none */
     int bf16;                  /* tensors in BF16, torch_dtype bfloat16 (else F32, float32) */
     size_t shard_bytes;        /* 0: one file; else shards of at most this (a larger tensor alone) */
+    int merged;                /* LoRA: W + (alpha/rank)·B·A for each adapted weight */
 };
 
 /* Hugging Face files in dir: model.safetensors (HF names and shapes,
@@ -142,6 +165,14 @@ int model_save(struct model *m, const char *dir, const struct model_save_options
  * attn.masked_bias and rotary_emb.inv_freq, and a tied model's
  * lm_head.weight, are ignored; anything else unknown is an error. */
 int model_load(struct model *m, const char *dir, char *err, size_t errlen);
+/* LoRA's files in dir, in PEFT's format: adapter_model.safetensors (the
+ * adapters, F32, PEFT's names and shapes) and adapter_config.json (r,
+ * lora_alpha, target_modules; fan_in_fan_out for gpt2's Conv1D;
+ * base_model_name_or_path: base, or null). */
+int model_adapter_save(struct model *m, const char *dir, const char *base, char *err, size_t errlen);
+/* Reads dir/adapter_model.safetensors into the adapters: every adapter
+ * present once with its shape, nothing else. */
+int model_adapter_load(struct model *m, const char *dir, char *err, size_t errlen);
 /* The model config a Hugging Face config.json describes. */
 int model_config_read(const char *dir, struct model_config *c, char *err, size_t errlen);
 

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_REAL, K_BOOL };
+/* K_IDS: an integer, or a non-empty list of them (Llama 3.x's
+ * eos_token_id), of which the first is kept. */
+enum kind { K_INT, K_REAL, K_BOOL, K_IDS };
 
 /* A key: its field, whether it must be present, and the default otherwise. */
 struct key {
@@ -50,7 +52,7 @@ static const struct key gpt2_keys[] = {
 };
 static const struct key token_keys[] = {
     {"bos_token_id", K_INT, F(bos_token_id), 0, -1},
-    {"eos_token_id", K_INT, F(eos_token_id), 0, -1},
+    {"eos_token_id", K_IDS, F(eos_token_id), 0, -1},
     {"pad_token_id", K_INT, F(pad_token_id), 0, -1},
 };
 #undef F
@@ -100,12 +102,19 @@ static int read_keys(const char *path, json_t *root, const struct key *keys, int
                 return vkt_error(err, errlen, "%s: '%s' must be true or false, not %s", path, k->name, type_name(j));
             *(int *)p = absent ? (int)k->def : json_is_true(j);
         } else {
-            if (!absent && !json_is_integer(j))
-                return vkt_error(err, errlen, "%s: '%s' must be an integer, not %s", path, k->name, type_name(j));
-            json_int_t v = absent ? (json_int_t)k->def : json_integer_value(j);
-            if (!absent && (v < (k->def < 0 ? 0 : 1) || v > INT_MAX))
-                return vkt_error(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
-            *(int *)p = (int)v;
+            size_t n_ids = !absent && k->kind == K_IDS && json_is_array(j) ? json_array_size(j) : 1;
+            if (!absent && k->kind == K_IDS && json_is_array(j) && n_ids == 0)
+                return vkt_error(err, errlen, "%s: '%s' is an empty list", path, k->name);
+            for (size_t e = n_ids; e-- > 0;) {
+                json_t *x = k->kind == K_IDS && json_is_array(j) ? json_array_get(j, e) : j;
+                if (!absent && !json_is_integer(x))
+                    return vkt_error(err, errlen, "%s: '%s' must be an integer%s, not %s", path, k->name,
+                                     k->kind == K_IDS ? " or a list of integers" : "", type_name(x));
+                json_int_t v = absent ? (json_int_t)k->def : json_integer_value(x);
+                if (!absent && (v < (k->def < 0 ? 0 : 1) || v > INT_MAX))
+                    return vkt_error(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
+                *(int *)p = (int)v;
+            }
         }
     }
     return 0;
@@ -345,9 +354,15 @@ static int real_precision(const struct hf_config *c)
 static void put_tokens_and_dtype(json_t *root, const struct hf_config *c)
 {
     const int ids[] = {c->bos_token_id, c->eos_token_id, c->pad_token_id};
-    for (int i = 0; i < NKEYS(token_keys); i++)
-        if (ids[i] >= 0)
+    for (int i = 0; i < NKEYS(token_keys); i++) {
+        /* A list of end ids (Llama 3.x) that holds the tokenizer's eos stays. */
+        json_t *list = json_object_get(root, token_keys[i].name);
+        int kept = 0;
+        for (size_t e = 0; token_keys[i].kind == K_IDS && json_is_array(list) && e < json_array_size(list); e++)
+            kept |= json_integer_value(json_array_get(list, e)) == ids[i];
+        if (ids[i] >= 0 && !kept)
             json_object_set_new(root, token_keys[i].name, json_integer(ids[i]));
+    }
     json_object_set_new(root, "torch_dtype", json_string(c->save_bf16 ? "bfloat16" : "float32"));
 }
 

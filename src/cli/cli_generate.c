@@ -10,11 +10,14 @@
  * With --chat the message (after an optional system message) is written
  * with the model's chat template (DIR/tokenizer_config.json's, or
  * --chat-template) and the assistant's header, and only the reply is
- * printed. Generation stops at --max-new-tokens, at <|eos|> (with --chat:
- * the template's end-of-turn token), or when the model's max_seq_len is
- * full (a note on stderr says so). Usage errors exit 2, model errors 1;
+ * printed. Generation stops at --max-new-tokens, at a stop token (the
+ * tokenizer's eos, DIR/generation_config.json's eos_token_id ids, and with
+ * --chat the template's end-of-turn token: Llama 3 Instruct models may end
+ * a reply with <|end_of_text|> as well as <|eot_id|>), or when the model's
+ * max_seq_len is full (a note on stderr says so). Usage errors exit 2, model errors 1;
  * both name the flag or the path. */
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +174,34 @@ static int chat_prompt(const struct generate_args *a, struct config_tokenizer *t
     return bad ? -1 : 0;
 }
 
+/* Adds id to the n stop ids in stop (room for max) unless it is there or
+ * is not below vocab. */
+static void add_stop(int32_t *stop, size_t *n, size_t max, json_int_t id, uint32_t vocab)
+{
+    if (id < 0 || id >= (json_int_t)vocab || *n == max)
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if (stop[i] == (int32_t)id)
+            return;
+    stop[(*n)++] = (int32_t)id;
+}
+
+/* DIR/generation_config.json's eos_token_id, an id or a list of ids, as
+ * transformers' generate stops at; a missing or unreadable file adds none. */
+static void generation_config_stops(const char *dir, int32_t *stop, size_t *n, size_t max, uint32_t vocab)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *e = root ? json_object_get(root, "eos_token_id") : NULL;
+    if (json_is_integer(e))
+        add_stop(stop, n, max, json_integer_value(e), vocab);
+    for (size_t i = 0; json_is_array(e) && i < json_array_size(e); i++)
+        if (json_is_integer(json_array_get(e, i)))
+            add_stop(stop, n, max, json_integer_value(json_array_get(e, i)), vocab);
+    json_decref(root);
+}
+
 static int run(const struct generate_args *a)
 {
     char err[4096];
@@ -204,8 +235,8 @@ static int run(const struct generate_args *a)
     }
     struct chat_text chat = {0};
     bool bos = true;
-    int32_t stop_id = tok.eos;
-    if (a->chat && chat_prompt(a, &tc, &tok, &chat, &bos, &stop_id, err, sizeof err)) {
+    int32_t end_of_turn = -1;
+    if (a->chat && chat_prompt(a, &tc, &tok, &chat, &bos, &end_of_turn, err, sizeof err)) {
         fprintf(stderr, "vktrain: error: %s\n", err);
         chat_text_free(&chat);
         tokenizer_close(&tok);
@@ -242,13 +273,20 @@ static int run(const struct generate_args *a)
     if (model_load(m, a->model, err, sizeof err)) {
         fprintf(stderr, "vktrain: error: %s\n", err);
     } else {
+        int32_t stops[16];
+        size_t n_stops = 0;
+        if (a->chat)
+            add_stop(stops, &n_stops, 16, end_of_turn, c.vocab_size);
+        add_stop(stops, &n_stops, 16, tok.eos, c.vocab_size);
+        generation_config_stops(a->model, stops, &n_stops, 16, c.vocab_size);
         struct generate_options o = {
             .max_new_tokens = (uint32_t)a->max_new_tokens,
             .temperature = (float)a->temperature,
             .top_k = (uint32_t)a->top_k,
             .seed = a->seed,
             .n_vocab = c.vocab_size < (uint32_t)tok.size ? c.vocab_size : (uint32_t)tok.size,
-            .eos = c.vocab_size > (uint32_t)stop_id ? stop_id : -1,
+            .stop_ids = stops,
+            .n_stop = n_stops,
             .on_token = print_token,
             .ctx = &tok,
         };

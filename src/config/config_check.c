@@ -30,8 +30,8 @@ static int apply_hf(struct config_ctx *ctx, const char *key, const char *json, d
     int k = K(key);
     char msg[128];
     if (config_key_range(k, v, msg, sizeof msg))
-        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, json, v,
-                           key, msg);
+        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, json, v, key,
+                           msg);
     if (!ctx->set[k]) {
         config_key_put(ctx->cfg, k, v);
         return 0;
@@ -222,6 +222,111 @@ static int tokenizer_of_model(struct config_ctx *ctx)
     return 0;
 }
 
+/* The targets as a set: whether a and b name the same modules' suffixes. */
+static int same_targets(char **a, int na, json_t *b)
+{
+    if ((size_t)na != json_array_size(b))
+        return 0;
+    for (int i = 0; i < na; i++) {
+        int found = 0;
+        for (size_t k = 0; k < json_array_size(b) && !found; k++)
+            found = !strcmp(a[i], json_string_value(json_array_get(b, k)));
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* lora.init_from's adapter_config.json gives rank, alpha and targets; keys
+ * the recipe sets must agree with it. Only plain LoRA is read. */
+static int read_lora_init(struct config_ctx *ctx)
+{
+    struct config_lora *l = &ctx->cfg->lora;
+    int ki = K("lora.init_from");
+    char file[4096];
+    vkt_path(file, sizeof file, "%s/adapter_config.json", l->init_from);
+    json_error_t je;
+    json_t *j = json_load_file(file, 0, &je);
+    if (!j)
+        return config_fail(ctx, ki, "lora.init_from: %s: %s", file, je.text);
+    const char *type = json_string_value(json_object_get(j, "peft_type"));
+    json_t *r = json_object_get(j, "r"), *alpha = json_object_get(j, "lora_alpha");
+    json_t *targets = json_object_get(j, "target_modules");
+    int rc = 0;
+    size_t i;
+    json_t *v;
+    if (!type || strcmp(type, "LORA"))
+        rc = config_fail(ctx, ki, "lora.init_from: %s: peft_type is %s, not \"LORA\"", file, type ? type : "missing");
+    else if (!json_is_integer(r) || json_integer_value(r) < 1 || !json_is_number(alpha) ||
+             json_number_value(alpha) <= 0)
+        rc = config_fail(ctx, ki, "lora.init_from: %s: needs a positive integer \"r\" and a positive \"lora_alpha\"",
+                         file);
+    else if (json_is_true(json_object_get(j, "use_dora")) || json_is_true(json_object_get(j, "use_rslora")) ||
+             json_object_size(json_object_get(j, "rank_pattern")) ||
+             json_object_size(json_object_get(j, "alpha_pattern")))
+        rc = config_fail(ctx, ki,
+                         "lora.init_from: %s: DoRA, rsLoRA and per-module rank or alpha patterns are not "
+                         "supported (plain LoRA only)",
+                         file);
+    else if (!json_is_array(targets) || !json_array_size(targets))
+        rc = config_fail(ctx, ki,
+                         "lora.init_from: %s: target_modules must be a list of module names (a regular "
+                         "expression is not supported)",
+                         file);
+    json_array_foreach(targets, i, v) if (!rc && !json_is_string(v)) rc =
+        config_fail(ctx, ki, "lora.init_from: %s: target_modules[%zu] is not a string", file, i);
+    if (!rc && is_set(ctx, "lora.rank") && l->rank != json_integer_value(r))
+        rc = config_fail(ctx, K("lora.rank"), "lora.rank: %d disagrees with r = %lld in %s (drop the key)", l->rank,
+                         (long long)json_integer_value(r), file);
+    if (!rc && is_set(ctx, "lora.alpha") && fabs(l->alpha - json_number_value(alpha)) > 1e-9 * l->alpha)
+        rc = config_fail(ctx, K("lora.alpha"), "lora.alpha: %g disagrees with lora_alpha = %g in %s (drop the key)",
+                         l->alpha, json_number_value(alpha), file);
+    if (!rc && is_set(ctx, "lora.targets") && !same_targets(l->targets, l->n_targets, targets))
+        rc =
+            config_fail(ctx, K("lora.targets"), "lora.targets: differs from target_modules in %s (drop the key)", file);
+    if (!rc) {
+        l->rank = (int)json_integer_value(r);
+        l->alpha = json_number_value(alpha);
+        if (!is_set(ctx, "lora.targets")) {
+            l->targets = vkt_calloc(json_array_size(targets) + 1, sizeof *l->targets, "lora targets");
+            json_array_foreach(targets, i, v) l->targets[l->n_targets++] = vkt_strdup(json_string_value(v));
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+static int check_lora(struct config_ctx *ctx)
+{
+    struct config_lora *l = &ctx->cfg->lora;
+    if (l->init_from && read_lora_init(ctx))
+        return -1;
+    if (!l->rank) { /* off: the other keys at their defaults (as a printed recipe has them) */
+        const char *bad = l->alpha != 0      ? "lora.alpha"
+                          : l->dropout != 0  ? "lora.dropout"
+                          : l->n_targets     ? "lora.targets"
+                          : l->merge_on_save ? "lora.merge_on_save"
+                                             : NULL;
+        if (bad)
+            return config_fail(ctx, K(bad), "%s: LoRA is off (lora.rank is 0); set lora.rank or lora.init_from", bad);
+        return 0;
+    }
+    if (l->dropout != 0)
+        return config_fail(ctx, K("lora.dropout"), "lora.dropout: %g, but only 0 is implemented", l->dropout);
+    if (!is_set(ctx, "lora.alpha") && !l->init_from)
+        l->alpha = 2.0 * l->rank;
+    if (!l->n_targets) {
+        /* PEFT's defaults for these architectures */
+        static const char *const llama[] = {"q_proj", "v_proj"}, *const gpt2[] = {"c_attn"};
+        int gpt = ctx->cfg->model.arch == ARCH_GPT2, n = gpt ? 1 : 2;
+        free(l->targets);
+        l->targets = vkt_calloc((size_t)n + 1, sizeof *l->targets, "lora targets");
+        for (int i = 0; i < n; i++)
+            l->targets[l->n_targets++] = vkt_strdup(gpt ? gpt2[i] : llama[i]);
+    }
+    return 0;
+}
+
 int config_resolve(struct config_ctx *ctx)
 {
     struct tokenizer tok;
@@ -240,7 +345,7 @@ int config_resolve(struct config_ctx *ctx)
     tokenizer_close(&tok);
     if (require(ctx, "output_dir", ""))
         return -1;
-    if (check_model(ctx, tokenizer_size) || check_data(ctx))
+    if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_lora(ctx))
         return -1;
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),

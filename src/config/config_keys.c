@@ -87,11 +87,18 @@ const struct config_key config_keys[] = {
     /* Not hashed: the same update bit for bit on 2 ranks, and checkpoints
      * hold the whole optimizer state, so a run may resume with it toggled. */
     {"dist.zero", KT_INT, OFF(dist.zero), 0, 1, KF_NOHASH, NULL},
+    {"lora.rank", KT_INT, OFF(lora.rank), 0, IMAX, 0, NULL},
+    {"lora.alpha", KT_FLOAT, OFF(lora.alpha), 0, DBL_MAX, KF_NULL | KF_OPEN_MIN, NULL},
+    {"lora.dropout", KT_FLOAT, OFF(lora.dropout), 0, 1, KF_OPEN_MAX, NULL},
+    {"lora.targets", KT_STRLIST, OFF(lora.targets), 0, 0, 0, NULL},
+    {"lora.init_from", KT_STR, OFF(lora.init_from), 0, 0, KF_NULL, NULL},
+    /* Not hashed: what the output folder holds besides the adapter. */
+    {"lora.merge_on_save", KT_BOOL, OFF(lora.merge_on_save), 0, 0, KF_NOHASH, NULL},
 };
 const int config_n_keys = (int)(sizeof config_keys / sizeof config_keys[0]);
 
-static const char *const sections[] = {"model",        "tokenizer", "dataset", "optimizer",
-                                       "lr_scheduler", "device",    "dist",    NULL};
+static const char *const sections[] = {"model",  "tokenizer", "dataset", "optimizer", "lr_scheduler",
+                                       "device", "dist",      "lora",    NULL};
 
 /* Defaults that depend on other keys (vocab_size, n_kv_heads, hidden_dim,
  * tie_embeddings, packed) are filled in by config_resolve. */
@@ -377,6 +384,14 @@ void config_print(const struct config *cfg, FILE *f)
     }
 }
 
+/* Whether key k enters the hash: not KF_NOHASH, and the lora keys only with
+ * LoRA on (off, they are all at their defaults), so the recipes of earlier
+ * versions keep their hash. */
+static int hashed(const struct config *cfg, int k)
+{
+    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(config_keys[k].name, "lora.", 5));
+}
+
 /* The keys marked KF_NOHASH may differ between a run and its resumption:
  * where output goes, how long it runs (epochs, max_steps), how often it logs,
  * evaluates and saves, what a non-finite step does, which device and the
@@ -386,7 +401,7 @@ uint64_t config_hash(const struct config *cfg)
     uint64_t h = 1469598103934665603ull;
     char value[1024];
     for (int k = 0; k < config_n_keys; k++) {
-        if (config_keys[k].flags & KF_NOHASH)
+        if (!hashed(cfg, k))
             continue;
         config_key_format(cfg, k, value, sizeof value);
         const char *parts[4] = {config_keys[k].name, "=", value, "\n"};
@@ -433,7 +448,7 @@ int config_diff(const struct config *cfg, const char *saved, char *out, size_t n
     size_t o = 0;
     out[0] = 0;
     for (int k = 0; k < config_n_keys; k++) {
-        if (config_keys[k].flags & KF_NOHASH)
+        if (!hashed(cfg, k))
             continue;
         config_key_format(cfg, k, now, sizeof now);
         int found = saved_value(saved, config_keys[k].name, then, sizeof then);

@@ -38,7 +38,7 @@ struct config_key {
 
 extern const struct config_key config_keys[];
 extern const int config_n_keys;
-#define CONFIG_MAX_KEYS 64
+#define CONFIG_MAX_KEYS 96
 
 /* Where each key got its value: "file:line:col" or "override 'k=v'". */
 struct config_ctx {

@@ -404,5 +404,7 @@ void config_free(struct config *cfg)
     free(cfg->dataset.separator);
     free(cfg->dataset.val_path);
     free_list(cfg->dataset.exclude, cfg->dataset.n_exclude);
+    free(cfg->lora.init_from);
+    free_list(cfg->lora.targets, cfg->lora.n_targets);
     config_defaults(cfg);
 }

@@ -12,12 +12,12 @@
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
 
-static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1,
-                     const char *fmt, ...) VKT_PRINTF(6, 7);
+static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
+                     ...) VKT_PRINTF(6, 7);
 
 /* d1 == 0: a vector of d0. Returns the index. */
-static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1,
-                     const char *fmt, ...)
+static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
+                     ...)
 {
     if (m->n_params == MODEL_MAX_PARAMS)
         vkt_fatal("model: more than %d parameter tensors", MODEL_MAX_PARAMS);
@@ -34,12 +34,68 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->hf_transposed = transposed;
     p->init = init;
     p->stage = m->building_stage;
+    p->adapter = m->adding_adapter;
+    int trained = !m->c.lora_rank || p->adapter;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
     p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
     gpu_memory_category(m->g, GPU_MEM_GRADIENTS);
-    p->grad = m->max_rows ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
+    p->grad = m->max_rows && trained ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
     gpu_memory_category(m->g, was);
+    if (trained)
+        m->trained[m->n_trained++] = m->n_params;
     return m->n_params++;
+}
+
+/* PEFT's rule: a target names the module, or a suffix of its name after a dot. */
+static int lora_matches(const char *module, const char *target)
+{
+    size_t n = strlen(module), k = strlen(target);
+    return !strcmp(module, target) || (n > k && module[n - k - 1] == '.' && !strcmp(module + n - k, target));
+}
+
+/* LoRA's A (rank, in) and B (out, rank) for the linear weight `base` of
+ * layer l when a target names its module; matched[t] counts target t's. */
+static void add_lora(struct model *m, uint32_t l, enum lora_slot slot, int base, int *matched)
+{
+    const struct model_config *c = &m->c;
+    char module[128];
+    struct model_param *w = &m->params[base];
+    snprintf(module, sizeof module, "%s%.*s", c->arch == MODEL_GPT2 ? "transformer." : "",
+             (int)(strlen(w->name) - strlen(".weight")), w->name);
+    int hit = 0;
+    for (int t = 0; t < c->lora_n_targets; t++)
+        if (lora_matches(module, c->lora_targets[t]))
+            matched[t]++, hit = 1;
+    if (!hit)
+        return;
+    uint32_t out = w->shape[0], in = w->shape[1];
+    m->adding_adapter = 1;
+    m->lp[l].lora_a[slot] = add_param(m, 0, INIT_LORA_A, c->lora_rank, in, "base_model.model.%s.lora_A.weight", module);
+    m->lp[l].lora_b[slot] = add_param(m, 0, INIT_ZEROS, out, c->lora_rank, "base_model.model.%s.lora_B.weight", module);
+    m->adding_adapter = 0;
+}
+
+static void add_layer_lora(struct model *m, uint32_t l, int *matched)
+{
+    struct layer_params *p = &m->lp[l];
+    int base[LS_N];
+    model_linear_slots(p, base);
+    for (int s = 0; s < LS_N; s++)
+        if (base[s] >= 0)
+            add_lora(m, l, (enum lora_slot)s, base[s], matched);
+}
+
+static void check_lora_targets(const struct model *m, const int *matched)
+{
+    const struct model_config *c = &m->c;
+    for (int t = 0; t < c->lora_n_targets; t++)
+        if (!matched[t])
+            vkt_fatal("lora.targets: '%s' names no linear layer of this %s model (%s)", c->lora_targets[t],
+                      c->arch == MODEL_LLAMA ? "llama" : "gpt2",
+                      c->arch == MODEL_LLAMA ? "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
+                                             : "c_attn, c_proj (attn.c_proj, mlp.c_proj), c_fc");
+    if (c->lora_rank && !c->lora_n_targets)
+        vkt_fatal("lora: rank %u with no targets", c->lora_rank);
 }
 
 static void build_table(struct model *m)
@@ -48,6 +104,7 @@ static void build_table(struct model *m)
     uint32_t C = c->dim, V = c->vocab_size, F = c->hidden_dim, hd = C / c->n_heads;
     uint32_t kv = c->n_kv_heads * hd;
     m->lp = vkt_calloc(c->n_layers, sizeof *m->lp, "layer table");
+    int *matched = vkt_calloc((size_t)c->lora_n_targets + 1, sizeof *matched, "lora targets");
     m->pos_embed = m->norm_f_b = m->lm_head = -1;
     if (c->arch == MODEL_LLAMA) {
         m->building_stage = (int)c->n_layers + 1;
@@ -77,6 +134,8 @@ static void build_table(struct model *m)
                 p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.up_proj.bias", l);
                 p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.mlp.down_proj.bias", l);
             }
+            if (c->lora_rank)
+                add_layer_lora(m, l, matched);
         }
         m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
@@ -101,12 +160,16 @@ static void build_table(struct model *m)
             p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "h.%u.mlp.c_fc.bias", l);
             p->down = add_param(m, 1, INIT_NORMAL, C, F, "h.%u.mlp.c_proj.weight", l);
             p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.mlp.c_proj.bias", l);
+            if (c->lora_rank)
+                add_layer_lora(m, l, matched);
         }
         m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "ln_f.weight");
         m->norm_f_b = add_param(m, 0, INIT_ZEROS, C, 0, "ln_f.bias");
         m->lm_head = m->embed;
     }
+    check_lora_targets(m, matched);
+    free(matched);
 }
 
 static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
@@ -189,6 +252,13 @@ static void build_activations(struct model *m, uint32_t batch)
             a->gate = act(m, R * F, "gate");
         a->up = act(m, R * F, "up");
         a->h = act(m, R * F, "h");
+        for (int s = 0; s < LS_N; s++) /* the shared set: if any layer adapts it */
+            for (uint32_t k = c->activation_checkpointing ? 0 : (uint32_t)l; k < c->n_layers && !a->lora_u[s]; k++) {
+                if (m->lp[k].lora_a[s] >= 0)
+                    a->lora_u[s] = act(m, R * c->lora_rank, "lora u");
+                if (!c->activation_checkpointing)
+                    break;
+            }
     }
     m->tokens = act(m, R, "tokens");
     m->labels = act(m, R, "labels");
@@ -221,6 +291,11 @@ static void build_activations(struct model *m, uint32_t batch)
     }
     m->dh = act(m, R * F, "dh");
     m->dup = act(m, R * F, "dup");
+    if (c->lora_rank) {
+        m->lora_du = act(m, R * c->lora_rank, "lora du");
+        m->frozen_sink[0] = act(m, C, "frozen norm gradient");
+        m->frozen_sink[1] = act(m, C, "frozen norm gradient");
+    }
     gpu_memory_category(m->g, was);
 }
 
@@ -240,7 +315,11 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
         vkt_fatal("model: gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)
         vkt_fatal("model: %u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
+    if (c->lora_rank && !(c->lora_alpha > 0))
+        vkt_fatal("model: LoRA needs lora_alpha > 0");
     struct model *m = vkt_calloc(1, sizeof *m, "the model");
+    m->trained = vkt_malloc(sizeof *m->trained * MODEL_MAX_PARAMS, "trained parameters");
+    m->lora_scale = c->lora_rank ? c->lora_alpha / (float)c->lora_rank : 0.0f;
     m->g = g;
     m->c = *c;
     if (!m->c.pos_rows)
@@ -271,20 +350,40 @@ void model_destroy(struct model *m)
         for (size_t i = 0; i < sizeof *a / sizeof *b; i++)
             gpu_buffer_destroy(m->g, b[i]);
     }
-    struct gpu_buffer *shared[] = {m->tokens, m->labels, m->positions, m->doc_ids, m->x_final, m->xf, m->mean_f,
-                                   m->rstd_f, m->logits, m->logits_kept, m->row_loss, m->row_count, m->stats, m->loss_acc,
-                                   m->scratch, m->rope_table, m->dres, m->dxn, m->datt, m->att_stats, m->dq, m->dk,
-                                   m->dv, m->dqkv, m->dh, m->dgate, m->dup};
+    struct gpu_buffer *shared[] = {m->tokens,     m->labels,    m->positions, m->doc_ids,        m->x_final,
+                                   m->xf,         m->mean_f,    m->rstd_f,    m->logits,         m->logits_kept,
+                                   m->row_loss,   m->row_count, m->stats,     m->loss_acc,       m->scratch,
+                                   m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
+                                   m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
+                                   m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1]};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
     free(m->lp);
     free(m->la);
+    free(m->trained);
     free(m);
 }
 
-const struct model_config *model_config(const struct model *m) { return &m->c; }
-int model_param_count(const struct model *m) { return m->n_params; }
-struct model_param *model_param(struct model *m, int i) { return &m->params[i]; }
+const struct model_config *model_config(const struct model *m)
+{
+    return &m->c;
+}
+int model_param_count(const struct model *m)
+{
+    return m->n_trained;
+}
+struct model_param *model_param(struct model *m, int i)
+{
+    return &m->params[m->trained[i]];
+}
+int model_tensor_count(const struct model *m)
+{
+    return m->n_params;
+}
+struct model_param *model_tensor(struct model *m, int i)
+{
+    return &m->params[i];
+}
 
 struct model_param *model_param_find(struct model *m, const char *hf_name)
 {
@@ -302,6 +401,14 @@ size_t model_numel(const struct model *m)
     return n;
 }
 
+size_t model_trained_numel(const struct model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_trained; i++)
+        n += m->params[m->trained[i]].numel;
+    return n;
+}
+
 static uint64_t hash_name(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -310,15 +417,22 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
-void model_init_random(struct model *m, uint64_t seed)
+static void init_random(struct model *m, uint64_t seed, int adapters_only)
 {
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
+        if (adapters_only && !p->adapter)
+            continue;
         float *host = vkt_malloc(p->numel * sizeof(float), p->name);
         uint64_t s = seed ^ hash_name(p->name);
         for (size_t j = 0; j < p->numel; j++) {
             if (p->init == INIT_ONES || p->init == INIT_ZEROS) {
                 host[j] = p->init == INIT_ONES ? 1.0f : 0.0f;
+                continue;
+            }
+            if (p->init == INIT_LORA_A) { /* kaiming_uniform_(a=√5): bound = 1/sqrt(fan_in) */
+                double u = (double)(vkt_splitmix64(&s) >> 11) * 0x1.0p-53;
+                host[j] = (float)((2.0 * u - 1.0) / sqrt((double)p->shape[1]));
                 continue;
             }
             /* Box–Muller in double from two 53-bit uniforms in (0, 1]. */
@@ -331,6 +445,15 @@ void model_init_random(struct model *m, uint64_t seed)
     }
 }
 
+void model_init_random(struct model *m, uint64_t seed)
+{
+    init_random(m, seed, 0);
+}
+void model_init_adapters(struct model *m, uint64_t seed)
+{
+    init_random(m, seed, 1);
+}
+
 /* Training calls on a weights-only model (batch 0) are programming errors. */
 static void require_training(const struct model *m, const char *what)
 {
@@ -341,8 +464,10 @@ static void require_training(const struct model *m, const char *what)
 void model_zero_grad(struct model *m)
 {
     require_training(m, "model_zero_grad");
-    for (int i = 0; i < m->n_params; i++)
-        gpu_zero(m->g, m->params[i].grad);
+    for (int i = 0; i < m->n_trained; i++)
+        gpu_zero(m->g, m->params[m->trained[i]].grad);
+    for (int k = 0; k < 2 && m->frozen_sink[k]; k++)
+        gpu_zero(m->g, m->frozen_sink[k]);
 }
 
 void model_keep_logits(struct model *m, int keep)
@@ -363,7 +488,10 @@ void model_read_logits(struct model *m, float *out)
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
 }
 
-size_t model_activation_bytes(const struct model *m) { return m->act_bytes; }
+size_t model_activation_bytes(const struct model *m)
+{
+    return m->act_bytes;
+}
 
 void model_loss_reset(struct model *m)
 {

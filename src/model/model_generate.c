@@ -283,7 +283,10 @@ size_t generate_tokens(struct decoder *d, const int32_t *prompt, size_t n_prompt
     *stop = GENERATE_STOP_LENGTH;
     while (n < o->max_new_tokens) {
         int32_t tok = generate_sample(logits, n_vocab, o->temperature, o->top_k, &rng);
-        if (tok == o->eos) {
+        size_t k = 0;
+        while (k < o->n_stop && o->stop_ids[k] != tok)
+            k++;
+        if (k < o->n_stop) {
             *stop = GENERATE_STOP_EOS;
             break;
         }

@@ -34,11 +34,21 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
 {
     const struct model_config *c = &m->c;
     return (struct hf_config){
-        .arch = c->arch == MODEL_LLAMA ? HF_LLAMA : HF_GPT2, .vocab_size = (int)c->vocab_size, .dim = (int)c->dim,
-        .n_layers = (int)c->n_layers, .n_heads = (int)c->n_heads, .n_kv_heads = (int)c->n_kv_heads,
-        .hidden_dim = (int)c->hidden_dim, .max_seq_len = (int)c->pos_rows, .norm_eps = c->norm_eps,
-        .rope_theta = c->arch == MODEL_LLAMA ? c->rope_theta : 0, .tie_embeddings = c->tie_embeddings,
-        .bos_token_id = o->bos, .eos_token_id = o->eos, .pad_token_id = o->pad, .save_bf16 = o->bf16,
+        .arch = c->arch == MODEL_LLAMA ? HF_LLAMA : HF_GPT2,
+        .vocab_size = (int)c->vocab_size,
+        .dim = (int)c->dim,
+        .n_layers = (int)c->n_layers,
+        .n_heads = (int)c->n_heads,
+        .n_kv_heads = (int)c->n_kv_heads,
+        .hidden_dim = (int)c->hidden_dim,
+        .max_seq_len = (int)c->pos_rows,
+        .norm_eps = c->norm_eps,
+        .rope_theta = c->arch == MODEL_LLAMA ? c->rope_theta : 0,
+        .tie_embeddings = c->tie_embeddings,
+        .bos_token_id = o->bos,
+        .eos_token_id = o->eos,
+        .pad_token_id = o->pad,
+        .save_bf16 = o->bf16,
     };
 }
 
@@ -104,25 +114,66 @@ static int write_tensors(const char *dir, struct st_tensor *t, int n, const stru
     return rc;
 }
 
+/* The adapter that changes base weight i (its A and B indices), if any. */
+static int adapter_of(const struct model *m, int i, int *a, int *b)
+{
+    for (uint32_t l = 0; m->c.lora_rank && l < m->c.n_layers; l++) {
+        const struct layer_params *p = &m->lp[l];
+        int base[LS_N];
+        model_linear_slots(p, base);
+        for (int s = 0; s < LS_N; s++)
+            if (base[s] == i && p->lora_a[s] >= 0) {
+                *a = p->lora_a[s], *b = p->lora_b[s];
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* w (out, in) += scale·B (out, r)·A (r, in), each sum in double. */
+static void merge_adapter(struct model *m, float *w, int ia, int ib)
+{
+    const struct model_param *pa = &m->params[ia], *pb = &m->params[ib];
+    uint32_t r = pa->shape[0], in = pa->shape[1], out = pb->shape[0];
+    float *a = vkt_malloc(pa->numel * sizeof(float), pa->name), *b = vkt_malloc(pb->numel * sizeof(float), pb->name);
+    gpu_download(m->g, pa->w, 0, a, pa->numel * sizeof(float));
+    gpu_download(m->g, pb->w, 0, b, pb->numel * sizeof(float));
+    for (uint32_t o = 0; o < out; o++)
+        for (uint32_t i = 0; i < in; i++) {
+            double d = 0;
+            for (uint32_t k = 0; k < r; k++)
+                d += (double)b[(size_t)o * r + k] * a[(size_t)k * in + i];
+            w[(size_t)o * in + i] += (float)(m->lora_scale * d);
+        }
+    free(a);
+    free(b);
+}
+
 int model_save(struct model *m, const char *dir, const struct model_save_options *opts, char *err, size_t errlen)
 {
     const struct model_save_options none = {.bos = -1, .eos = -1, .pad = -1};
     const struct model_save_options *o = opts ? opts : &none;
-    int n = m->n_params;
-    struct st_tensor *t = vkt_calloc((size_t)n, sizeof *t, "tensor list");
-    for (int i = 0; i < n; i++) {
+    struct st_tensor *t = vkt_calloc((size_t)m->n_params, sizeof *t, "tensor list");
+    int n = 0;
+    for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
-        snprintf(t[i].name, sizeof t[i].name, "%s", p->name);
-        t[i].ndim = p->ndim;
-        hf_shape(p, t[i].shape);
+        if (p->adapter)
+            continue;
+        struct st_tensor *s = &t[n++];
+        snprintf(s->name, sizeof s->name, "%s", p->name);
+        s->ndim = p->ndim;
+        hf_shape(p, s->shape);
         float *host = vkt_malloc(p->numel * sizeof(float), p->name);
         gpu_download(m->g, p->w, 0, host, p->numel * sizeof(float));
+        int ia, ib;
+        if (o->merged && adapter_of(m, i, &ia, &ib))
+            merge_adapter(m, host, ia, ib);
         if (p->hf_transposed) {
-            t[i].data = vkt_malloc(p->numel * sizeof(float), p->name);
-            transpose(t[i].data, host, p->shape[0], p->shape[1]);
+            s->data = vkt_malloc(p->numel * sizeof(float), p->name);
+            transpose(s->data, host, p->shape[0], p->shape[1]);
             free(host);
         } else {
-            t[i].data = host;
+            s->data = host;
         }
     }
     int rc = write_tensors(dir, t, n, o, err, errlen);
@@ -146,6 +197,84 @@ static void shape_text(char *out, size_t n, const int64_t *shape, int ndim)
         k += (size_t)snprintf(out + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (k < n)
         snprintf(out + k, n - k, "]");
+}
+
+/* adapter_model.safetensors: the adapters as PEFT stores them, A (r, in)
+ * and B (out, r) for Linear and Conv1D alike (fan_in_fan_out transposes
+ * only the merged delta). */
+int model_adapter_save(struct model *m, const char *dir, const char *base, char *err, size_t errlen)
+{
+    const struct model_config *c = &m->c;
+    struct st_tensor *t = vkt_calloc((size_t)m->n_params, sizeof *t, "tensor list");
+    json_t *targets = json_array();
+    int n = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        struct model_param *p = &m->params[i];
+        if (!p->adapter)
+            continue;
+        struct st_tensor *s = &t[n++];
+        snprintf(s->name, sizeof s->name, "%s", p->name);
+        s->ndim = 2;
+        s->shape[0] = p->shape[0], s->shape[1] = p->shape[1];
+        s->data = vkt_malloc(p->numel * sizeof(float), p->name);
+        gpu_download(m->g, p->w, 0, s->data, p->numel * sizeof(float));
+    }
+    for (int k = 0; k < c->lora_n_targets; k++)
+        json_array_append_new(targets, json_string(c->lora_targets[k]));
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    int rc = st_write(path, t, n, "{\"format\":\"pt\"}", err, errlen);
+    for (int i = 0; i < n; i++)
+        free(t[i].data);
+    free(t);
+    json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:b, s:s, s:o, s:b, s:b, s:b, s:b}", "peft_type", "LORA",
+                          "task_type", "CAUSAL_LM", "r", (int)c->lora_rank, "lora_alpha", (double)c->lora_alpha,
+                          "lora_dropout", 0.0, "target_modules", targets, "fan_in_fan_out", c->arch == MODEL_GPT2,
+                          "bias", "none", "base_model_name_or_path", base ? json_string(base) : json_null(),
+                          "inference_mode", 1, "init_lora_weights", 1, "use_rslora", 0, "use_dora", 0);
+    if (!rc) {
+        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        const void *bufs[] = {text, "\n"};
+        const size_t lens[] = {strlen(text), 1};
+        vkt_path(path, sizeof path, "%s/adapter_config.json", dir);
+        rc = ckpt_write_atomic(path, 2, bufs, lens, err, errlen);
+        free(text);
+    }
+    json_decref(j);
+    return rc;
+}
+
+int model_adapter_load(struct model *m, const char *dir, char *err, size_t errlen)
+{
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    struct st_file f;
+    if (st_read(path, &f, err, errlen))
+        return -1;
+    int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches"), rc = 0;
+    for (int i = 0; i < f.n && !rc; i++) {
+        const struct st_tensor *t = &f.t[i];
+        struct model_param *p = model_param_find(m, t->name);
+        if (!p || !p->adapter)
+            rc = vkt_error(err, errlen,
+                           "%s: tensor '%s' is not an adapter of this model (lora.targets and the "
+                           "model must match the adapter's)",
+                           path, t->name);
+        else if (t->ndim != 2 || t->shape[0] != p->shape[0] || t->shape[1] != p->shape[1])
+            rc = vkt_error(err, errlen, "%s: tensor '%s' has shape [%lld, %lld], the model needs [%u, %u]", path,
+                           t->name, (long long)t->shape[0], t->ndim > 1 ? (long long)t->shape[1] : 0, p->shape[0],
+                           p->shape[1]);
+        else if (found[p - m->params]++)
+            rc = vkt_error(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
+        else
+            gpu_upload(m->g, p->w, 0, t->data, p->numel * sizeof(float));
+    }
+    for (int i = 0; i < m->n_params && !rc; i++)
+        if (m->params[i].adapter && !found[i])
+            rc = vkt_error(err, errlen, "%s: adapter '%s' is missing", path, m->params[i].name);
+    free(found);
+    st_free(&f);
+    return rc;
 }
 
 static int ignored_buffer(const char *name)
@@ -173,6 +302,8 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
         if (m->c.arch == MODEL_GPT2 && !strncmp(name, "transformer.", 12))
             name += 12;
         struct model_param *p = model_param_find(m, name);
+        if (p && p->adapter)
+            p = NULL;
         if (!p) {
             /* a tied head stored explicitly is ignored: the embedding is the head */
             if (ignored_buffer(name) || (m->c.tie_embeddings && !strcmp(name, "lm_head.weight")))
@@ -227,7 +358,8 @@ static int index_files(const char *index, char ***files, int *n, char *err, size
     const char *key;
     json_t *v;
     int rc = 0;
-    json_object_foreach(map, key, v) {
+    json_object_foreach(map, key, v)
+    {
         const char *file = json_string_value(v);
         if (!file || !*file || strchr(file, '/') || !strcmp(file, "..") || !strcmp(file, ".")) {
             rc = vkt_error(err, errlen, "%s: weight_map['%s'] is not a file name in the folder", index, key);
@@ -267,7 +399,7 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         rc = load_file(m, path, found, err, errlen);
     }
     for (int i = 0; i < m->n_params && !rc; i++)
-        if (!found[i]) {
+        if (!found[i] && !m->params[i].adapter) {
             snprintf(err, errlen, "%s: tensor '%s' is missing", access(index, F_OK) ? path : index, m->params[i].name);
             rc = -1;
         }

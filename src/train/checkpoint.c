@@ -1,5 +1,6 @@
 /* checkpoint: output_dir/checkpoints/step_N/ — model.safetensors and
- * config.json (Hugging Face, loadable as model.init_from), the AdamW state
+ * config.json (Hugging Face, loadable as model.init_from), or with LoRA
+ * adapter_model.safetensors and adapter_config.json (PEFT), the AdamW state
  * (optimizer.safetensors: exp_avg.<name>, exp_avg_sq.<name>),
  * train_state.json (step, updates applied, the run's length, data position,
  * recipe hash, and the size and checksum of every other file) and
@@ -24,7 +25,10 @@
 #include "vktrain/safetensors.h"
 #include "vktrain/util.h"
 
-static void path_join(char *out, size_t n, const char *a, const char *b) { vkt_path(out, n, "%s/%s", a, b); }
+static void path_join(char *out, size_t n, const char *a, const char *b)
+{
+    vkt_path(out, n, "%s/%s", a, b);
+}
 
 /* Removes a directory of plain files (a checkpoint, or a temporary one left
  * by a crash); what cannot be removed stays. */
@@ -217,12 +221,36 @@ static void save_model(struct trainer *t, const char *dir, int final)
     if (cfg->model.init_from)
         vkt_path(source, sizeof source, "%s/config.json", cfg->model.init_from);
     struct model_save_options o = {
-        .source_config = cfg->model.init_from ? source : NULL, .bos = tok->bos, .eos = tok->eos, .pad = tok->pad,
-        .bf16 = final && cfg->save_dtype == SAVE_BF16, .shard_bytes = (size_t)cfg->save_shard_mb << 20,
+        .source_config = cfg->model.init_from ? source : NULL,
+        .bos = tok->bos,
+        .eos = tok->eos,
+        .pad = tok->pad,
+        .bf16 = final && cfg->save_dtype == SAVE_BF16,
+        .shard_bytes = (size_t)cfg->save_shard_mb << 20,
     };
-    if (model_save(t->model, dir, &o, err, sizeof err))
-        vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
+    if (!cfg->lora.rank) {
+        if (model_save(t->model, dir, &o, err, sizeof err))
+            vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
+        copy_model_files(t, dir);
+        return;
+    }
+    /* LoRA: the adapter alone (the base is model.init_from's, or the
+     * seed's), and at the end with merge_on_save the merged model in
+     * dir/merged (a folder holding adapter_config.json is an adapter to
+     * transformers, so the two cannot share one). */
+    if (model_adapter_save(t->model, dir, cfg->model.init_from, err, sizeof err))
+        vkt_fatal("writing the %s: %s", final ? "adapter" : "checkpoint", err);
     copy_model_files(t, dir);
+    if (final && cfg->lora.merge_on_save) {
+        char merged[4096];
+        vkt_path(merged, sizeof merged, "%s/merged", dir);
+        o.merged = 1;
+        if (vkt_mkdir_p(merged))
+            vkt_fatal("cannot create %s: %s", merged, strerror(errno));
+        if (model_save(t->model, merged, &o, err, sizeof err))
+            vkt_fatal("writing the merged model: %s", err);
+        copy_model_files(t, merged);
+    }
 }
 
 void checkpoint_save(struct trainer *t, const char *name)

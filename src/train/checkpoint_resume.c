@@ -252,7 +252,9 @@ int checkpoint_resume(struct trainer *t)
         }
         check_fits(t, dir, &s);
         vkt_path(p, sizeof p, "%s/optimizer.safetensors", dir);
-        failed = model_load(t->model, dir, why, sizeof why) || read_optimizer(t, p, why, sizeof why);
+        failed = (t->cfg->lora.rank ? model_adapter_load(t->model, dir, why, sizeof why)
+                                    : model_load(t->model, dir, why, sizeof why)) ||
+                 read_optimizer(t, p, why, sizeof why);
         if (damaged(t, failed, why, steps, i, n)) {
             json_decref(s.root);
             continue;

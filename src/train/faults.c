@@ -108,6 +108,8 @@ void faults_gradient(struct trainer *t)
     struct model_param *p = f->nan_tensor[0] ? model_param_find(t->model, f->nan_tensor) : model_param(t->model, 0);
     if (!p)
         vkt_fatal("VKTRAIN_TEST_NAN: the model has no tensor '%s'", f->nan_tensor);
+    if (!p->grad)
+        vkt_fatal("VKTRAIN_TEST_NAN: '%s' is frozen (LoRA): it has no gradient", f->nan_tensor);
     float nan = NAN;
     gpu_upload(t->g, p->grad, 0, &nan, sizeof nan);
 }

@@ -20,11 +20,18 @@
 #include "vktrain/util.h"
 
 /* The files of a run that vktrain writes at the top of output_dir. */
-static const char *const run_files[] = {"metrics.jsonl",          "model.safetensors",
-                                        "config.json",            "tokenizer.json",
-                                        "recipe.yaml",            "model.safetensors.index.json",
-                                        "tokenizer_config.json",  "special_tokens_map.json",
-                                        "generation_config.json", NULL};
+static const char *const run_files[] = {"metrics.jsonl",
+                                        "model.safetensors",
+                                        "config.json",
+                                        "tokenizer.json",
+                                        "recipe.yaml",
+                                        "model.safetensors.index.json",
+                                        "adapter_model.safetensors",
+                                        "adapter_config.json",
+                                        "tokenizer_config.json",
+                                        "special_tokens_map.json",
+                                        "generation_config.json",
+                                        NULL};
 
 /* What of an earlier run the folder holds, as a list for a message; "" if
  * nothing. */
@@ -143,8 +150,7 @@ void output_dir_prepare(struct trainer *t)
         remove_earlier_run(cfg->output_dir);
         earlier_run(cfg->output_dir, found, sizeof found);
         if (found[0])
-            vkt_fatal("overwrite: could not remove all of the earlier run in %s (%s is left)", cfg->output_dir,
-                      found);
+            vkt_fatal("overwrite: could not remove all of the earlier run in %s (%s is left)", cfg->output_dir, found);
     }
     if (vkt_mkdir_p(cfg->output_dir))
         vkt_fatal("cannot create output_dir '%s': %s", cfg->output_dir, strerror(errno));

@@ -32,8 +32,9 @@
 
 /* The recipe's model; with init_from, its config.json adds what the recipe
  * has no keys for (biases, rope_scaling) and GPT-2's position rows. */
-static struct model_config model_config_of(const struct config_model *c)
+static struct model_config model_config_of(const struct config *cfg)
 {
+    const struct config_model *c = &cfg->model;
     struct model_config mc = {0};
     char err[1024];
     if (c->init_from && model_config_read(c->init_from, &mc, err, sizeof err))
@@ -46,6 +47,8 @@ static struct model_config model_config_of(const struct config_model *c)
     mc.max_seq_len = (uint32_t)c->max_seq_len, mc.norm_eps = (float)c->norm_eps, mc.rope_theta = c->rope_theta;
     mc.tie_embeddings = c->tie_embeddings, mc.init_std = (float)c->init_std;
     mc.activation_checkpointing = c->activation_checkpointing;
+    mc.lora_rank = (uint32_t)cfg->lora.rank, mc.lora_alpha = (float)cfg->lora.alpha;
+    mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
     return mc;
 }
 
@@ -81,8 +84,13 @@ static void optimizer_step(struct trainer *t, double lr, double grad_scale)
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
         struct op_adamw_step a = {
-            .lr = lr, .beta1 = o->betas[0], .beta2 = o->betas[1], .eps = o->eps,
-            .weight_decay = p->decay ? o->weight_decay : 0.0, .t = step, .grad_scale = grad_scale,
+            .lr = lr,
+            .beta1 = o->betas[0],
+            .beta2 = o->betas[1],
+            .eps = o->eps,
+            .weight_decay = p->decay ? o->weight_decay : 0.0,
+            .t = step,
+            .grad_scale = grad_scale,
         };
         if (trainer_updates(t, i))
             op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
@@ -221,10 +229,10 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
     model_read_loss(t->model, &s[0], &s[1]);
     check_label_count(t, s[1], local);
     dist_sum_f64(s, 1);
-    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps,
-                            t->total_steps, cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
-    *out = (struct step_metrics){.step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm,
-                                 .tokens = (double)N};
+    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps, t->total_steps,
+                            cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
+    *out = (struct step_metrics){
+        .step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm, .tokens = (double)N};
 
     /* 5. Clipping and AdamW, unless the step is not finite. */
     step_time(out, t0); /* so far: the row of a step that stops the run shows it */
@@ -248,10 +256,13 @@ static void banner(struct trainer *t)
     printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv), hidden %u, vocab %u, context %u\n",
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, mc->hidden_dim,
            mc->vocab_size, mc->max_seq_len);
-    printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n",
-           (long long)G, t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size,
-           (long long)G * cfg->model.max_seq_len, (long long)t->total_steps,
-           t->step ? " (resumed)" : "");
+    if (mc->lora_rank)
+        printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen\n", mc->lora_rank,
+               (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,
+               100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model));
+    printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
+           t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
+           (long long)t->total_steps, t->step ? " (resumed)" : "");
     printf("  output: %s\n", cfg->output_dir);
     fflush(stdout);
 }
@@ -278,7 +289,7 @@ static void print_rank_map(struct trainer *t)
 void trainer_buffers_create(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
-    struct model_config mc = model_config_of(&cfg->model);
+    struct model_config mc = model_config_of(cfg);
     t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
     grad_sync_layout(t);
     int n = model_param_count(t->model);
@@ -337,8 +348,8 @@ static void setup(struct trainer *t)
     /* Every rank reads the same data: an error in it is printed once. */
     int failed = data_open(&t->data, cfg, err, sizeof err) != 0;
     dist_check(failed, err);
-    failed = sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle,
-                          t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err) != 0;
+    failed = sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
+                          cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err) != 0;
     dist_check(failed, err);
     t->total_steps = sampler_total_steps(&t->sampler, cfg);
     if (t->dist->rank == 0)
@@ -351,6 +362,10 @@ static void setup(struct trainer *t)
     } else {
         model_init_random(t->model, (uint64_t)cfg->seed);
     }
+    if (cfg->lora.rank && cfg->model.init_from)
+        model_init_adapters(t->model, (uint64_t)cfg->seed);
+    if (cfg->lora.init_from && model_adapter_load(t->model, cfg->lora.init_from, err, sizeof err))
+        vkt_fatal("lora.init_from: %s", err);
     t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
     t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
@@ -449,8 +464,8 @@ int train_run(const struct config *cfg, const struct dist *d)
             m.val_loss = evaluate(&t);
             m.has_val = 1;
         }
-        if (d->rank == 0 && (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || m.skipped ||
-                             s == t.first_step + 1))
+        if (d->rank == 0 &&
+            (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || m.skipped || s == t.first_step + 1))
             metrics_log(&t, &m);
         if (cfg->dist.check_every > 0 && s % cfg->dist.check_every == 0)
             replica_check(&t);
@@ -469,13 +484,16 @@ int train_run(const struct config *cfg, const struct dist *d)
     checkpoint_save_final(&t);
     if (d->rank == 0) {
         metrics_close(&t);
-        printf("saved: the model in %s (model.safetensors, config.json), the checkpoint %s, the metrics %s\n",
-               cfg->output_dir, t.last_checkpoint, t.metrics_path);
+        printf("saved: the %s in %s (%s), the checkpoint %s, the metrics %s\n", cfg->lora.rank ? "adapter" : "model",
+               cfg->output_dir,
+               !cfg->lora.rank           ? "model.safetensors, config.json"
+               : cfg->lora.merge_on_save ? "adapter_model.safetensors, adapter_config.json; merged/: the merged model"
+                                         : "adapter_model.safetensors, adapter_config.json",
+               t.last_checkpoint, t.metrics_path);
         if (d->world > 1 && t.step_seconds > 0)
             printf("communication: %.1f%% of step time (%.1f ms per step; %d bucket(s), overlap %s)\n",
-                   100.0 * t.comm_seconds / t.step_seconds,
-                   1e3 * t.comm_seconds / (double)(t.step - t.first_step), t.n_buckets,
-                   cfg->dist.overlap ? "on" : "off");
+                   100.0 * t.comm_seconds / t.step_seconds, 1e3 * t.comm_seconds / (double)(t.step - t.first_step),
+                   t.n_buckets, cfg->dist.overlap ? "on" : "off");
     }
     teardown(&t);
     return 0;
