@@ -30,23 +30,33 @@ printf '%-12s %12s %10s %8s  %s\n' target executions exec/s corpus found
 for t in "$@"; do
   bin=build-fuzz/fuzz/fuzz_$t
   [ -x "$bin" ] || { echo "fuzz: no target '$t' (build-fuzz/fuzz has: $(ls build-fuzz/fuzz | tr '\n' ' '))" >&2; exit 2; }
-  corpus=build-fuzz/corpus/$t art=build-fuzz/artifacts/$t log=build-fuzz/fuzz_$t.log
+  # Absolute paths: a target may change its working directory.
+  corpus=$PWD/build-fuzz/corpus/$t art=$PWD/build-fuzz/artifacts/$t log=build-fuzz/fuzz_$t.log
   mkdir -p "$corpus" "$art"
   dict=()
-  [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
-  "$bin" "$corpus" "tests/fuzz/$t" "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+  [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="$PWD/tests/fuzz/$t.dict")
+  "$bin" "$corpus" "$PWD/tests/fuzz/$t" "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$art/" >"$log" 2>&1 || true
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   news=()
   for f in "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-*; do
     [ -e "$f" ] || continue
-    cp "$f" "tests/fuzz/$t/" && news+=("tests/fuzz/$t/$(basename "$f")")
+    # a kept input may be the one that crashed (a seed): name it, copy nothing
+    same=$(cd "tests/fuzz/$t" && sha1sum -- * | awk -v h="$(sha1sum < "$f" | cut -c1-40)" '$1 == h {print $2; exit}')
+    if [ -n "$same" ]; then
+      news+=("tests/fuzz/$t/$same")
+    else
+      cp "$f" "tests/fuzz/$t/" && news+=("tests/fuzz/$t/$(basename "$f")")
+    fi
     rm "$f"
   done
   printf '%-12s %12s %10s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "$(ls "$corpus" | wc -l)" \
     "${news[*]:-nothing}"
-  if [ ${#news[@]} -gt 0 ]; then
+  if [ -z "$execs" ] && [ ${#news[@]} -eq 0 ]; then
+    found=1
+    echo "    fuzz_$t did not run: $(grep -m 1 -E 'ERROR|error' "$log" || tail -n 1 "$log")"
+  elif [ ${#news[@]} -gt 0 ]; then
     found=1
     grep -E -m 3 'ERROR|runtime error|^fuzz: ' "$log" | sed 's/^/    /'
     echo "    (the whole report: $log)"

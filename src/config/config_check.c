@@ -4,10 +4,11 @@
  * rejects values that contradict each other. Never reads the dataset. */
 #include "config_keys.h"
 #include "vktrain/hfconfig.h"
-
+#include "vktrain/model.h"
 #include "vktrain/tokenizer.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,14 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
      * 4*dim MLP), rounded up to a multiple of 32; gpt2: 4*dim. */
     if (!is_set(ctx, "model.n_kv_heads") && !m->init_from)
         m->n_kv_heads = m->n_heads;
-    if (!is_set(ctx, "model.hidden_dim") && !m->init_from)
-        m->hidden_dim = m->arch == ARCH_GPT2 ? 4 * m->dim : (8 * m->dim + 3 * 32 - 1) / (3 * 32) * 32;
+    if (!is_set(ctx, "model.hidden_dim") && !m->init_from) {
+        int64_t dim = m->dim, hidden = m->arch == ARCH_GPT2 ? 4 * dim : (8 * dim + 3 * 32 - 1) / (3 * 32) * 32;
+        if (hidden > INT_MAX)
+            return config_fail(ctx, K("model.dim"),
+                               "model.dim: %d makes the default model.hidden_dim (%s) %lld, more than 2^31 - 1",
+                               m->dim, m->arch == ARCH_GPT2 ? "4 x dim" : "8/3 x dim", (long long)hidden);
+        m->hidden_dim = (int)hidden;
+    }
     if (!is_set(ctx, "model.vocab_size") && !m->init_from)
         m->vocab_size = tokenizer_size;
     if (!is_set(ctx, "model.tie_embeddings") && !m->init_from)
@@ -166,6 +173,25 @@ static int check_data(struct config_ctx *ctx)
     return 0;
 }
 
+/* The sizes the model allocates (model_config_check names the product
+ * that is too large), and the tokens of one rank's step, which bound the
+ * sampler's global batch and the run's token counts. */
+static int check_sizes(struct config_ctx *ctx)
+{
+    const struct config *cfg = ctx->cfg;
+    struct model_config mc = model_config_from(&cfg->model);
+    char msg[512];
+    if (model_config_check(&mc, (uint32_t)cfg->batch_size, msg, sizeof msg))
+        return config_fail(ctx, -1, "model: %s", msg);
+    int64_t seqs = (int64_t)cfg->gradient_accumulation_steps * cfg->batch_size, tokens;
+    if (__builtin_mul_overflow(seqs, (int64_t)cfg->model.max_seq_len, &tokens) || tokens > (int64_t)1 << 40)
+        return config_fail(ctx, K("gradient_accumulation_steps"),
+                           "gradient_accumulation_steps x batch_size x model.max_seq_len = %d x %d x %d tokens per "
+                           "rank and step: more than 2^40",
+                           cfg->gradient_accumulation_steps, cfg->batch_size, cfg->model.max_seq_len);
+    return 0;
+}
+
 int config_resolve(struct config_ctx *ctx)
 {
     struct tokenizer tok;
@@ -181,7 +207,7 @@ int config_resolve(struct config_ctx *ctx)
     tokenizer_close(&tok);
     if (require(ctx, "output_dir", ""))
         return -1;
-    if (check_model(ctx, tokenizer_size) || check_data(ctx))
+    if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_sizes(ctx))
         return -1;
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),

@@ -3,6 +3,7 @@
  * recipe, hashing it, suggesting the nearest key for a misspelling.
  * Owns the key table; never reads files and never prints errors. */
 #include "config_keys.h"
+#include "vktrain/model.h"
 
 #include <float.h>
 #include <limits.h>
@@ -27,7 +28,7 @@ const struct config_key config_keys[] = {
     {"model.arch", KT_ENUM, OFF(model.arch), 0, 0, 0, arch_names},
     {"model.vocab_size", KT_INT, OFF(model.vocab_size), 1, IMAX, 0, NULL},
     {"model.dim", KT_INT, OFF(model.dim), 1, IMAX, 0, NULL},
-    {"model.n_layers", KT_INT, OFF(model.n_layers), 1, IMAX, 0, NULL},
+    {"model.n_layers", KT_INT, OFF(model.n_layers), 1, MODEL_MAX_LAYERS, 0, NULL},
     {"model.n_heads", KT_INT, OFF(model.n_heads), 1, IMAX, 0, NULL},
     {"model.n_kv_heads", KT_INT, OFF(model.n_kv_heads), 1, IMAX, 0, NULL},
     {"model.hidden_dim", KT_INT, OFF(model.hidden_dim), 1, IMAX, 0, NULL},

@@ -212,18 +212,71 @@ static void build_activations(struct model *m, uint32_t batch)
     gpu_memory_category(m->g, was);
 }
 
-struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
+struct model_config model_config_from(const struct config_model *c)
+{
+    return (struct model_config){
+        .arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)c->vocab_size,
+        .dim = (uint32_t)c->dim, .n_layers = (uint32_t)c->n_layers, .n_heads = (uint32_t)c->n_heads,
+        .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
+        .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
+        .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
+        .activation_checkpointing = c->activation_checkpointing,
+    };
+}
+
+/* One product of sizes that sizes a tensor: -1 with the message when it
+ * exceeds MODEL_MAX_TENSOR elements (or 64 bits). */
+static int check_product(uint64_t a, uint64_t b, const char *names, const char *what, char *err, size_t errlen)
+{
+    uint64_t n;
+    if (!__builtin_mul_overflow(a, b, &n) && n <= MODEL_MAX_TENSOR)
+        return 0;
+    return vkt_error(err, errlen,
+                     "%s = %llu x %llu elements for %s: more than the 2^38 one tensor may hold (1 TiB of fp32)",
+                     names, (unsigned long long)a, (unsigned long long)b, what);
+}
+
+/* Every product below sizes a buffer build_table or build_activations
+ * allocates, or bounds one that does: the attention statistics (batch x
+ * n_heads x max_seq_len) are at most rows x dim, a key/value weight or
+ * activation at most its query's, the RoPE table max_seq_len x head size. */
+int model_config_check(const struct model_config *c, uint32_t batch, char *err, size_t errlen)
 {
     if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
-        vkt_fatal("model: dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
+        return vkt_error(err, errlen, "dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
     if (c->dim % c->n_heads)
-        vkt_fatal("model: n_heads %u does not divide dim %u", c->n_heads, c->dim);
+        return vkt_error(err, errlen, "n_heads %u does not divide dim %u", c->n_heads, c->dim);
     if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
-        vkt_fatal("model: n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
+        return vkt_error(err, errlen, "n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
     if (c->arch == MODEL_LLAMA && (c->dim / c->n_heads) % 2)
-        vkt_fatal("model: llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
+        return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
     if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
-        vkt_fatal("model: gpt2 has tied embeddings and n_kv_heads == n_heads");
+        return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
+    if (c->n_layers > MODEL_MAX_LAYERS)
+        return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
+    uint64_t rows = (uint64_t)batch * c->max_seq_len;
+    if (rows > INT32_MAX)
+        return vkt_error(err, errlen, "batch_size x max_seq_len = %u x %u = %llu rows in a micro-batch: more than 2^31 - 1",
+                         batch, c->max_seq_len, (unsigned long long)rows);
+    int gpt2 = c->arch == MODEL_GPT2;
+    uint64_t C = c->dim, qkv = gpt2 ? 3 * C : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
+    const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : "dim";
+    char names[96];
+    snprintf(names, sizeof names, "batch_size x max_seq_len x %s", wide_name);
+    if (check_product(c->vocab_size, C, "vocab_size x dim", "the token embedding", err, errlen) ||
+        check_product(qkv, C, gpt2 ? "3 x dim x dim" : "dim x dim", "an attention weight", err, errlen) ||
+        check_product(c->hidden_dim, C, "hidden_dim x dim", "an MLP weight", err, errlen) ||
+        check_product(c->max_seq_len, C, "max_seq_len x dim", "the position table", err, errlen) ||
+        check_product(rows, wide, names, "an activation", err, errlen))
+        return -1;
+    return 0;
+}
+
+struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
+{
+    char err[512];
+    if (model_config_check(c, batch, err, sizeof err))
+        vkt_fatal("model: %s", err);
     struct model *m = vkt_calloc(1, sizeof *m, "the model");
     m->g = g;
     m->c = *c;
@@ -332,6 +385,9 @@ void model_keep_logits(struct model *m, int keep)
     require_training(m, "model_keep_logits");
     m->keep_logits = keep;
     if (keep && !m->logits_kept) {
+        char err[256];
+        if (check_product(m->max_rows, m->c.vocab_size, "rows x vocab_size", "the kept logits", err, sizeof err))
+            vkt_fatal("model_keep_logits: %s", err);
         enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
         m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
         gpu_memory_category(m->g, was);

@@ -145,5 +145,8 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->max_seq_len = (uint32_t)h.max_seq_len, c->norm_eps = (float)h.norm_eps;
     c->rope_theta = h.rope_theta ? h.rope_theta : 10000.0, c->tie_embeddings = h.tie_embeddings;
     c->init_std = 0.02f;
+    char why[512];
+    if (model_config_check(c, 0, why, sizeof why))
+        return vkt_error(err, errlen, "%s: %s", path, why);
     return 0;
 }

@@ -27,18 +27,6 @@
 #include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
-static struct model_config model_config_of(const struct config_model *c)
-{
-    return (struct model_config){
-        .arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)c->vocab_size,
-        .dim = (uint32_t)c->dim, .n_layers = (uint32_t)c->n_layers, .n_heads = (uint32_t)c->n_heads,
-        .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
-        .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
-        .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
-        .activation_checkpointing = c->activation_checkpointing,
-    };
-}
-
 /* Per-parameter squared norms into t->norm_host, and their global norm. */
 static double global_grad_norm(struct trainer *t)
 {
@@ -236,7 +224,7 @@ static void print_rank_map(struct trainer *t)
 void trainer_buffers_create(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
-    struct model_config mc = model_config_of(&cfg->model);
+    struct model_config mc = model_config_from(&cfg->model);
     t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
     int n = model_param_count(t->model);
     t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
