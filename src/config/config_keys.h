@@ -59,8 +59,11 @@ int config_is_section(const char *name);
 const char *config_key_suggest(const char *name);
 
 void config_defaults(struct config *cfg);
-/* The value as YAML text. */
-void config_key_format(const struct config *cfg, int k, char *buf, size_t n);
+/* The value as YAML text that reads back as the same value, written to f
+ * (any length: long strings and lists are never cut). */
+void config_key_write(const struct config *cfg, int k, FILE *f);
+/* The same in a string the caller frees. */
+char *config_key_text(const struct config *cfg, int k);
 /* Numeric view of INT, I64, FLOAT, BOOL and ENUM keys. */
 double config_key_get(const struct config *cfg, int k);
 void config_key_put(struct config *cfg, int k, double v);

@@ -41,6 +41,27 @@ static char *print_recipe(const struct config *cfg)
     return text;
 }
 
+static int same(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+static void check_strings(const struct config *a, const struct config *b)
+{
+    const char *const x[] = {a->output_dir, a->model.init_from, a->tokenizer.path, a->dataset.path,
+                             a->dataset.separator, a->dataset.val_path};
+    const char *const y[] = {b->output_dir, b->model.init_from, b->tokenizer.path, b->dataset.path,
+                             b->dataset.separator, b->dataset.val_path};
+    for (int i = 0; i < 6; i++)
+        if (!same(x[i], y[i]))
+            fuzz_fail("string %d reads back as '%.80s', was '%.80s'", i, y[i] ? y[i] : "(null)", x[i] ? x[i] : "(null)");
+    if (a->dataset.n_exclude != b->dataset.n_exclude)
+        fuzz_fail("dataset.exclude reads back with %d patterns, had %d", b->dataset.n_exclude, a->dataset.n_exclude);
+    for (int i = 0; i < a->dataset.n_exclude; i++)
+        if (!same(a->dataset.exclude[i], b->dataset.exclude[i]))
+            fuzz_fail("dataset.exclude[%d] reads back as another pattern", i);
+}
+
 static void check_round_trip(const struct config *cfg)
 {
     char *text = print_recipe(cfg), err[2048], diff[4096];
@@ -51,6 +72,7 @@ static void check_round_trip(const struct config *cfg)
         fuzz_fail("the printed recipe has another hash\n%s", text);
     if (config_diff(&again, text, diff, sizeof diff))
         fuzz_fail("the printed recipe differs from itself loaded back: %s", diff);
+    check_strings(cfg, &again);
     char *twice = print_recipe(&again);
     if (strcmp(text, twice))
         fuzz_fail("printed twice, the recipe changes:\n%s\n---\n%s", text, twice);

@@ -68,6 +68,15 @@ static void run_dir(const char *dir)
 
 int main(int argc, char **argv)
 {
+    /* Absolute paths: a target may change its working directory. */
+    for (int i = 1; i < argc; i++) {
+        char *abs = realpath(argv[i], NULL);
+        if (!abs) {
+            fprintf(stderr, "replay: %s: %s\n", argv[i], strerror(errno));
+            return 2;
+        }
+        argv[i] = abs;
+    }
     LLVMFuzzerInitialize(&argc, &argv);
     for (int i = 1; i < argc; i++)
         run_dir(argv[i]);
