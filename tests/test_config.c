@@ -209,13 +209,15 @@ static void test_init_from(void)
 
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": 2,"
                " \"num_attention_heads\": 8192, \"intermediate_size\": 2048, \"vocab_size\": 2147483647}");
-    expect_error(recipe, 0, NULL, "r.yaml: model: vocab_size x dim = 2147483647 x 1048576 elements");
+    expect_error(recipe, 0, NULL, "r.yaml:3:14: model: vocab_size x dim = 2147483647 x 1048576 elements");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 1000000,"
                " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 300}");
-    expect_error(recipe, 0, NULL, "num_hidden_layers = 1000000 is out of range for model.n_layers (must be >= 1 and <= 65536)");
+    expect_error(recipe, 0, NULL,
+                 "num_hidden_layers = 1000000 is out of range for model.n_layers (must be >= 1 and <= 65536)");
     write_json("{\"model_type\": \"gpt2\", \"n_embd\": 1073741824, \"n_layer\": 1, \"n_head\": 4,"
                " \"vocab_size\": 300}");
-    expect_error(recipe, 0, NULL, "'n_inner' is absent and its default 4 x n_embd = 4 x 1073741824 is more than 2^31 - 1");
+    expect_error(recipe, 0, NULL,
+                 "'n_inner' is absent and its default 4 x n_embd = 4 x 1073741824 is more than 2^31 - 1");
     write_json("{\"model_type\": \"mistral\"}");
     expect_error(recipe, 0, NULL, "unsupported model_type 'mistral'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");

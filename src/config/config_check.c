@@ -1,7 +1,8 @@
 /* config_check: what a recipe means once all keys are read. Fills the
  * defaults that depend on other keys, reads model.init_from's config.json
  * (which then defines the model), requires the keys without a default and
- * rejects values that contradict each other. Never reads the dataset. */
+ * rejects values that contradict each other or size buffers too large to
+ * compute with (model_config_check). Never reads the dataset. */
 #include "config_keys.h"
 #include "vktrain/hfconfig.h"
 #include "vktrain/model.h"
@@ -113,8 +114,8 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
         int64_t dim = m->dim, hidden = m->arch == ARCH_GPT2 ? 4 * dim : (8 * dim + 3 * 32 - 1) / (3 * 32) * 32;
         if (hidden > INT_MAX)
             return config_fail(ctx, K("model.dim"),
-                               "model.dim: %d makes the default model.hidden_dim (%s) %lld, more than 2^31 - 1",
-                               m->dim, m->arch == ARCH_GPT2 ? "4 x dim" : "8/3 x dim", (long long)hidden);
+                               "model.dim: %d makes the default model.hidden_dim (%s) %lld, more than 2^31 - 1", m->dim,
+                               m->arch == ARCH_GPT2 ? "4 x dim" : "8/3 x dim", (long long)hidden);
         m->hidden_dim = (int)hidden;
     }
     if (!is_set(ctx, "model.vocab_size") && !m->init_from)
@@ -182,7 +183,7 @@ static int check_sizes(struct config_ctx *ctx)
     struct model_config mc = model_config_from(&cfg->model);
     char msg[512];
     if (model_config_check(&mc, (uint32_t)cfg->batch_size, msg, sizeof msg))
-        return config_fail(ctx, -1, "model: %s", msg);
+        return config_fail(ctx, cfg->model.init_from ? K("model.init_from") : -1, "model: %s", msg);
     int64_t seqs = (int64_t)cfg->gradient_accumulation_steps * cfg->batch_size, tokens;
     if (__builtin_mul_overflow(seqs, (int64_t)cfg->model.max_seq_len, &tokens) || tokens > (int64_t)1 << 40)
         return config_fail(ctx, K("gradient_accumulation_steps"),

@@ -291,8 +291,9 @@ static int utf8_next(const unsigned char *p, uint32_t *cp)
  * byte order mark. */
 static bool yaml_plain_char(uint32_t c)
 {
-    return (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') || (c >= 0xa0 && c <= 0xd7ff && c != 0x2028 && c != 0x2029) ||
-           (c >= 0xe000 && c <= 0xfffd && c != 0xfeff) || (c >= 0x10000 && c <= 0x10ffff);
+    return (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') ||
+           (c >= 0xa0 && c <= 0xd7ff && c != 0x2028 && c != 0x2029) || (c >= 0xe000 && c <= 0xfffd && c != 0xfeff) ||
+           (c >= 0x10000 && c <= 0x10ffff);
 }
 
 /* s as a double-quoted YAML string that reads back as s. */

@@ -232,8 +232,8 @@ static int check_product(uint64_t a, uint64_t b, const char *names, const char *
     if (!__builtin_mul_overflow(a, b, &n) && n <= MODEL_MAX_TENSOR)
         return 0;
     return vkt_error(err, errlen,
-                     "%s = %llu x %llu elements for %s: more than the 2^38 one tensor may hold (1 TiB of fp32)",
-                     names, (unsigned long long)a, (unsigned long long)b, what);
+                     "%s = %llu x %llu elements for %s: more than the 2^38 one tensor may hold (1 TiB of fp32)", names,
+                     (unsigned long long)a, (unsigned long long)b, what);
 }
 
 /* Every product below sizes a buffer build_table or build_activations
@@ -243,7 +243,8 @@ static int check_product(uint64_t a, uint64_t b, const char *names, const char *
 int model_config_check(const struct model_config *c, uint32_t batch, char *err, size_t errlen)
 {
     if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
-        return vkt_error(err, errlen, "dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
+        return vkt_error(err, errlen,
+                         "dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
     if (c->dim % c->n_heads)
         return vkt_error(err, errlen, "n_heads %u does not divide dim %u", c->n_heads, c->dim);
     if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
@@ -256,8 +257,9 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
     uint64_t rows = (uint64_t)batch * c->max_seq_len;
     if (rows > INT32_MAX)
-        return vkt_error(err, errlen, "batch_size x max_seq_len = %u x %u = %llu rows in a micro-batch: more than 2^31 - 1",
-                         batch, c->max_seq_len, (unsigned long long)rows);
+        return vkt_error(err, errlen,
+                         "batch_size x max_seq_len = %u x %u = %llu rows in a micro-batch: more than 2^31 - 1", batch,
+                         c->max_seq_len, (unsigned long long)rows);
     int gpt2 = c->arch == MODEL_GPT2;
     uint64_t C = c->dim, qkv = gpt2 ? 3 * C : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
     const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : "dim";

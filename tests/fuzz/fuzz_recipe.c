@@ -48,13 +48,14 @@ static int same(const char *a, const char *b)
 
 static void check_strings(const struct config *a, const struct config *b)
 {
-    const char *const x[] = {a->output_dir, a->model.init_from, a->tokenizer.path, a->dataset.path,
-                             a->dataset.separator, a->dataset.val_path};
-    const char *const y[] = {b->output_dir, b->model.init_from, b->tokenizer.path, b->dataset.path,
-                             b->dataset.separator, b->dataset.val_path};
+    const char *const x[] = {a->output_dir,   a->model.init_from,   a->tokenizer.path,
+                             a->dataset.path, a->dataset.separator, a->dataset.val_path};
+    const char *const y[] = {b->output_dir,   b->model.init_from,   b->tokenizer.path,
+                             b->dataset.path, b->dataset.separator, b->dataset.val_path};
     for (int i = 0; i < 6; i++)
         if (!same(x[i], y[i]))
-            fuzz_fail("string %d reads back as '%.80s', was '%.80s'", i, y[i] ? y[i] : "(null)", x[i] ? x[i] : "(null)");
+            fuzz_fail("string %d reads back as '%.80s', was '%.80s'", i, y[i] ? y[i] : "(null)",
+                      x[i] ? x[i] : "(null)");
     if (a->dataset.n_exclude != b->dataset.n_exclude)
         fuzz_fail("dataset.exclude reads back with %d patterns, had %d", b->dataset.n_exclude, a->dataset.n_exclude);
     for (int i = 0; i < a->dataset.n_exclude; i++)
