@@ -110,7 +110,7 @@ static void print_token(int32_t token, void *ctx)
     const struct tokenizer *t = ctx;
     vkt_token id = (vkt_token)token;
     char text[512];
-    size_t n = tokenizer_decode(t, &id, 1, text, sizeof text);
+    size_t n = tokenizer_decode_next(t, &id, 1, text, sizeof text);
     fwrite(text, 1, n < sizeof text ? n : sizeof text - 1, stdout);
     fflush(stdout);
 }
@@ -148,13 +148,14 @@ static int run(const struct generate_args *a)
     }
     size_t n_text = strlen(a->prompt), n_prompt = 0;
     int with_bos = c.vocab_size > (uint32_t)tok.bos;
-    vkt_token *ids = vkt_malloc(sizeof *ids * (n_text + 1), "prompt");
-    int32_t *prompt = vkt_malloc(sizeof *prompt * (n_text + 1), "prompt");
-    size_t n_ids = tokenizer_encode(&tok, a->prompt, n_text, ids);
+    vkt_token *ids = NULL;
+    size_t ids_cap = 0;
+    size_t n_ids = tokenizer_encode_all(&tok, a->prompt, n_text, &ids, &ids_cap);
+    int32_t *prompt = vkt_malloc(sizeof *prompt * (n_ids + 1), "prompt");
     if (with_bos)
         prompt[n_prompt++] = tok.bos;
     for (size_t i = 0; i < n_ids; i++)
-        prompt[n_prompt++] = ids[i];
+        prompt[n_prompt++] = (int32_t)ids[i];
     free(ids);
     if (n_prompt > c.max_seq_len || n_prompt == 0) {
         if (n_prompt)

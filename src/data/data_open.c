@@ -46,6 +46,25 @@ void data_store_reserve(struct data *d, int64_t n)
     d->cap_tok = cap;
 }
 
+int64_t data_store_encode(struct data *d, const char *text, size_t n)
+{
+    data_store_reserve(d, (int64_t)n + 1);
+    size_t room = (size_t)(d->cap_tok - d->n_tok);
+    size_t k = tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok, room);
+    if (k > room) { /* a normalizer or a prepended character made it longer */
+        data_store_reserve(d, (int64_t)k);
+        tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok, k);
+    }
+    d->n_tok += (int64_t)k;
+    return (int64_t)k;
+}
+
+void data_store_push(struct data *d, int id)
+{
+    data_store_reserve(d, 1);
+    d->tok_ids[d->n_tok++] = (vkt_token)id;
+}
+
 int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -54,6 +73,11 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         if (f)
             fclose(f);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a file", path);
+        fclose(f);
         return -1;
     }
     size_t want = (size_t)st.st_size + 1;

@@ -18,17 +18,14 @@
 
 static void push(struct data *d, const char *text, size_t n, bool trainable)
 {
-    data_store_reserve(d, (int64_t)n);
-    size_t k = tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok); /* k <= n ids */
-    memset(d->trainable + d->n_tok, trainable, k);
-    d->n_tok += (int64_t)k;
+    int64_t k = data_store_encode(d, text, n);
+    memset(d->trainable + d->n_tok - k, trainable, (size_t)k);
 }
 
 static void push_special(struct data *d, int id, bool trainable)
 {
-    data_store_reserve(d, 1);
-    d->tok_ids[d->n_tok] = (vkt_token)id;
-    d->trainable[d->n_tok++] = trainable;
+    data_store_push(d, id);
+    d->trainable[d->n_tok - 1] = trainable;
 }
 
 static const char *str(json_t *obj, const char *key)

@@ -144,12 +144,13 @@ static void copy_tokenizer(struct trainer *t, const char *dir)
 {
     if (t->cfg->tokenizer.type != TOKENIZER_HF)
         return;
-    char path[4096], err[1024];
+    char path[4096], src[4096], err[1024];
     vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
+    tokenizer_json_path(t->cfg->tokenizer.path, src, sizeof src); /* the path may be a model folder */
     size_t n;
-    char *buf = read_whole(t->cfg->tokenizer.path, &n);
+    char *buf = read_whole(src, &n);
     if (!buf)
-        vkt_fatal("cannot read %s to copy it beside the model: %s", t->cfg->tokenizer.path, strerror(errno));
+        vkt_fatal("cannot read %s to copy it beside the model: %s", src, strerror(errno));
     const void *bufs[1] = {buf};
     if (ckpt_write_atomic(path, 1, bufs, &n, err, sizeof err))
         vkt_fatal("writing the model: %s", err);
