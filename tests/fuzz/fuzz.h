@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vktrain/config.h"
+#include "vktrain/model.h"
 #include "vktrain/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -57,6 +59,16 @@ static inline void fuzz_refused(const char *what, const char *err)
         fuzz_fail("%s failed without a message", what);
     if (getenv("FUZZ_VERBOSE"))
         fprintf(stderr, "fuzz: %s: %s\n", what, err);
+}
+
+/* A recipe that loaded sizes a model model_create accepts: the size checks
+ * hold on every path that sets a size (init_from, derived defaults). */
+static inline void fuzz_check_model_sizes(const struct config *cfg)
+{
+    struct model_config mc = model_config_from(&cfg->model);
+    char err[512];
+    if (model_config_check(&mc, (uint32_t)cfg->batch_size, err, sizeof err))
+        fuzz_fail("a recipe that loads sizes a model model_create refuses: %s", err);
 }
 
 static char fuzz_scratch[256];

@@ -3,8 +3,8 @@
  *
  * Input: one config.json, as it is. Promises checked for a file that
  * reads: it writes back (hf_config_write) as a file that reads back to the
- * same values; and a recipe with model.init_from naming its folder loads
- * or fails with a message. */
+ * same values; and a recipe with model.init_from naming its folder loads,
+ * sizing a model model_create accepts, or fails with a message. */
 #include "fuzz.h"
 
 #include "vktrain/config.h"
@@ -52,9 +52,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct config cfg;
     err[0] = 0;
-    if (config_load_string(&cfg, recipe, "fuzz.yaml", 0, NULL, err, sizeof err) == 0)
+    if (config_load_string(&cfg, recipe, "fuzz.yaml", 0, NULL, err, sizeof err) == 0) {
+        fuzz_check_model_sizes(&cfg);
         config_free(&cfg);
-    else
+    } else
         fuzz_refused("the recipe with init_from", err);
     return 0;
 }

@@ -14,16 +14,16 @@
 
 #define MAX_OVERRIDES 16
 
-static const char model_config[] = "{\"model_type\": \"llama\", \"vocab_size\": 300, \"hidden_size\": 64,"
-                                   " \"intermediate_size\": 160, \"num_hidden_layers\": 2,"
-                                   " \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
-                                   " \"max_position_embeddings\": 128}";
+static const char model_json[] = "{\"model_type\": \"llama\", \"vocab_size\": 300, \"hidden_size\": 64,"
+                                 " \"intermediate_size\": 160, \"num_hidden_layers\": 2,"
+                                 " \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                                 " \"max_position_embeddings\": 128}";
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     fuzz_setup();
-    fuzz_write("m/config.json", model_config, sizeof model_config - 1);
+    fuzz_write("m/config.json", model_json, sizeof model_json - 1);
     if (chdir(fuzz_scratch))
         fuzz_fail("cannot enter %s", fuzz_scratch);
     return 0;
@@ -97,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct config cfg;
     char err[2048] = "";
     if (config_load_string(&cfg, buf, "fuzz.yaml", n_ov, ov, err, sizeof err) == 0) {
+        fuzz_check_model_sizes(&cfg);
         check_round_trip(&cfg);
         config_free(&cfg);
     } else {
