@@ -28,7 +28,9 @@
 #include "vktrain/model.h"
 #include "vktrain/util.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
+/* A target defines LLVMFuzzerTestOneInput, and LLVMFuzzerInitialize when
+ * it has fixtures to make; fuzz_setup runs at its first scratch path. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* A broken promise: prints it and aborts, which both drivers report. */
@@ -105,9 +107,11 @@ static inline void fuzz_setup(void)
     atexit(fuzz_remove_scratch);
 }
 
-/* scratch/name in out (name may hold one folder level, made here). */
+/* scratch/name in out (name may hold one folder level, made here); sets
+ * the process up on first use. */
 static inline const char *fuzz_path(char *out, size_t n, const char *name)
 {
+    fuzz_setup();
     snprintf(out, n, "%s/%s", fuzz_scratch, name);
     const char *slash = strchr(name, '/');
     if (slash) {

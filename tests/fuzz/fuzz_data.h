@@ -7,20 +7,29 @@
 #include "vktrain/config.h"
 #include "vktrain/data.h"
 
-/* A recipe reading `file` (in the scratch folder) as `type`, with the
- * extra YAML lines `extra` (indented under dataset: when they start with
- * two spaces). Loading it must work: it is the harness's own. */
-static inline void fuzz_data_config(struct config *cfg, const char *type, const char *file, int max_seq_len,
-                                    int vocab_size, const char *extra)
+/* The recipe of option set `slot` (below 128): reading `file` (in the
+ * scratch folder) as `type`, with the extra YAML lines `extra` (indented
+ * under dataset: when they start with two spaces); made on first use, then
+ * kept. Loading it must work: it is the harness's own. */
+static inline const struct config *fuzz_data_config(unsigned slot, const char *type, const char *file, int max_seq_len,
+                                                    int vocab_size, const char *extra)
 {
+    static struct config cfgs[128];
+    static bool made[128];
     char text[2048], path[512], err[2048];
+    if (slot >= 128)
+        fuzz_fail("recipe slot %u", slot);
+    if (made[slot])
+        return &cfgs[slot];
     snprintf(text, sizeof text,
              "output_dir: out\n"
              "model: {dim: 8, n_layers: 1, n_heads: 2, max_seq_len: %d, vocab_size: %d}\n"
              "dataset:\n  type: %s\n  path: \"%s\"\n%s",
              max_seq_len, vocab_size, type, fuzz_path(path, sizeof path, file), extra);
-    if (config_load_string(cfg, text, "fuzz.yaml", 0, NULL, err, sizeof err))
+    if (config_load_string(&cfgs[slot], text, "fuzz.yaml", 0, NULL, err, sizeof err))
         fuzz_fail("the harness's recipe does not load: %s\n%s", err, text);
+    made[slot] = true;
+    return &cfgs[slot];
 }
 
 /* The sequence lists hold together: runs inside the token store, at most

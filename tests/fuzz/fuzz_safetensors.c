@@ -12,13 +12,6 @@
 
 volatile uint32_t fuzz_touched; /* the data's bits, summed: every float is read */
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_setup();
-    return 0;
-}
-
 static void check_same(const struct st_file *a, const struct st_file *b)
 {
     if (a->n != b->n)

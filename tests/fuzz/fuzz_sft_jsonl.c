@@ -9,36 +9,17 @@
 
 #include "fuzz_data.h"
 
-static struct config cfgs[128];
-static int made[128];
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_setup();
-    return 0;
-}
-
-static const struct config *recipe(uint8_t opt)
-{
-    static const int T[] = {1, 2, 3, 4, 7, 16, 64, 512};
-    opt &= 127;
-    if (!made[opt]) {
-        char extra[256];
-        snprintf(extra, sizeof extra, "  packed: %s\n  train_on_input: %s\n  skip_bad_lines: %s\n  val_fraction: %s\n",
-                 opt & 1 ? "true" : "false", opt & 2 ? "true" : "false", opt & 4 ? "true" : "false",
-                 opt & 8 ? "0.25" : "0");
-        fuzz_data_config(&cfgs[opt], "sft_jsonl", "data.jsonl", T[opt >> 4], 300, extra);
-        made[opt] = 1;
-    }
-    return &cfgs[opt];
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static const int T[] = {1, 2, 3, 4, 7, 16, 64, 512};
     if (size < 1)
         return 0;
-    const struct config *cfg = recipe(data[0]);
+    unsigned opt = data[0] & 127u;
+    char extra[256];
+    snprintf(extra, sizeof extra, "  packed: %s\n  train_on_input: %s\n  skip_bad_lines: %s\n  val_fraction: %s\n",
+             opt & 1 ? "true" : "false", opt & 2 ? "true" : "false", opt & 4 ? "true" : "false",
+             opt & 8 ? "0.25" : "0");
+    const struct config *cfg = fuzz_data_config(opt, "sft_jsonl", "data.jsonl", T[opt >> 4], 300, extra);
     fuzz_write("data.jsonl", data + 1, size - 1);
     fuzz_data_open(cfg);
     return 0;

@@ -24,13 +24,6 @@ static const char *const texts[] = {
     "",
 };
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_setup();
-    return 0;
-}
-
 static void check_text(const struct tokenizer *t, const char *text, size_t n)
 {
     size_t cap = 0, cap2 = 0;

@@ -10,30 +10,11 @@
 
 #include "fuzz_data.h"
 
-static struct config cfgs[128];
-static int made[128];
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc, (void)argv;
-    fuzz_setup();
-    return 0;
-}
-
-static const struct config *recipe(const uint8_t *data, size_t size)
-{
-    unsigned opt = size >= 14 ? (unsigned)data[12] % 64 | (data[13] & 1) << 6 : 0;
-    if (!made[opt]) {
-        fuzz_data_config(&cfgs[opt], "tokens", "data.bin", opt & 63 ? (int)(opt & 63) : 64, 1000,
-                         opt & 64 ? "  val_fraction: 0.25\n" : "");
-        made[opt] = 1;
-    }
-    return &cfgs[opt];
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const struct config *cfg = recipe(data, size);
+    unsigned opt = size >= 14 ? (unsigned)data[12] % 64 | (data[13] & 1u) << 6 : 0;
+    const struct config *cfg = fuzz_data_config(opt, "tokens", "data.bin", opt & 63 ? (int)(opt & 63) : 64, 1000,
+                                                opt & 64 ? "  val_fraction: 0.25\n" : "");
     fuzz_write("data.bin", data, size);
     fuzz_data_open(cfg);
     return 0;

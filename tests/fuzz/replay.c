@@ -77,7 +77,8 @@ int main(int argc, char **argv)
         }
         argv[i] = abs;
     }
-    LLVMFuzzerInitialize(&argc, &argv);
+    if (LLVMFuzzerInitialize)
+        LLVMFuzzerInitialize(&argc, &argv);
     for (int i = 1; i < argc; i++)
         run_dir(argv[i]);
     printf("replay: %d inputs, none broke a promise\n", count);
