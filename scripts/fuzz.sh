@@ -15,8 +15,11 @@
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-60}
-shift $(($# > 0 ? 1 : 0))
+secs=60
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then
+  secs=$1
+  shift
+fi
 scripts/deps.sh fuzz
 CC=clang cmake -S . -B build-fuzz -DVKTRAIN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
