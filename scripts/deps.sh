@@ -9,7 +9,8 @@ case "${1:-build}" in
   build) want=("${build[@]}") ;;
   train) want=("${build[@]}" fortunes fortunes-min python3-matplotlib) ;;
   test)  want=("${build[@]}" vulkan-validationlayers fortunes fortunes-min
-               python3 python3-pip python3-numpy python3-torch python3-matplotlib) ;;
+               python3 python3-pip python3-venv python3-numpy python3-torch python3-matplotlib
+               python3-jinja2) ;;
   bench) want=("${build[@]}" python3 python3-numpy libopenblas0-pthread) ;;
   fuzz)  want=("${build[@]}" clang libclang-rt-dev) ;;
   *) echo "usage: $0 build|train|test|bench|fuzz" >&2; exit 2 ;;
@@ -19,13 +20,27 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "vktrain: installing missing Debian packages: ${missing[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "vktrain: error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
-  sudo=sudo
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "vktrain: installing missing Debian packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "vktrain: error: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The oracle of the transformers parity and chat template tests, which
+# Debian does not ship:
+# transformers 4.44.2 from PyPI in a venv over Debian's Python and torch
+# (--system-site-packages), once; $VKTRAIN_VENV or ~/.cache/vktrain-venv.
+if [ "${1:-build}" = test ]; then
+  venv=${VKTRAIN_VENV:-$HOME/.cache/vktrain-venv}
+  if ! "$venv/bin/python" -c 'import importlib.metadata as m; assert m.version("transformers") == "4.44.2"' \
+       2>/dev/null; then
+    echo "vktrain: making $venv with transformers==4.44.2 (PyPI) for the parity test"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/python" -m pip install --quiet transformers==4.44.2
+  fi
+fi

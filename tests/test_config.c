@@ -6,6 +6,7 @@
 
 
 static char err[2048];
+#define CONFIG_LONG 3073 /* one byte over the longest path a recipe may give */
 
 static int load(struct config *c, const char *text, int n, char *const *ov)
 {
@@ -132,6 +133,16 @@ static void test_sizes(void)
                  "model.max_seq_len = 2147483647 x 1024 x 32 tokens per rank and step: more than 2^40");
 }
 
+/* A path too long to append vktrain's file names to is refused where it is
+ * set (config resolution would otherwise end the process building one). */
+static void test_long_path(void)
+{
+    static char ov[CONFIG_LONG + 32];
+    snprintf(ov, sizeof ov, "model.init_from=%0*d", CONFIG_LONG, 0);
+    char *init[] = {ov};
+    expect_error(TEST_RECIPE, 1, init, "model.init_from: a path of 3073 bytes; at most 3072 are accepted");
+}
+
 static void test_overrides(void)
 {
     struct config c;
@@ -209,7 +220,8 @@ static void test_init_from(void)
 
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": 2,"
                " \"num_attention_heads\": 8192, \"intermediate_size\": 2048, \"vocab_size\": 2147483647}");
-    expect_error(recipe, 0, NULL, "r.yaml:3:14: model: vocab_size x dim = 2147483647 x 1048576 elements");
+    expect_error(recipe, 0, NULL, "r.yaml:3:14: model.init_from: ");
+    expect_error(recipe, 0, NULL, "config.json: vocab_size x dim = 2147483647 x 1048576 elements for the token embedding");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 1000000,"
                " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 300}");
     expect_error(recipe, 0, NULL,
@@ -218,8 +230,8 @@ static void test_init_from(void)
                " \"vocab_size\": 300}");
     expect_error(recipe, 0, NULL,
                  "'n_inner' is absent and its default 4 x n_embd = 4 x 1073741824 is more than 2^31 - 1");
-    write_json("{\"model_type\": \"mistral\"}");
-    expect_error(recipe, 0, NULL, "unsupported model_type 'mistral'");
+    write_json("{\"model_type\": \"gemma\"}");
+    expect_error(recipe, 0, NULL, "unsupported model_type 'gemma'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
     expect_error(recipe, 0, NULL, "missing required key 'vocab_size'");
     char missing[512];
@@ -264,6 +276,7 @@ int main(void)
     test_errors();
     test_overrides();
     test_sizes();
+    test_long_path();
     test_init_from();
     test_print_and_hash();
     return test_result("test_config");

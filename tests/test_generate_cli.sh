@@ -4,8 +4,8 @@
 # picks (tests/parity_torch_model.py, the whole sequence re-run per token,
 # argmax with ties to the lower id; the smallest top-1 margin is printed to
 # show the choice is not a near tie), and repeats; a seed repeats a sampled
-# output; a full context is noted; bad flags, numbers and model paths are
-# errors that name them.
+# output; a full context is noted; --chat writes the plain template on a
+# byte model; bad flags, numbers and model paths are errors that name them.
 set -u
 fail=0
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
@@ -80,6 +80,19 @@ out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --temperature -1 2>&1
 check "a negative temperature is an error" '[ $rc -eq 2 ] && grep -q -- "--temperature" <<<"$out"'
 out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --seed 2>&1); rc=$?
 check "a flag without its value is an error" '[ $rc -eq 2 ] && grep -q -- "--seed needs a value" <<<"$out"'
+# --chat on a model without a chat template (the byte tokenizer): the plain
+# form, <|bos|> + "user: hi\n" + "assistant: ", and only the reply printed
+pre=$'user: hi\nassistant: '
+p=$("$VKTRAIN" generate --model "$dir/llama" --prompt "$pre" --max-new-tokens 8 --temperature 0)
+c=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --max-new-tokens 8 --temperature 0); rc=$?
+check "--chat writes the plain template and prints the reply that --prompt gives" '[ $rc -eq 0 ] && [ "$pre$c" = "$p" ]'
+out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --system x 2>&1); rc=$?
+check "--system without --chat is an error" '[ $rc -eq 2 ] && grep -q -- "--system goes with --chat" <<<"$out"'
+out=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --chat-template jinja 2>&1); rc=$?
+check "an unknown --chat-template is an error naming the choices" \
+  '[ $rc -eq 2 ] && grep -q -- "--chat-template: .jinja. is not llama3, chatml, llama2 or plain" <<<"$out"'
+out=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --chat-template llama3 2>&1); rc=$?
+check "a chat template on a byte model is an error" '[ $rc -eq 1 ] && grep -q "byte tokenizer" <<<"$out"'
 out=$("$VKTRAIN" generate --help); rc=$?
 check "--help shows the options" '[ $rc -eq 0 ] && grep -q -- "--top-k" <<<"$out"'
 exit $fail

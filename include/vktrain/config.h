@@ -16,9 +16,12 @@
 
 enum config_arch { ARCH_LLAMA, ARCH_GPT2 };
 enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
+/* How sft_jsonl `messages` become text (include/vktrain/chat_template.h). */
+enum chat_template { CHAT_AUTO, CHAT_LLAMA3, CHAT_CHATML, CHAT_LLAMA2, CHAT_PLAIN };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
+enum save_dtype { SAVE_FP32, SAVE_BF16 };
 
 struct config_model {
     enum config_arch arch;
@@ -40,6 +43,7 @@ struct config_model {
 struct config_tokenizer {
     enum tokenizer_type type;
     char *path; /* tokenizer.json for hf; NULL for byte */
+    enum chat_template chat_template; /* auto: tokenizer_config.json's, else plain */
 };
 
 struct config_dataset {
@@ -73,6 +77,7 @@ struct config_dist {
     int bucket_mb;       /* gradient all-reduce bucket size */
     int64_t check_every; /* steps between cross-rank consistency checks */
     bool overlap;        /* start each bucket's all-reduce while backward runs */
+    int zero;            /* 1: AdamW state and update sharded over ranks (ZeRO-1) */
 };
 
 struct config {
@@ -95,6 +100,8 @@ struct config {
     bool overwrite;               /* start over a folder that holds an earlier run */
     enum nan_policy nan_policy;   /* a step with a non-finite loss or gradient norm */
     int nan_max_skips;            /* skip: non-finite steps in a row before giving up */
+    enum save_dtype save_dtype;   /* of the final model in output_dir (checkpoints stay fp32) */
+    int save_shard_mb;            /* model files above this are written as shards */
     int device_index; /* -1: auto */
     struct config_dist dist;
     bool profile; /* per-kernel shares of device time, printed after a few steps */

@@ -55,6 +55,11 @@ struct data {
     uint8_t *trainable; /* per token: may it be a label (NULL: all) */
     int64_t n_tok, cap_tok;
     bool split_at_bos; /* text: a BOS input starts a new document */
+    /* sft_jsonl messages: the chat template they were written with
+     * ("llama3", "chatml", "llama2", "plain"; NULL: no messages), and
+     * whether it came from the tokenizer's files */
+    const char *chat_template;
+    bool chat_template_from_file;
     struct data_split train, val;
     struct data_stats stats;
     double load_seconds;

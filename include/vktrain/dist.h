@@ -26,6 +26,14 @@ void dist_bcast(void *buf, size_t bytes, int root);
  * untouched until dist_wait_all, which completes every started one. */
 void dist_isum_f32(float *x, size_t n);
 void dist_wait_all(void);
+/* Starts a SUM reduce-scatter (MPI_Ireduce_scatter): x holds the
+ * world's blocks one after another, counts[r] floats for rank r; this
+ * rank's summed block lands in mine (counts[rank] floats). x and mine must
+ * stay untouched until dist_wait_all. */
+void dist_ireduce_scatter_f32(const float *x, float *mine, const int *counts);
+/* In place (MPI_Allgatherv): x holds the world's blocks one after another,
+ * counts[r] floats for rank r; each rank's block is sent to all. */
+void dist_allgather_blocks_f32(float *x, const int *counts);
 /* Every rank's `n` bytes at `mine` gathered on every rank into all[world*n]. */
 void dist_allgather(const void *mine, void *all, size_t n);
 void dist_barrier(void);

@@ -19,6 +19,7 @@
 
 #include "vktrain/config.h"
 #include "vktrain/gpu.h"
+#include "vktrain/ops.h"
 
 enum model_arch { MODEL_LLAMA, MODEL_GPT2 };
 
@@ -37,6 +38,14 @@ struct model_config {
      * 128 MiB logits buffer and the device's binding and allocation limits
      * (tests set a few rows to run several chunks). */
     uint32_t head_rows;
+    /* llama family: biases of q/k/v_proj (qwen2, llama attention_bias),
+     * of o_proj (llama attention_bias), of gate/up/down_proj (mlp_bias). */
+    int qkv_bias, o_bias, mlp_bias;
+    struct op_rope_scaling rope_scaling;
+    /* gpt2: rows of the position table, the checkpoint's n_positions,
+     * which may exceed max_seq_len (only the first max_seq_len rows are
+     * used); 0: max_seq_len. */
+    uint32_t pos_rows;
 };
 
 enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
@@ -63,8 +72,10 @@ struct model_batch {
 
 struct model;
 
-/* The model section of a recipe. */
-struct model_config model_config_from(const struct config_model *c);
+/* The model of a recipe's model section; with init_from, its config.json
+ * adds what the recipe has no keys for (biases, rope_scaling) and GPT-2's
+ * position rows. 0, or -1 when that config.json cannot be read. */
+int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen);
 
 /* The largest tensor (weight or activation) and the most layers a model
  * may have: with these, the bytes of all the buffers of a model and its
@@ -75,7 +86,7 @@ struct model_config model_config_from(const struct config_model *c);
 
 /* What model_create requires of c for batch rows of max_seq_len tokens
  * (batch 0: weights only): positive sizes that divide as the architecture
- * needs, and each product of sizes that sizes a buffer (vocab_size x dim,
+ * needs, options the architecture has, and each product of sizes that sizes a buffer (vocab_size x dim,
  * batch_size x max_seq_len x hidden_dim, ...) within MODEL_MAX_TENSOR
  * elements, with batch x max_seq_len rows below 2^31. Returns 0, or -1 with
  * a message naming the sizes. */
@@ -130,14 +141,27 @@ void model_read_logits(struct model *m, float *out);
  * backward scratch, the logits chunk, batch inputs). */
 size_t model_activation_bytes(const struct model *m);
 
-/* Hugging Face files in dir: model.safetensors (F32, HF names and shapes,
- * GPT-2 Conv1D weights (in, out); no lm_head when tied) and config.json,
- * each written atomically. Returns 0, or -1 with a message in err. */
-int model_save(struct model *m, const char *dir, char *err, size_t errlen);
-/* Reads dir/model.safetensors into the parameters (F32/F16/BF16). Every
- * parameter must be present with its HF shape; GPT-2 names may carry the
- * "transformer." prefix; the buffers attn.bias, attn.masked_bias and
- * rotary_emb.inv_freq are ignored; anything else unknown is an error. */
+/* How model_save writes a model folder. */
+struct model_save_options {
+    const char *source_config; /* a config.json to copy (the init_from model's), or NULL: write one */
+    int bos, eos, pad;         /* special ids put in config.json; -1: none */
+    int bf16;                  /* tensors in BF16, torch_dtype bfloat16 (else F32, float32) */
+    size_t shard_bytes;        /* 0: one file; else shards of at most this (a larger tensor alone) */
+};
+
+/* Hugging Face files in dir: model.safetensors (HF names and shapes,
+ * GPT-2 Conv1D weights (in, out); no lm_head when tied), or, when it
+ * exceeds shard_bytes, model-0000i-of-0000n.safetensors shards with
+ * model.safetensors.index.json; and config.json; each written atomically.
+ * opts NULL: F32, one file, a fresh config.json without special ids.
+ * Returns 0, or -1 with a message in err. */
+int model_save(struct model *m, const char *dir, const struct model_save_options *opts, char *err, size_t errlen);
+/* Reads dir/model.safetensors, or the shards that
+ * dir/model.safetensors.index.json maps, into the parameters
+ * (F32/F16/BF16). Every parameter must be present once with its HF shape;
+ * GPT-2 names may carry the "transformer." prefix; the buffers attn.bias,
+ * attn.masked_bias and rotary_emb.inv_freq, and a tied model's
+ * lm_head.weight, are ignored; anything else unknown is an error. */
 int model_load(struct model *m, const char *dir, char *err, size_t errlen);
 /* The model config a Hugging Face config.json describes. */
 int model_config_read(const char *dir, struct model_config *c, char *err, size_t errlen);

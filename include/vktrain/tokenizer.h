@@ -40,6 +40,9 @@ int tokenizer_open(struct tokenizer *t, const struct config_tokenizer *cfg, char
 /* The tokenizer.json that an hf tokenizer.path names: path itself, or
  * path/tokenizer.json when path is a folder (whether or not it exists). */
 void tokenizer_json_path(const char *path, char *out, size_t cap);
+/* The file `name` (e.g. tokenizer_config.json) in the folder of the
+ * tokenizer.json that an hf tokenizer.path names. */
+void tokenizer_file_beside(const char *path, const char *name, char *out, size_t cap);
 /* Frees what tokenizer_open allocated (nothing for byte); t may be zeroed. */
 void tokenizer_close(struct tokenizer *t);
 /* Returns the number of ids of n bytes of text and writes the first

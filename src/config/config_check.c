@@ -11,8 +11,12 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "vktrain/util.h"
 
 #define K(name) config_key_find(name)
 
@@ -180,8 +184,10 @@ static int check_data(struct config_ctx *ctx)
 static int check_sizes(struct config_ctx *ctx)
 {
     const struct config *cfg = ctx->cfg;
-    struct model_config mc = model_config_from(&cfg->model);
-    char msg[512];
+    struct model_config mc;
+    char msg[2048];
+    if (model_config_from(&cfg->model, &mc, msg, sizeof msg))
+        return config_fail(ctx, K("model.init_from"), "model.init_from: %s", msg);
     if (model_config_check(&mc, (uint32_t)cfg->batch_size, msg, sizeof msg))
         return config_fail(ctx, cfg->model.init_from ? K("model.init_from") : -1, "model: %s", msg);
     int64_t seqs = (int64_t)cfg->gradient_accumulation_steps * cfg->batch_size, tokens;
@@ -193,14 +199,69 @@ static int check_sizes(struct config_ctx *ctx)
     return 0;
 }
 
+/* Whether two files hold the same bytes (0 when either cannot be read). */
+static int same_file_content(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = getc(fa), cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* A model folder that holds a tokenizer.json was trained with it: a recipe
+ * without tokenizer.type and tokenizer.path uses it, and one that names
+ * another tokenizer is refused. */
+static int tokenizer_of_model(struct config_ctx *ctx)
+{
+    struct config *cfg = ctx->cfg;
+    char mine[4096], model[4096];
+    if (!cfg->model.init_from)
+        return 0;
+    vkt_path(model, sizeof model, "%s/tokenizer.json", cfg->model.init_from);
+    if (access(model, F_OK))
+        return 0;
+    if (!is_set(ctx, "tokenizer.type") && !is_set(ctx, "tokenizer.path")) {
+        cfg->tokenizer.type = TOKENIZER_HF;
+        free(cfg->tokenizer.path);
+        cfg->tokenizer.path = vkt_strdup(cfg->model.init_from);
+        return 0;
+    }
+    if (cfg->tokenizer.type == TOKENIZER_BYTE)
+        return config_fail(ctx, K("tokenizer.type"),
+                           "tokenizer.type: byte, but model.init_from holds %s, the tokenizer the model was "
+                           "trained with (drop the tokenizer section to use it)",
+                           model);
+    if (!cfg->tokenizer.path)
+        return 0; /* reported below: hf needs a path */
+    tokenizer_json_path(cfg->tokenizer.path, mine, sizeof mine);
+    if (!same_file_content(mine, model))
+        return config_fail(ctx, K("tokenizer.path"),
+                           "tokenizer.path: %s differs from %s, the tokenizer model.init_from was trained with "
+                           "(drop the tokenizer section to use it)",
+                           mine, model);
+    return 0;
+}
+
 int config_resolve(struct config_ctx *ctx)
 {
     struct tokenizer tok;
     char msg[2048];
     const struct config_tokenizer *tc = &ctx->cfg->tokenizer;
+    if (tokenizer_of_model(ctx))
+        return -1;
     if (tc->type == TOKENIZER_BYTE && tc->path)
         return config_fail(ctx, K("tokenizer.path"), "tokenizer.path: only tokenizer.type hf reads a file");
-    if (tc->type == TOKENIZER_HF && require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
+    if (tc->type == TOKENIZER_HF && !tc->path &&
+        require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
         return -1;
     if (tokenizer_open(&tok, tc, msg, sizeof msg))
         return config_fail(ctx, K(tc->type == TOKENIZER_HF ? "tokenizer.path" : "tokenizer.type"), "%s", msg);

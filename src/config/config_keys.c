@@ -17,14 +17,16 @@
 
 static const char *const arch_names[] = {"llama", "gpt2", NULL};
 static const char *const tokenizer_names[] = {"byte", "hf", NULL};
+static const char *const chat_template_names[] = {"auto", "llama3", "chatml", "llama2", "plain", NULL};
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
+static const char *const save_dtype_names[] = {"fp32", "bf16", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
     {"seed", KT_I64, OFF(seed), 0, LMAX, 0, NULL},
-    {"output_dir", KT_STR, OFF(output_dir), 0, 0, KF_NOHASH, NULL},
+    {"output_dir", KT_STR, OFF(output_dir), 0, 0, KF_NOHASH | KF_PATH, NULL},
     {"model.arch", KT_ENUM, OFF(model.arch), 0, 0, 0, arch_names},
     {"model.vocab_size", KT_INT, OFF(model.vocab_size), 1, IMAX, 0, NULL},
     {"model.dim", KT_INT, OFF(model.dim), 1, IMAX, 0, NULL},
@@ -37,18 +39,19 @@ const struct config_key config_keys[] = {
     {"model.rope_theta", KT_FLOAT, OFF(model.rope_theta), 0, DBL_MAX, KF_OPEN_MIN, NULL},
     {"model.tie_embeddings", KT_BOOL, OFF(model.tie_embeddings), 0, 0, 0, NULL},
     {"model.init_std", KT_FLOAT, OFF(model.init_std), 0, DBL_MAX, KF_OPEN_MIN, NULL},
-    {"model.init_from", KT_STR, OFF(model.init_from), 0, 0, KF_NULL, NULL},
+    {"model.init_from", KT_STR, OFF(model.init_from), 0, 0, KF_NULL | KF_PATH, NULL},
     /* Not hashed: the same gradients bit for bit, so a run may resume with it toggled. */
     {"model.activation_checkpointing", KT_BOOL, OFF(model.activation_checkpointing), 0, 0, KF_NOHASH, NULL},
     {"tokenizer.type", KT_ENUM, OFF(tokenizer.type), 0, 0, 0, tokenizer_names},
-    {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL, NULL},
+    {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL | KF_PATH, NULL},
+    {"tokenizer.chat_template", KT_ENUM, OFF(tokenizer.chat_template), 0, 0, 0, chat_template_names},
     {"dataset.type", KT_ENUM, OFF(dataset.type), 0, 0, 0, dataset_names},
-    {"dataset.path", KT_STR, OFF(dataset.path), 0, 0, 0, NULL},
+    {"dataset.path", KT_STR, OFF(dataset.path), 0, 0, KF_PATH, NULL},
     {"dataset.packed", KT_BOOL, OFF(dataset.packed), 0, 0, 0, NULL},
     {"dataset.train_on_input", KT_BOOL, OFF(dataset.train_on_input), 0, 0, 0, NULL},
     {"dataset.shuffle", KT_BOOL, OFF(dataset.shuffle), 0, 0, 0, NULL},
     {"dataset.separator", KT_STR, OFF(dataset.separator), 0, 0, KF_NULL, NULL},
-    {"dataset.val_path", KT_STR, OFF(dataset.val_path), 0, 0, KF_NULL, NULL},
+    {"dataset.val_path", KT_STR, OFF(dataset.val_path), 0, 0, KF_NULL | KF_PATH, NULL},
     {"dataset.val_fraction", KT_FLOAT, OFF(dataset.val_fraction), 0, 1, KF_OPEN_MAX, NULL},
     {"dataset.skip_bad_lines", KT_BOOL, OFF(dataset.skip_bad_lines), 0, 0, 0, NULL},
     {"dataset.exclude", KT_STRLIST, OFF(dataset.exclude), 0, 0, 0, NULL},
@@ -71,6 +74,9 @@ const struct config_key config_keys[] = {
     {"save_every_n_steps", KT_I64, OFF(save_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"resume", KT_BOOL, OFF(resume), 0, 0, KF_NOHASH, NULL},
     {"overwrite", KT_BOOL, OFF(overwrite), 0, 0, KF_NOHASH, NULL},
+    /* Not hashed: how the final model is written, not what is trained. */
+    {"save_dtype", KT_ENUM, OFF(save_dtype), 0, 0, KF_NOHASH, save_dtype_names},
+    {"save_shard_mb", KT_INT, OFF(save_shard_mb), 1, IMAX, KF_NOHASH, NULL},
     /* Not hashed: a run stopped by a non-finite step may resume with skip. */
     {"nan_policy", KT_ENUM, OFF(nan_policy), 0, 0, KF_NOHASH, nan_policy_names},
     {"nan_max_skips", KT_INT, OFF(nan_max_skips), 1, IMAX, KF_NOHASH, NULL},
@@ -79,6 +85,9 @@ const struct config_key config_keys[] = {
     {"dist.bucket_mb", KT_INT, OFF(dist.bucket_mb), 1, 4096, KF_NOHASH, NULL},
     {"dist.check_every", KT_I64, OFF(dist.check_every), 0, LMAX, KF_NOHASH, NULL},
     {"dist.overlap", KT_BOOL, OFF(dist.overlap), 0, 0, KF_NOHASH, NULL},
+    /* Not hashed: the same update bit for bit on 2 ranks, and checkpoints
+     * hold the whole optimizer state, so a run may resume with it toggled. */
+    {"dist.zero", KT_INT, OFF(dist.zero), 0, 1, KF_NOHASH, NULL},
 };
 const int config_n_keys = (int)(sizeof config_keys / sizeof config_keys[0]);
 
@@ -108,6 +117,8 @@ void config_defaults(struct config *cfg)
     cfg->log_every_n_steps = 1;
     cfg->nan_policy = NAN_STOP;
     cfg->nan_max_skips = 10;
+    cfg->save_dtype = SAVE_FP32;
+    cfg->save_shard_mb = 2000;
     cfg->device_index = -1;
     cfg->dist.bucket_mb = 25;
     cfg->dist.check_every = 100;

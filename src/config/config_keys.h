@@ -25,7 +25,12 @@ enum {
     KF_NOHASH = 4,    /* left out of config_hash */
     KF_OPEN_MIN = 8,  /* value must be > min rather than >= min */
     KF_OPEN_MAX = 16, /* value must be < max rather than <= max */
+    KF_PATH = 32,     /* a path: at most CONFIG_PATH_MAX bytes */
 };
+
+/* The longest path a recipe may give: vktrain appends file names to it
+ * (config.json, checkpoints/step_N/...) within the system's 4096 bytes. */
+#define CONFIG_PATH_MAX 3072
 
 struct config_key {
     const char *name; /* "optimizer.lr" */

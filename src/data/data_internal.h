@@ -29,10 +29,10 @@ void data_store_push(struct data *d, int id);
 int data_list_files(struct data *d, const char *path, char ***files, int *n, char *err, size_t errlen);
 void data_free_files(char **files, int n);
 /* Reads every file `path` names, in order, counting them in d->stats, and
- * hands each one's bytes to fn; stops at the first error (-1 with err). */
-typedef int (*data_file_fn)(struct data *d, struct data_docs *docs, const char *file, const char *buf, size_t n,
-                            char *err, size_t errlen);
-int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, char *err,
+ * hands each one's bytes to fn (with the reader's ctx); stops at the first error (-1 with err). */
+typedef int (*data_file_fn)(struct data *d, struct data_docs *docs, void *ctx, const char *file, const char *buf,
+                            size_t n, char *err, size_t errlen);
+int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, void *ctx, char *err,
                    size_t errlen);
 
 int data_read_text(struct data *d, const char *path, struct data_docs *docs, char *err, size_t errlen);

@@ -96,7 +96,7 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
     return 0;
 }
 
-int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, char *err,
+int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, void *ctx, char *err,
                    size_t errlen)
 {
     char **files, *buf = NULL;
@@ -111,7 +111,7 @@ int data_each_file(struct data *d, const char *path, struct data_docs *docs, dat
             break;
         d->stats.n_files++;
         d->stats.n_bytes += (int64_t)n;
-        rc = fn(d, docs, files[i], buf, n, err, errlen);
+        rc = fn(d, docs, ctx, files[i], buf, n, err, errlen);
     }
     free(buf);
     data_free_files(files, n_files);
@@ -318,6 +318,9 @@ void data_report(const struct data *d, const struct sampler *s)
              cfg->dataset.val_path ? " + " : "", cfg->dataset.val_path ? cfg->dataset.val_path : "",
              (long long)d->stats.n_files, (double)d->stats.n_bytes / 1e6, (long long)d->stats.n_docs,
              cfg->dataset.type == DATASET_SFT_JSONL ? "samples" : "documents", (long long)d->n_tok, d->load_seconds);
+    if (d->chat_template)
+        vkt_info("data: chat messages written with the %s template%s", d->chat_template,
+                 d->chat_template_from_file ? " (recognized in the tokenizer's chat_template)" : "");
     vkt_info("data: train %lld sequences of up to %d tokens, %lld label tokens; validation %lld "
              "sequences, %lld label tokens",
              (long long)d->train.n_seq, cfg->model.max_seq_len, (long long)d->train.n_tokens, (long long)d->val.n_seq,

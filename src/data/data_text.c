@@ -63,10 +63,10 @@ void data_text_documents(const char *buf, size_t n, const char *sep, data_doc_fn
         fn(ctx, buf + doc, m);
 }
 
-static int text_file(struct data *d, struct data_docs *docs, const char *file, const char *buf, size_t n, char *err,
-                     size_t errlen)
+static int text_file(struct data *d, struct data_docs *docs, void *unused, const char *file, const char *buf,
+                     size_t n, char *err, size_t errlen)
 {
-    (void)file, (void)err, (void)errlen;
+    (void)unused, (void)file, (void)err, (void)errlen;
     struct text_ctx ctx = {d, docs};
     data_text_documents(buf, n, d->cfg->dataset.separator, push_doc, &ctx);
     return 0;
@@ -74,5 +74,5 @@ static int text_file(struct data *d, struct data_docs *docs, const char *file, c
 
 int data_read_text(struct data *d, const char *path, struct data_docs *docs, char *err, size_t errlen)
 {
-    return data_each_file(d, path, docs, text_file, err, errlen);
+    return data_each_file(d, path, docs, text_file, NULL, err, errlen);
 }

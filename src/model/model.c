@@ -60,11 +60,23 @@ static void build_table(struct model *m)
             p->wq = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.q_proj.weight", l);
             p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
             p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
+            if (c->qkv_bias) {
+                p->bq = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.q_proj.bias", l);
+                p->bk = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.k_proj.bias", l);
+                p->bv = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.v_proj.bias", l);
+            }
             p->wo = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.o_proj.weight", l);
+            if (c->o_bias)
+                p->bo = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.o_proj.bias", l);
             p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
             p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
             p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
+            if (c->mlp_bias) {
+                p->bgate = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.gate_proj.bias", l);
+                p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.up_proj.bias", l);
+                p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.mlp.down_proj.bias", l);
+            }
         }
         m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
@@ -72,7 +84,7 @@ static void build_table(struct model *m)
     } else {
         m->building_stage = (int)c->n_layers + 1;
         m->embed = add_param(m, 0, INIT_NORMAL, V, C, "wte.weight");
-        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->max_seq_len, C, "wpe.weight");
+        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->pos_rows, C, "wpe.weight");
         for (uint32_t l = 0; l < c->n_layers; l++) {
             struct layer_params *p = &m->lp[l];
             m->building_stage = (int)(c->n_layers - l);
@@ -111,7 +123,7 @@ static void build_rope_table(struct model *m)
         return;
     size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
+    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->rope_table = act(m, T * hd, "rope table");
     gpu_memory_category(m->g, was);
@@ -212,16 +224,20 @@ static void build_activations(struct model *m, uint32_t batch)
     gpu_memory_category(m->g, was);
 }
 
-struct model_config model_config_from(const struct config_model *c)
+int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen)
 {
-    return (struct model_config){
-        .arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)c->vocab_size,
-        .dim = (uint32_t)c->dim, .n_layers = (uint32_t)c->n_layers, .n_heads = (uint32_t)c->n_heads,
-        .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
-        .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
-        .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
-        .activation_checkpointing = c->activation_checkpointing,
-    };
+    memset(mc, 0, sizeof *mc);
+    if (c->init_from && model_config_read(c->init_from, mc, err, errlen))
+        return -1;
+    if (c->init_from && c->arch == ARCH_GPT2)
+        mc->pos_rows = mc->max_seq_len;
+    mc->arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc->vocab_size = (uint32_t)c->vocab_size;
+    mc->dim = (uint32_t)c->dim, mc->n_layers = (uint32_t)c->n_layers, mc->n_heads = (uint32_t)c->n_heads;
+    mc->n_kv_heads = (uint32_t)c->n_kv_heads, mc->hidden_dim = (uint32_t)c->hidden_dim;
+    mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
+    mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
+    mc->activation_checkpointing = c->activation_checkpointing;
+    return 0;
 }
 
 /* One product of sizes that sizes a tensor: -1 with the message when it
@@ -253,6 +269,10 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
     if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
         return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
+    if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
+        return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
+    if (c->pos_rows && c->pos_rows < c->max_seq_len)
+        return vkt_error(err, errlen, "%u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
     if (c->n_layers > MODEL_MAX_LAYERS)
         return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
     uint64_t rows = (uint64_t)batch * c->max_seq_len;
@@ -262,13 +282,15 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
                          c->max_seq_len, (unsigned long long)rows);
     int gpt2 = c->arch == MODEL_GPT2;
     uint64_t C = c->dim, qkv = gpt2 ? 3 * C : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
+    uint64_t pos = c->pos_rows > c->max_seq_len ? c->pos_rows : c->max_seq_len;
     const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : "dim";
     char names[96];
     snprintf(names, sizeof names, "batch_size x max_seq_len x %s", wide_name);
     if (check_product(c->vocab_size, C, "vocab_size x dim", "the token embedding", err, errlen) ||
         check_product(qkv, C, gpt2 ? "3 x dim x dim" : "dim x dim", "an attention weight", err, errlen) ||
         check_product(c->hidden_dim, C, "hidden_dim x dim", "an MLP weight", err, errlen) ||
-        check_product(c->max_seq_len, C, "max_seq_len x dim", "the position table", err, errlen) ||
+        check_product(pos, C, c->pos_rows > c->max_seq_len ? "position rows x dim" : "max_seq_len x dim",
+                      "the position table", err, errlen) ||
         check_product(rows, wide, names, "an activation", err, errlen))
         return -1;
     return 0;
@@ -282,6 +304,8 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
     struct model *m = vkt_calloc(1, sizeof *m, "the model");
     m->g = g;
     m->c = *c;
+    if (!m->c.pos_rows)
+        m->c.pos_rows = c->max_seq_len;
     m->max_rows = batch * c->max_seq_len;
     build_table(m);
     build_rope_table(m);

@@ -29,6 +29,10 @@ static void layer_backward(struct model *m, uint32_t l)
     if (c->arch == MODEL_LLAMA) {
         gpu_zero(g, m->dgate);
         op_swiglu_backward(g, a->gate, a->up, m->dh, m->dgate, m->dup, RF);
+        if (p->bgate >= 0) {
+            op_bias_backward(g, m->dgate, G(m, p->bgate), R, F);
+            op_bias_backward(g, m->dup, G(m, p->bup), R, F);
+        }
         op_matmul_nn(g, m->dgate, W(m, p->gate), m->dxn, R, F, C, 0);
         op_matmul_nn(g, m->dup, W(m, p->up), m->dxn, R, F, C, 1);
         op_matmul_tn(g, m->dgate, a->xn2, G(m, p->gate), R, F, C, 1);
@@ -58,6 +62,11 @@ static void layer_backward(struct model *m, uint32_t l)
                                     m->dv);
         op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
         op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
+        if (p->bq >= 0) { /* the biases are added before RoPE: their gradients are the rotated-back ones */
+            op_bias_backward(g, m->dq, G(m, p->bq), R, C);
+            op_bias_backward(g, m->dk, G(m, p->bk), R, kv);
+            op_bias_backward(g, m->dv, G(m, p->bv), R, kv);
+        }
         op_matmul_nn(g, m->dq, W(m, p->wq), m->dxn, R, C, C, 0);
         op_matmul_nn(g, m->dk, W(m, p->wk), m->dxn, R, kv, C, 1);
         op_matmul_nn(g, m->dv, W(m, p->wv), m->dxn, R, kv, C, 1);

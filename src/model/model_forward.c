@@ -50,6 +50,11 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_matmul_nt(g, a->xn, W(m, p->wq), a->q, R, C, C, 0);
         op_matmul_nt(g, a->xn, W(m, p->wk), a->k, R, kv, C, 0);
         op_matmul_nt(g, a->xn, W(m, p->wv), a->v, R, kv, C, 0);
+        if (p->bq >= 0) {
+            op_bias_add(g, W(m, p->bq), a->q, R, C);
+            op_bias_add(g, W(m, p->bk), a->k, R, kv);
+            op_bias_add(g, W(m, p->bv), a->v, R, kv);
+        }
         op_rope(g, a->q, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
         op_rope(g, a->k, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
         op_flash_attention(g, &s, a->q, a->k, a->v, doc, a->lse, a->att);
@@ -69,6 +74,10 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_rmsnorm(g, a->x2, W(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
         op_matmul_nt(g, a->xn2, W(m, p->gate), a->gate, R, F, C, 0);
         op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
+        if (p->bgate >= 0) {
+            op_bias_add(g, W(m, p->bgate), a->gate, R, F);
+            op_bias_add(g, W(m, p->bup), a->up, R, F);
+        }
         op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
     } else {
         op_layernorm(g, a->x2, W(m, p->norm2), W(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C, c->norm_eps);

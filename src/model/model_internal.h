@@ -13,8 +13,9 @@ struct layer_params {
     /* llama: norm1 = input_layernorm, norm2 = post_attention_layernorm,
      * wq/wk/wv/wo, gate/up/down. gpt2: norm1/2 = ln_1/ln_2 (+ biases),
      * wqkv = c_attn (3C, C), wo = attn.c_proj, up = mlp.c_fc,
-     * down = mlp.c_proj (+ biases). Unused entries are -1. */
-    int norm1, norm1_b, wq, wk, wv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, up, bup, down, bdown;
+     * down = mlp.c_proj (+ biases); llama's optional biases bq/bk/bv, bo,
+     * bgate/bup/bdown. Unused entries are -1. */
+    int norm1, norm1_b, wq, bq, wk, bk, wv, bv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, bgate, up, bup, down, bdown;
 };
 
 /* Saved activations of one layer (rows = B·T). */

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "model_internal.h"
 #include "vktrain/hfconfig.h"
@@ -26,8 +29,85 @@ static void hf_shape(const struct model_param *p, int64_t shape[2])
     shape[1] = p->hf_transposed ? p->shape[0] : p->shape[1];
 }
 
-int model_save(struct model *m, const char *dir, char *err, size_t errlen)
+/* The HF config of the model, for a fresh config.json. */
+static struct hf_config hf_config_of(const struct model *m, const struct model_save_options *o)
 {
+    const struct model_config *c = &m->c;
+    return (struct hf_config){
+        .arch = c->arch == MODEL_LLAMA ? HF_LLAMA : HF_GPT2, .vocab_size = (int)c->vocab_size, .dim = (int)c->dim,
+        .n_layers = (int)c->n_layers, .n_heads = (int)c->n_heads, .n_kv_heads = (int)c->n_kv_heads,
+        .hidden_dim = (int)c->hidden_dim, .max_seq_len = (int)c->pos_rows, .norm_eps = c->norm_eps,
+        .rope_theta = c->arch == MODEL_LLAMA ? c->rope_theta : 0, .tie_embeddings = c->tie_embeddings,
+        .bos_token_id = o->bos, .eos_token_id = o->eos, .pad_token_id = o->pad, .save_bf16 = o->bf16,
+    };
+}
+
+/* Writes tensors [first, last) as path; bf16 or F32. */
+static int write_shard(const char *path, struct st_tensor *t, int first, int last, int bf16, char *err, size_t errlen)
+{
+    return st_write_dtype(path, t + first, last - first, "{\"format\":\"pt\"}", bf16, err, errlen);
+}
+
+/* model.safetensors, or shards of at most shard_bytes (a larger tensor
+ * alone) named as transformers names them, with model.safetensors.index.json. */
+static int write_tensors(const char *dir, struct st_tensor *t, int n, const struct model_save_options *o, char *err,
+                         size_t errlen)
+{
+    size_t elem = o->bf16 ? 2 : sizeof(float), total = 0;
+    int *shard = vkt_malloc((size_t)n * sizeof *shard, "shard list"), shards = 0;
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        size_t b = (size_t)st_numel(&t[i]) * elem;
+        if (i == 0 || (o->shard_bytes && bytes + b > o->shard_bytes))
+            shards++, bytes = 0;
+        shard[i] = shards - 1;
+        bytes += b;
+        total += b;
+    }
+    char path[4096], index[4096];
+    vkt_path(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    vkt_path(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = 0;
+    if (shards <= 1) {
+        unlink(index); /* an earlier sharded save would shadow this one */
+        rc = write_shard(path, t, 0, n, o->bf16, err, errlen);
+        free(shard);
+        return rc;
+    }
+    json_t *map = json_object();
+    for (int s = 0, first = 0; s < shards && !rc; s++) {
+        int last = first;
+        while (last < n && shard[last] == s)
+            last++;
+        char name[64];
+        snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
+        vkt_path(path, sizeof path, "%s/%s", dir, name);
+        rc = write_shard(path, t, first, last, o->bf16, err, errlen);
+        for (int i = first; i < last; i++)
+            json_object_set_new(map, t[i].name, json_string(name));
+        first = last;
+    }
+    free(shard);
+    if (!rc) {
+        json_t *root = json_pack("{s{sI}so}", "metadata", "total_size", (json_int_t)total, "weight_map", map);
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(root);
+        const void *bufs[] = {text, "\n"};
+        const size_t lens[] = {strlen(text), 1};
+        rc = ckpt_write_atomic(index, 2, bufs, lens, err, errlen);
+        free(text);
+        vkt_path(path, sizeof path, "%s/model.safetensors", dir);
+        unlink(path); /* an earlier unsharded save would shadow this one */
+    } else {
+        json_decref(map);
+    }
+    return rc;
+}
+
+int model_save(struct model *m, const char *dir, const struct model_save_options *opts, char *err, size_t errlen)
+{
+    const struct model_save_options none = {.bos = -1, .eos = -1, .pad = -1};
+    const struct model_save_options *o = opts ? opts : &none;
     int n = m->n_params;
     struct st_tensor *t = vkt_calloc((size_t)n, sizeof *t, "tensor list");
     for (int i = 0; i < n; i++) {
@@ -45,25 +125,17 @@ int model_save(struct model *m, const char *dir, char *err, size_t errlen)
             t[i].data = host;
         }
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = st_write(path, t, n, "{\"format\":\"pt\"}", err, errlen);
+    int rc = write_tensors(dir, t, n, o, err, errlen);
     for (int i = 0; i < n; i++)
         free(t[i].data);
     free(t);
     if (rc)
         return rc;
-    const struct model_config *c = &m->c;
-    struct hf_config h = {
-        .arch = c->arch == MODEL_LLAMA ? HF_LLAMA : HF_GPT2, .vocab_size = (int)c->vocab_size, .dim = (int)c->dim,
-        .n_layers = (int)c->n_layers, .n_heads = (int)c->n_heads, .n_kv_heads = (int)c->n_kv_heads,
-        .hidden_dim = (int)c->hidden_dim, .max_seq_len = (int)c->max_seq_len, .norm_eps = c->norm_eps,
-        .rope_theta = c->arch == MODEL_LLAMA ? c->rope_theta : 0, .tie_embeddings = c->tie_embeddings,
-        .bos_token_id = c->vocab_size > 256 ? 256 : -1, .eos_token_id = c->vocab_size > 257 ? 257 : -1,
-        .pad_token_id = c->vocab_size > 258 ? 258 : -1,
-    };
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    return hf_config_write(path, &h, err, errlen);
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/config.json", dir);
+    struct hf_config h = hf_config_of(m, o);
+    return o->source_config ? hf_config_write_from(path, o->source_config, &h, err, errlen)
+                            : hf_config_write(path, &h, err, errlen);
 }
 
 static int ignored_buffer(const char *name)
@@ -78,15 +150,13 @@ static int ignored_buffer(const char *name)
     return 0;
 }
 
-int model_load(struct model *m, const char *dir, char *err, size_t errlen)
+/* Loads the tensors of one safetensors file, marking the parameters found. */
+static int load_file(struct model *m, const char *path, int *found, char *err, size_t errlen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     struct st_file f;
     if (st_read(path, &f, err, errlen))
         return -1;
     int rc = 0;
-    int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches");
     for (int i = 0; i < f.n && !rc; i++) {
         const struct st_tensor *t = &f.t[i];
         const char *name = t->name;
@@ -111,6 +181,11 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
             rc = -1;
             break;
         }
+        if (found[p - m->params]) {
+            snprintf(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
+            rc = -1;
+            break;
+        }
         if (p->hf_transposed) {
             float *tmp = vkt_malloc(p->numel * sizeof(float), p->name);
             transpose(tmp, t->data, (uint32_t)want[0], (uint32_t)want[1]);
@@ -121,13 +196,71 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         }
         found[p - m->params] = 1;
     }
+    st_free(&f);
+    return rc;
+}
+
+/* The shard files model.safetensors.index.json names, each once, in order
+ * of first appearance; plain file names only. */
+static int index_files(const char *index, char ***files, int *n, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(index, 0, &jerr);
+    json_t *map = json_object_get(root, "weight_map");
+    *files = NULL, *n = 0;
+    if (!json_is_object(map)) {
+        vkt_error(err, errlen, "%s: %s", index, root ? "no \"weight_map\" object" : jerr.text);
+        json_decref(root);
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(map, key, v) {
+        const char *file = json_string_value(v);
+        if (!file || !*file || strchr(file, '/') || !strcmp(file, "..") || !strcmp(file, ".")) {
+            rc = vkt_error(err, errlen, "%s: weight_map['%s'] is not a file name in the folder", index, key);
+            break;
+        }
+        int seen = 0;
+        for (int i = 0; i < *n && !seen; i++)
+            seen = !strcmp((*files)[i], file);
+        if (!seen) {
+            *files = vkt_realloc(*files, (size_t)(*n + 1) * sizeof **files, "shard list");
+            (*files)[(*n)++] = vkt_strdup(file);
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+int model_load(struct model *m, const char *dir, char *err, size_t errlen)
+{
+    char path[4096], index[4096];
+    vkt_path(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    vkt_path(path, sizeof path, "%s/model.safetensors", dir);
+    int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches");
+    int rc = 0;
+    if (access(index, F_OK) == 0) {
+        char **files;
+        int n;
+        rc = index_files(index, &files, &n, err, errlen);
+        for (int i = 0; i < n; i++) {
+            vkt_path(path, sizeof path, "%s/%s", dir, files[i]);
+            if (!rc)
+                rc = load_file(m, path, found, err, errlen);
+            free(files[i]);
+        }
+        free(files);
+    } else {
+        rc = load_file(m, path, found, err, errlen);
+    }
     for (int i = 0; i < m->n_params && !rc; i++)
         if (!found[i]) {
-            snprintf(err, errlen, "%s: tensor '%s' is missing", path, m->params[i].name);
+            snprintf(err, errlen, "%s: tensor '%s' is missing", access(index, F_OK) ? path : index, m->params[i].name);
             rc = -1;
         }
     free(found);
-    st_free(&f);
     return rc;
 }
 
@@ -144,6 +277,9 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->n_heads = (uint32_t)h.n_heads, c->n_kv_heads = (uint32_t)h.n_kv_heads, c->hidden_dim = (uint32_t)h.hidden_dim;
     c->max_seq_len = (uint32_t)h.max_seq_len, c->norm_eps = (float)h.norm_eps;
     c->rope_theta = h.rope_theta ? h.rope_theta : 10000.0, c->tie_embeddings = h.tie_embeddings;
+    c->qkv_bias = h.qkv_bias, c->o_bias = h.o_bias, c->mlp_bias = h.mlp_bias;
+    c->rope_scaling = (struct op_rope_scaling){(enum op_rope_type)h.rope_scaling, h.rope_factor, h.rope_low_freq_factor,
+                                               h.rope_high_freq_factor, (uint32_t)h.rope_original_max};
     c->init_std = 0.02f;
     char why[512];
     if (model_config_check(c, 0, why, sizeof why))

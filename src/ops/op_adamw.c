@@ -30,8 +30,6 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
 {
     if (n == 0)
         return;
-    if (n > UINT32_MAX)
-        vkt_fatal("adamw: %zu elements exceed the 2^32 limit of one dispatch", n);
     if (s->t < 1)
         vkt_fatal("adamw: step count t = %lld (the first step is t = 1)", (long long)s->t);
     ops_check("adamw", "the parameter", param, n * sizeof(float));
@@ -41,7 +39,6 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
     double t = (double)s->t;
     double bc1 = 1.0 - pow(s->beta1, t), bc2 = 1.0 - pow(s->beta2, t);
     struct adamw_push push = {
-        .n = (uint32_t)n,
         .grad_scale = (float)s->grad_scale,
         .decay = (float)(1.0 - s->lr * s->weight_decay),
         .beta1 = (float)s->beta1,
@@ -57,6 +54,7 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
     int fused = variant && !strcmp(variant, "fused");
     if (variant && *variant && !fused && strcmp(variant, "torch"))
         vkt_fatal("VKTRAIN_ADAMW='%s' is not an AdamW variant (torch or fused)", variant);
-    ops_dispatch_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, &push,
-                          n, 1);
+    const size_t floats[4] = {4, 4, 4, 4};
+    ops_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, floats, &push, n,
+                 1, 1);
 }

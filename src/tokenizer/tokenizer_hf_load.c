@@ -289,13 +289,14 @@ static int special_ids(struct tokenizer *t, const struct tokenizer_hf *h, const 
     static const char *const pad[] = {"<pad>", "<|pad|>", "[PAD]", "<|padding|>", NULL};
     int64_t ids[3] = {first_of(h, bos), first_of(h, eos), first_of(h, pad)};
     char cfg_path[4096];
-    const char *slash = strrchr(path, '/');
-    snprintf(cfg_path, sizeof cfg_path, "%.*stokenizer_config.json", slash ? (int)(slash - path + 1) : 0, path);
+    tokenizer_file_beside(path, "tokenizer_config.json", cfg_path, sizeof cfg_path);
     json_error_t je;
     json_t *cfg = NULL;
     struct stat st;
     if (!stat(cfg_path, &st)) {
-        cfg = json_load_file(cfg_path, 0, &je);
+        /* Only strings are read from it; as reals, integers such as
+         * transformers' model_max_length of 1e30 do not overflow. */
+        cfg = json_load_file(cfg_path, JSON_DECODE_INT_AS_REAL, &je);
         if (!json_is_object(cfg)) {
             json_decref(cfg);
             return hf_fail(err, errlen, cfg_path, "line %d: %s", je.line, cfg ? "not a JSON object" : je.text);
@@ -354,6 +355,14 @@ void tokenizer_json_path(const char *path, char *out, size_t cap)
         snprintf(out, cap, "%s/tokenizer.json", path);
     else
         snprintf(out, cap, "%s", path);
+}
+
+void tokenizer_file_beside(const char *path, const char *name, char *out, size_t cap)
+{
+    char file[4096];
+    tokenizer_json_path(path, file, sizeof file);
+    const char *slash = strrchr(file, '/');
+    snprintf(out, cap, "%.*s%s", slash ? (int)(slash - file + 1) : 0, file, name);
 }
 
 int tokenizer_hf_open(struct tokenizer *t, const char *path, char *err, size_t errlen)

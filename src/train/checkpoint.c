@@ -6,7 +6,10 @@
  * that differ when a resume finds another recipe). A checkpoint is
  * written into a hidden temporary directory, each file fsynced, and renamed
  * into place, so a crash never leaves a half checkpoint: resume only sees
- * complete ones. Only rank 0 writes; every rank reads on resume. */
+ * complete ones. Only rank 0 writes; every rank reads on resume. With
+ * dist.zero the AdamW state is gathered from its owners first, so a
+ * checkpoint is the same whether or not the run sharded it, and resumes
+ * with any W, sharded or not. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +53,9 @@ static void fsync_dir(const char *dir)
     }
 }
 
-static void write_optimizer(struct trainer *t, const char *path)
+/* state: NULL, or with dist.zero the gathered m and v (sync-order layout,
+ * grad_sync_gather) one after the other. */
+static void write_optimizer(struct trainer *t, const char *path, const float *state)
 {
     int n = model_param_count(t->model);
     struct st_tensor *ts = vkt_calloc(2 * (size_t)n, sizeof *ts, "optimizer tensors");
@@ -63,7 +68,10 @@ static void write_optimizer(struct trainer *t, const char *path)
             s->shape[0] = p->shape[0];
             s->shape[1] = p->shape[1];
             s->data = vkt_malloc(p->numel * sizeof(float), "optimizer state");
-            gpu_download(t->g, k ? t->adam_v[i] : t->adam_m[i], 0, s->data, p->numel * sizeof(float));
+            if (state)
+                memcpy(s->data, state + (size_t)k * t->n_grads + t->sync_off[i], p->numel * sizeof(float));
+            else
+                gpu_download(t->g, trainer_state(t, 1 + k, i), 0, s->data, p->numel * sizeof(float));
         }
     }
     char err[1024];
@@ -73,6 +81,21 @@ static void write_optimizer(struct trainer *t, const char *path)
     free(ts);
     if (rc)
         vkt_fatal("writing the checkpoint: %s", err);
+}
+
+/* Collective with dist.zero: the whole AdamW state on rank 0, gathered
+ * from the ranks that own its shards (NULL elsewhere, and without it). */
+static float *gather_optimizer(struct trainer *t)
+{
+    if (!t->zero)
+        return NULL;
+    float *state = t->dist->rank == 0 ? vkt_malloc(2 * t->n_grads * sizeof(float), "optimizer state") : NULL;
+    for (int k = 0; k < 2; k++) {
+        grad_sync_gather(t, 1 + k);
+        if (state)
+            memcpy(state + (size_t)k * t->n_grads, t->host_grads, t->n_grads * sizeof(float));
+    }
+    return state;
 }
 
 /* Sequences per optimizer step, W·A·B: what a resumed run must keep. */
@@ -120,8 +143,6 @@ void checkpoint_write_recipe(const struct trainer *t, const char *dir)
     free(text);
 }
 
-/* A model trained with a Hugging Face tokenizer carries its tokenizer.json,
- * so the directory is complete for generate, init_from and HF tools. */
 /* A whole file, NUL-terminated, in *n bytes (the NUL not counted); NULL
  * with errno when it cannot be opened. */
 static char *read_whole(const char *path, size_t *n)
@@ -140,29 +161,79 @@ static char *read_whole(const char *path, size_t *n)
     return buf;
 }
 
-static void copy_tokenizer(struct trainer *t, const char *dir)
+/* Copies src to dst atomically; a missing source is skipped unless required. */
+static void copy_file(const char *src, const char *dst, int required)
 {
-    if (t->cfg->tokenizer.type != TOKENIZER_HF)
-        return;
-    char path[4096], src[4096], err[1024];
-    vkt_path(path, sizeof path, "%s/tokenizer.json", dir);
-    tokenizer_json_path(t->cfg->tokenizer.path, src, sizeof src); /* the path may be a model folder */
+    char err[1024];
     size_t n;
     char *buf = read_whole(src, &n);
+    if (!buf && !required && errno == ENOENT)
+        return;
     if (!buf)
         vkt_fatal("cannot read %s to copy it beside the model: %s", src, strerror(errno));
     const void *bufs[1] = {buf};
-    if (ckpt_write_atomic(path, 1, bufs, &n, err, sizeof err))
+    if (ckpt_write_atomic(dst, 1, bufs, &n, err, sizeof err))
         vkt_fatal("writing the model: %s", err);
     free(buf);
 }
 
+/* A model trained with a Hugging Face tokenizer carries its tokenizer files
+ * (tokenizer.json under that name, and tokenizer_config.json and
+ * special_tokens_map.json from its folder when there) and
+ * generation_config.json (from init_from's folder, else the tokenizer's),
+ * so the folder is complete for generate, init_from and the Hugging Face
+ * tools. */
+static void copy_model_files(const struct trainer *t, const char *dir)
+{
+    static const char *const beside[] = {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
+    const struct config *cfg = t->cfg;
+    char src[4096], dst[4096], tok_dir[4096] = "";
+    if (cfg->tokenizer.type == TOKENIZER_HF) {
+        tokenizer_json_path(cfg->tokenizer.path, src, sizeof src); /* the path may be a model folder */
+        vkt_path(dst, sizeof dst, "%s/tokenizer.json", dir);
+        copy_file(src, dst, 1);
+        char *slash = strrchr(src, '/');
+        vkt_path(tok_dir, sizeof tok_dir, "%.*s", slash ? (int)(slash - src) : 1, slash ? src : ".");
+    }
+    for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+        vkt_path(dst, sizeof dst, "%s/%s", dir, beside[i]);
+        int from_model = cfg->model.init_from && !strcmp(beside[i], "generation_config.json") &&
+                         (vkt_path(src, sizeof src, "%s/%s", cfg->model.init_from, beside[i]), !access(src, F_OK));
+        if (!from_model && !tok_dir[0])
+            continue;
+        if (!from_model)
+            vkt_path(src, sizeof src, "%s/%s", tok_dir, beside[i]);
+        copy_file(src, dst, 0);
+    }
+}
+
+/* The model's files in dir: weights (bf16 when final and save_dtype says
+ * so; checkpoints keep the fp32 master weights), config.json (init_from's,
+ * copied, else a fresh one) with the tokenizer's special ids, and the
+ * tokenizer files. */
+static void save_model(struct trainer *t, const char *dir, int final)
+{
+    const struct config *cfg = t->cfg;
+    const struct tokenizer *tok = &t->data.tok;
+    char source[4096], err[1024];
+    if (cfg->model.init_from)
+        vkt_path(source, sizeof source, "%s/config.json", cfg->model.init_from);
+    struct model_save_options o = {
+        .source_config = cfg->model.init_from ? source : NULL, .bos = tok->bos, .eos = tok->eos, .pad = tok->pad,
+        .bf16 = final && cfg->save_dtype == SAVE_BF16, .shard_bytes = (size_t)cfg->save_shard_mb << 20,
+    };
+    if (model_save(t->model, dir, &o, err, sizeof err))
+        vkt_fatal("writing the %s: %s", final ? "final model" : "checkpoint", err);
+    copy_model_files(t, dir);
+}
+
 void checkpoint_save(struct trainer *t, const char *name)
 {
-    char root[4096], dir[4096], tmp[4096], old[4096], p[4096], err[1024];
+    char root[4096], dir[4096], tmp[4096], old[4096], p[4096];
     path_join(root, sizeof root, t->cfg->output_dir, "checkpoints");
     path_join(dir, sizeof dir, root, name);
     snprintf(t->last_checkpoint, sizeof t->last_checkpoint, "%s", dir);
+    float *state = gather_optimizer(t);
     if (t->dist->rank != 0)
         return;
     vkt_path(tmp, sizeof tmp, "%s/.%s.tmp", root, name);
@@ -170,11 +241,10 @@ void checkpoint_save(struct trainer *t, const char *name)
     checkpoint_remove_dir(tmp);
     if (vkt_mkdir_p(tmp))
         vkt_fatal("cannot create %s: %s", tmp, strerror(errno));
-    if (model_save(t->model, tmp, err, sizeof err))
-        vkt_fatal("writing the checkpoint: %s", err);
-    copy_tokenizer(t, tmp);
+    save_model(t, tmp, 0);
     path_join(p, sizeof p, tmp, "optimizer.safetensors");
-    write_optimizer(t, p);
+    write_optimizer(t, p, state);
+    free(state);
     path_join(p, sizeof p, tmp, "train_state.json");
     write_state(t, p);
     checkpoint_write_recipe(t, tmp);
@@ -195,10 +265,7 @@ void checkpoint_save_final(struct trainer *t)
 {
     if (t->dist->rank != 0)
         return;
-    char err[1024];
-    if (model_save(t->model, t->cfg->output_dir, err, sizeof err))
-        vkt_fatal("writing the final model: %s", err);
-    copy_tokenizer(t, t->cfg->output_dir);
+    save_model(t, t->cfg->output_dir, 1);
 }
 
 /* The newest complete checkpoint's step, or -1. */
@@ -236,7 +303,8 @@ static void read_optimizer(struct trainer *t, const char *path)
             const struct st_tensor *s = st_find(&f, name);
             if (!s || (size_t)st_numel(s) != p->numel)
                 vkt_fatal("resume: %s lacks tensor '%s' of %zu elements", path, name, p->numel);
-            gpu_upload(t->g, k ? t->adam_v[i] : t->adam_m[i], 0, s->data, p->numel * sizeof(float));
+            if (trainer_updates(t, i)) /* dist.zero: only its own shard */
+                gpu_upload(t->g, trainer_state(t, 1 + k, i), 0, s->data, p->numel * sizeof(float));
         }
     }
     st_free(&f);

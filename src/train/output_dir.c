@@ -20,8 +20,11 @@
 #include "vktrain/util.h"
 
 /* The files of a run that vktrain writes at the top of output_dir. */
-static const char *const run_files[] = {"metrics.jsonl", "model.safetensors", "config.json", "tokenizer.json",
-                                        "recipe.yaml", NULL};
+static const char *const run_files[] = {"metrics.jsonl",          "model.safetensors",
+                                        "config.json",            "tokenizer.json",
+                                        "recipe.yaml",            "model.safetensors.index.json",
+                                        "tokenizer_config.json",  "special_tokens_map.json",
+                                        "generation_config.json", NULL};
 
 /* What of an earlier run the folder holds, as a list for a message; "" if
  * nothing. */
@@ -113,6 +116,18 @@ static void remove_earlier_run(const char *out_dir)
         vkt_path(p, sizeof p, "%s/%s", out_dir, run_files[i]);
         if (unlink(p) && errno != ENOENT)
             vkt_fatal("overwrite: cannot remove %s: %s", p, strerror(errno));
+    }
+    /* the shards of a sharded model: model-0000i-of-0000n.safetensors */
+    if ((d = opendir(out_dir))) {
+        struct dirent *e;
+        int a, b, k;
+        while ((e = readdir(d)))
+            if (sscanf(e->d_name, "model-%5d-of-%5d.safetensors%n", &a, &b, &k) == 2 && !e->d_name[k]) {
+                vkt_path(p, sizeof p, "%s/%s", out_dir, e->d_name);
+                if (unlink(p) && errno != ENOENT)
+                    vkt_fatal("overwrite: cannot remove %s: %s", p, strerror(errno));
+            }
+        closedir(d);
     }
 }
 

@@ -12,7 +12,9 @@
  *   4. the loss sums are all-reduced once (loss = Σ ℓ / N) and the global
  *      gradient norm is taken: both are the same on every rank, so a
  *      non-finite one stops or skips the step everywhere (nonfinite.c);
- *   5. clipping and AdamW run identically on every rank.
+ *   5. clipping and AdamW run identically on every rank; with dist.zero
+ *      (ZeRO-1) step 3 is a reduce-scatter, each rank runs AdamW on the
+ *      tensors it owns and the new weights are all-gathered (grad_sync.c).
  * No step divides by a per-micro-batch or per-rank count, so any (W, A, B)
  * with the same W·A·B gives the same trajectory. */
 #include <math.h>
@@ -27,15 +29,31 @@
 #include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
-/* Per-parameter squared norms into t->norm_host, and their global norm. */
+/* Per-parameter squared norms into t->norm_host, and their global norm.
+ * With dist.zero each rank holds the sums of its own tensors only: it
+ * records their norms, zeroes the others' slots, and a sum over ranks
+ * (each slot is x + 0 + ... + 0 = x exactly) gives every rank the same
+ * per-tensor floats, hence the same norm, as without it. */
 static double global_grad_norm(struct trainer *t)
 {
     int n = model_param_count(t->model);
-    grad_norm_record(t->g, t->grads, n, t->norm_scratch, t->norm_slots, 0);
+    for (int i = 0; i < n; i++)
+        if (trainer_updates(t, i))
+            grad_norm_record(t->g, &t->grads[i], 1, t->norm_scratch, t->norm_slots, (uint32_t)i);
     gpu_download(t->g, t->norm_slots, 0, t->norm_host, sizeof(float) * (size_t)n);
+    if (t->zero) {
+        for (int i = 0; i < n; i++)
+            if (!trainer_updates(t, i))
+                t->norm_host[i] = 0.0f;
+        dist_sum_f32(t->norm_host, (size_t)n);
+    }
     return grad_norm_total(t->norm_host, n);
 }
 
+/* AdamW on the parameters this rank updates (all, or with dist.zero its
+ * shard), then with dist.zero the owners' new weights sent to every rank:
+ * each weight is computed once, so the replicas are identical by
+ * construction. */
 static void optimizer_step(struct trainer *t, double lr, double grad_scale)
 {
     const struct config_optimizer *o = &t->cfg->optimizer;
@@ -46,10 +64,16 @@ static void optimizer_step(struct trainer *t, double lr, double grad_scale)
             .lr = lr, .beta1 = o->betas[0], .beta2 = o->betas[1], .eps = o->eps,
             .weight_decay = p->decay ? o->weight_decay : 0.0, .t = step, .grad_scale = grad_scale,
         };
-        op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
+        if (trainer_updates(t, i))
+            op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
     }
     gpu_submit(t->g);
     t->opt_steps++;
+    if (t->zero) {
+        double c0 = vkt_now();
+        grad_sync_gather(t, 0);
+        t->comm_seconds += vkt_now() - c0;
+    }
 }
 
 /* The device counted `device` valid labels in this rank's micro-batches, the
@@ -224,19 +248,24 @@ static void print_rank_map(struct trainer *t)
 void trainer_buffers_create(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
-    struct model_config mc = model_config_from(&cfg->model);
+    struct model_config mc;
+    char err[1024];
+    if (model_config_from(&cfg->model, &mc, err, sizeof err))
+        vkt_fatal("model.init_from: %s", err);
     t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
+    grad_sync_layout(t);
     int n = model_param_count(t->model);
     t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
     t->adam_v = vkt_calloc((size_t)n, sizeof *t->adam_v, "optimizer state");
     enum gpu_mem_category was = gpu_memory_category(t->g, GPU_MEM_OPTIMIZER);
     for (int i = 0; i < n; i++) {
         struct model_param *p = model_param(t->model, i);
+        if (!trainer_updates(t, i)) /* dist.zero: another rank's */
+            continue;
         t->adam_m[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam m");
         t->adam_v[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam v");
         gpu_zero(t->g, t->adam_m[i]);
         gpu_zero(t->g, t->adam_v[i]);
-        t->n_grads += p->numel;
     }
     gpu_memory_category(t->g, GPU_MEM_WORKSPACE);
     t->norm_slots = gpu_buffer_create(t->g, sizeof(float) * (size_t)n, "grad norm slots");
@@ -257,6 +286,9 @@ void trainer_buffers_destroy(struct trainer *t)
     free(t->adam_m);
     free(t->adam_v);
     free(t->grads);
+    free(t->sync_order);
+    free(t->sync_off);
+    free(t->owner);
     gpu_buffer_destroy(t->g, t->norm_slots);
     gpu_buffer_destroy(t->g, t->norm_scratch);
     model_destroy(t->model);

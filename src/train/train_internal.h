@@ -40,6 +40,13 @@ struct trainer {
     float *host_grads;   /* all gradients, staged for the all-reduce */
     size_t n_grads;
     int *sync_order;     /* parameters in the order their gradients complete */
+    size_t *sync_off;    /* per parameter: its offset in that order's flat layout (host_grads) */
+    /* dist.zero on more than one rank: each parameter's gradient sum, AdamW
+     * moments and update belong to one rank, its owner; the owners' shards
+     * are contiguous runs of whole tensors in sync order, rank 0 first. */
+    int zero;
+    int *owner;          /* per parameter: its rank, or -1 (no dist.zero): every rank */
+    float *shard_host;   /* dist.zero: this rank's summed gradients, in sync order */
     struct bucket *buckets;
     int n_buckets;
     double comm_seconds, step_seconds; /* over the run, for the summary */
@@ -73,10 +80,30 @@ void metrics_log(struct trainer *t, const struct step_metrics *m);
 void metrics_close(struct trainer *t);
 
 /* grad_sync.c: the backward of the step's last micro-batch with the
- * bucketed gradient all-reduce (overlapped when dist.overlap). */
+ * bucketed gradient all-reduce (overlapped when dist.overlap), or with
+ * dist.zero its reduce-scatter, and the all-gather of the owners' state.
+ * grad_sync_layout (from trainer_buffers_create) fills sync_order,
+ * sync_off, zero and owner; grad_sync_init cuts the buckets. */
+void grad_sync_layout(struct trainer *t);
 void grad_sync_init(struct trainer *t);
 void grad_sync_free(struct trainer *t);
 void grad_sync_backward(struct trainer *t);
+/* Collective (dist.zero): every rank's owned part of the weights (which =
+ * 0), AdamW m (1) or v (2) gathered into host_grads in sync order on every
+ * rank; for the weights each rank then uploads those it does not own. */
+void grad_sync_gather(struct trainer *t, int which);
+
+/* The weights (which = 0), AdamW m (1) or v (2) of parameter i. */
+static inline struct gpu_buffer *trainer_state(const struct trainer *t, int which, int i)
+{
+    return which == 0 ? model_param(t->model, i)->w : which == 1 ? t->adam_m[i] : t->adam_v[i];
+}
+
+/* Whether this rank updates parameter i (owns its AdamW state). */
+static inline int trainer_updates(const struct trainer *t, int i)
+{
+    return t->owner[i] < 0 || t->owner[i] == t->dist->rank;
+}
 
 /* replica.c: rank 0's weights (and optimizer state) to every rank; the
  * check returns 1 when all replicas were identical, else repairs them. */

@@ -67,8 +67,10 @@ static inline void fuzz_refused(const char *what, const char *err)
  * hold on every path that sets a size (init_from, derived defaults). */
 static inline void fuzz_check_model_sizes(const struct config *cfg)
 {
-    struct model_config mc = model_config_from(&cfg->model);
-    char err[512];
+    struct model_config mc;
+    char err[2048];
+    if (model_config_from(&cfg->model, &mc, err, sizeof err))
+        fuzz_fail("a recipe that loads has a model.init_from that does not read: %s", err);
     if (model_config_check(&mc, (uint32_t)cfg->batch_size, err, sizeof err))
         fuzz_fail("a recipe that loads sizes a model model_create refuses: %s", err);
 }
