@@ -21,8 +21,13 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then
   shift
 fi
 scripts/deps.sh fuzz
-CC=clang cmake -S . -B build-fuzz -DVKTRAIN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" >/dev/null
+mkdir -p build-fuzz
+if ! { CC=clang cmake -S . -B build-fuzz -DVKTRAIN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       cmake --build build-fuzz -j"$(nproc)"; } >build-fuzz/build.log 2>&1; then
+  tail -n 30 build-fuzz/build.log >&2
+  echo "fuzz: the build failed (build-fuzz/build.log)" >&2
+  exit 2
+fi
 if [ $# -eq 0 ]; then
   set -- $(cd build-fuzz/fuzz && ls fuzz_* | sed 's/^fuzz_//')
 fi
