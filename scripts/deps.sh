@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages vktrain needs that are missing, and nothing
-# when all are present. Usage: scripts/deps.sh build|train|test|bench
+# when all are present. Usage: scripts/deps.sh build|train|test|bench|fuzz
 set -euo pipefail
 
 build=(cmake make gcc pkg-config libvulkan-dev glslc mesa-vulkan-drivers
@@ -12,7 +12,8 @@ case "${1:-build}" in
                python3 python3-pip python3-venv python3-numpy python3-torch python3-matplotlib
                python3-jinja2) ;;
   bench) want=("${build[@]}" python3 python3-numpy libopenblas0-pthread) ;;
-  *) echo "usage: $0 build|train|test|bench" >&2; exit 2 ;;
+  fuzz)  want=("${build[@]}" clang libclang-rt-dev) ;;
+  *) echo "usage: $0 build|train|test|bench|fuzz" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -8,6 +8,7 @@
 #include "vktrain/config.h"
 
 static char err[2048];
+#define CONFIG_LONG 3073 /* one byte over the longest path a recipe may give */
 
 static int load(struct config *c, const char *text, int n, char *const *ov)
 {
@@ -108,6 +109,43 @@ static void test_errors(void)
     expect_error(TEST_RECIPE, 2, tok, "dataset.packed: a tokens dataset is one token stream");
 }
 
+/* Sizes whose products would overflow, or size tensors no device holds,
+ * are refused before anything is computed from them, naming the product. */
+static void test_sizes(void)
+{
+    char *vocab[] = {"model.vocab_size=2147483647", "model.dim=2147483646", "model.n_heads=1", "model.hidden_dim=8"};
+    expect_error(TEST_RECIPE, 4, vocab,
+                 "r.yaml: model: vocab_size x dim = 2147483647 x 2147483646 elements for the token embedding: "
+                 "more than the 2^38 one tensor may hold");
+    char *rows[] = {"batch_size=65536", "model.max_seq_len=65536"};
+    expect_error(TEST_RECIPE, 2, rows, "batch_size x max_seq_len = 65536 x 65536 = 4294967296 rows in a micro-batch");
+    char *act[] = {"batch_size=1024", "model.max_seq_len=1048576", "model.hidden_dim=1024"};
+    expect_error(TEST_RECIPE, 3, act,
+                 "batch_size x max_seq_len x hidden_dim = 1073741824 x 1024 elements for an activation");
+    char *gpt2[] = {"model.arch=gpt2", "model.dim=2000000", "model.n_heads=2", "model.hidden_dim=8"};
+    expect_error(TEST_RECIPE, 4, gpt2, "3 x dim x dim = 6000000 x 2000000 elements for an attention weight");
+    char *hidden[] = {"model.dim=1073741824"};
+    expect_error(TEST_RECIPE, 1, hidden,
+                 "override 'model.dim=1073741824': model.dim: 1073741824 makes the default model.hidden_dim "
+                 "(8/3 x dim) 2863311552, more than 2^31 - 1");
+    char *layers[] = {"model.n_layers=65537"};
+    expect_error(TEST_RECIPE, 1, layers, "model.n_layers: 65537 is out of range (must be >= 1 and <= 65536)");
+    char *tokens[] = {"gradient_accumulation_steps=2147483647", "batch_size=1024"};
+    expect_error(TEST_RECIPE, 2, tokens,
+                 "override 'gradient_accumulation_steps=2147483647': gradient_accumulation_steps x batch_size x "
+                 "model.max_seq_len = 2147483647 x 1024 x 32 tokens per rank and step: more than 2^40");
+}
+
+/* A path too long to append vktrain's file names to is refused where it is
+ * set (config resolution would otherwise end the process building one). */
+static void test_long_path(void)
+{
+    static char ov[CONFIG_LONG + 32];
+    snprintf(ov, sizeof ov, "model.init_from=%0*d", CONFIG_LONG, 0);
+    char *init[] = {ov};
+    expect_error(TEST_RECIPE, 1, init, "model.init_from: a path of 3073 bytes; at most 3072 are accepted");
+}
+
 static void test_overrides(void)
 {
     struct config c;
@@ -183,6 +221,18 @@ static void test_init_from(void)
           "gpt2 config.json read");
     config_free(&c);
 
+    write_json("{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": 2,"
+               " \"num_attention_heads\": 8192, \"intermediate_size\": 2048, \"vocab_size\": 2147483647}");
+    expect_error(recipe, 0, NULL, "r.yaml:3:14: model.init_from: ");
+    expect_error(recipe, 0, NULL, "config.json: vocab_size x dim = 2147483647 x 1048576 elements for the token embedding");
+    write_json("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 1000000,"
+               " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 300}");
+    expect_error(recipe, 0, NULL,
+                 "num_hidden_layers = 1000000 is out of range for model.n_layers (must be >= 1 and <= 65536)");
+    write_json("{\"model_type\": \"gpt2\", \"n_embd\": 1073741824, \"n_layer\": 1, \"n_head\": 4,"
+               " \"vocab_size\": 300}");
+    expect_error(recipe, 0, NULL,
+                 "'n_inner' is absent and its default 4 x n_embd = 4 x 1073741824 is more than 2^31 - 1");
     write_json("{\"model_type\": \"gemma\"}");
     expect_error(recipe, 0, NULL, "unsupported model_type 'gemma'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
@@ -286,6 +336,8 @@ int main(void)
     test_defaults();
     test_errors();
     test_overrides();
+    test_sizes();
+    test_long_path();
     test_init_from();
     test_print_and_hash();
     test_lora();

@@ -70,6 +70,11 @@ static void test_uint32(void)
     expect_error(path, "v32.bin: offset 4: version 1, expected 7 for magic 20240801 (uint32 tokens)");
     snprintf(path, sizeof path, "%s", write_shard32("c32.bin", 20240801, 7, 6, a, 5));
     expect_error(path, "c32.bin: offset 8: the header says 6 tokens (1048 bytes) but the file has 1044 bytes");
+    /* the largest count a header holds: its byte size is computed without overflow */
+    snprintf(path, sizeof path, "%s", write_shard32("huge32.bin", 20240801, 7, -1, a, 5));
+    expect_error(path,
+                 "huge32.bin: offset 8: the header says 4294967295 tokens (17179870204 bytes) but the file has 1044 "
+                 "bytes");
 
     /* the writer: both widths, read back; nothing is left on failure */
     for (int width = 2; width <= 4; width += 2) {

@@ -201,7 +201,10 @@ static void test_refused(void)
     expect_fail(write_tok("merge3.json", "", "\"a b c\"", EOT, GOOD_REST), "model.merges[0] 'a b c' is not two tokens");
     expect_fail(write_tok("hugeid.json", "", "",
                           "{\"id\": 2147483647, \"content\": \"<|endoftext|>\", \"special\": true}", GOOD_REST),
-                "added_tokens[0]: needs an integer id and a string content");
+                "added_tokens[0]: needs an integer id in [0, 2^24) and a string content");
+    /* an id the 8-byte-an-id table would need 16 GB for (found by fuzz_tokenizer) */
+    expect_fail(write_tok("bigid.json", ", \"zz\": 2000000000", "", EOT, GOOD_REST),
+                "model.vocab: the id of 'zz' is not an integer in [0, 2^24)");
     expect_fail(
         test_write("sfx.json", "{\"model\": {\"type\": \"BPE\", \"end_of_word_suffix\": \"</w>\", \"vocab\": {}}}", -1),
         "model.end_of_word_suffix '</w>' is not supported");

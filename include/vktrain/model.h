@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vktrain/config.h"
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
 
@@ -82,6 +83,26 @@ struct model_batch {
 };
 
 struct model;
+
+/* The model of a recipe's model section; with init_from, its config.json
+ * adds what the recipe has no keys for (biases, rope_scaling) and GPT-2's
+ * position rows. 0, or -1 when that config.json cannot be read. */
+int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen);
+
+/* The largest tensor (weight or activation) and the most layers a model
+ * may have: with these, the bytes of all the buffers of a model and its
+ * optimizer sum to less than 2^63, so no size computed from a config can
+ * overflow (the memory plan adds them up; docs/training.md, "Memory"). */
+#define MODEL_MAX_TENSOR ((uint64_t)1 << 38)
+#define MODEL_MAX_LAYERS 65536
+
+/* What model_create requires of c for batch rows of max_seq_len tokens
+ * (batch 0: weights only): positive sizes that divide as the architecture
+ * needs, options the architecture has, and each product of sizes that sizes a buffer (vocab_size x dim,
+ * batch_size x max_seq_len x hidden_dim, ...) within MODEL_MAX_TENSOR
+ * elements, with batch x max_seq_len rows below 2^31. Returns 0, or -1 with
+ * a message naming the sizes. */
+int model_config_check(const struct model_config *c, uint32_t batch, char *err, size_t errlen);
 
 /* Checks the config (fatal with the reason) and allocates parameters,
  * gradients and activations for up to batch x max_seq_len tokens; batch 0

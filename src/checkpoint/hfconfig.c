@@ -223,7 +223,8 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
     }
     if (strcmp(c->model_type, "qwen2")) { /* Qwen2 (transformers 4.44) has no head_dim */
         json_t *hd = json_object_get(root, "head_dim");
-        if (hd && !json_is_null(hd) && (!json_is_integer(hd) || json_integer_value(hd) * c->n_heads != c->dim))
+        if (hd && !json_is_null(hd) &&
+            (!json_is_integer(hd) || c->dim % c->n_heads || json_integer_value(hd) != c->dim / c->n_heads))
             return vkt_error(err, errlen,
                              "%s: 'head_dim' other than hidden_size / num_attention_heads = %d is not supported",
                              path, c->dim / c->n_heads);
@@ -314,6 +315,11 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
             check_gpt2(path, root, err, errlen))
             goto done;
         c->n_kv_heads = c->n_heads;
+        if (c->hidden_dim < 0 && c->dim > INT_MAX / 4) {
+            vkt_error(err, errlen, "%s: 'n_inner' is absent and its default 4 x n_embd = 4 x %d is more than 2^31 - 1",
+                      path, c->dim);
+            goto done;
+        }
         if (c->hidden_dim < 0)
             c->hidden_dim = 4 * c->dim;
     }

@@ -1,13 +1,15 @@
 /* config_check: what a recipe means once all keys are read. Fills the
  * defaults that depend on other keys, reads model.init_from's config.json
  * (which then defines the model), requires the keys without a default and
- * rejects values that contradict each other. Never reads the dataset. */
+ * rejects values that contradict each other or size buffers too large to
+ * compute with (model_config_check). Never reads the dataset. */
 #include "config_keys.h"
 #include "vktrain/hfconfig.h"
-
+#include "vktrain/model.h"
 #include "vktrain/tokenizer.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,8 +114,14 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
      * 4*dim MLP), rounded up to a multiple of 32; gpt2: 4*dim. */
     if (!is_set(ctx, "model.n_kv_heads") && !m->init_from)
         m->n_kv_heads = m->n_heads;
-    if (!is_set(ctx, "model.hidden_dim") && !m->init_from)
-        m->hidden_dim = m->arch == ARCH_GPT2 ? 4 * m->dim : (8 * m->dim + 3 * 32 - 1) / (3 * 32) * 32;
+    if (!is_set(ctx, "model.hidden_dim") && !m->init_from) {
+        int64_t dim = m->dim, hidden = m->arch == ARCH_GPT2 ? 4 * dim : (8 * dim + 3 * 32 - 1) / (3 * 32) * 32;
+        if (hidden > INT_MAX)
+            return config_fail(ctx, K("model.dim"),
+                               "model.dim: %d makes the default model.hidden_dim (%s) %lld, more than 2^31 - 1", m->dim,
+                               m->arch == ARCH_GPT2 ? "4 x dim" : "8/3 x dim", (long long)hidden);
+        m->hidden_dim = (int)hidden;
+    }
     if (!is_set(ctx, "model.vocab_size") && !m->init_from)
         m->vocab_size = tokenizer_size;
     if (!is_set(ctx, "model.tie_embeddings") && !m->init_from)
@@ -167,6 +175,27 @@ static int check_data(struct config_ctx *ctx)
                            "eval_every_n_steps: %lld needs a validation set (dataset.val_path or "
                            "dataset.val_fraction)",
                            (long long)cfg->eval_every_n_steps);
+    return 0;
+}
+
+/* The sizes the model allocates (model_config_check names the product
+ * that is too large), and the tokens of one rank's step, which bound the
+ * sampler's global batch and the run's token counts. */
+static int check_sizes(struct config_ctx *ctx)
+{
+    const struct config *cfg = ctx->cfg;
+    struct model_config mc;
+    char msg[2048];
+    if (model_config_from(&cfg->model, &mc, msg, sizeof msg))
+        return config_fail(ctx, K("model.init_from"), "model.init_from: %s", msg);
+    if (model_config_check(&mc, (uint32_t)cfg->batch_size, msg, sizeof msg))
+        return config_fail(ctx, cfg->model.init_from ? K("model.init_from") : -1, "model: %s", msg);
+    int64_t seqs = (int64_t)cfg->gradient_accumulation_steps * cfg->batch_size, tokens;
+    if (__builtin_mul_overflow(seqs, (int64_t)cfg->model.max_seq_len, &tokens) || tokens > (int64_t)1 << 40)
+        return config_fail(ctx, K("gradient_accumulation_steps"),
+                           "gradient_accumulation_steps x batch_size x model.max_seq_len = %d x %d x %d tokens per "
+                           "rank and step: more than 2^40",
+                           cfg->gradient_accumulation_steps, cfg->batch_size, cfg->model.max_seq_len);
     return 0;
 }
 
@@ -345,7 +374,7 @@ int config_resolve(struct config_ctx *ctx)
     tokenizer_close(&tok);
     if (require(ctx, "output_dir", ""))
         return -1;
-    if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_lora(ctx))
+    if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_lora(ctx) || check_sizes(ctx))
         return -1;
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),

@@ -35,7 +35,7 @@ void data_docs_free(struct data_docs *docs)
 
 void data_store_reserve(struct data *d, int64_t n)
 {
-    if (d->n_tok + n <= d->cap_tok)
+    if (d->tok_ids && d->n_tok + n <= d->cap_tok)
         return;
     int64_t cap = d->cap_tok ? d->cap_tok : 1 << 16;
     while (cap < d->n_tok + n)

@@ -299,24 +299,85 @@ static void build_activations(struct model *m, uint32_t batch)
     gpu_memory_category(m->g, was);
 }
 
-struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
+int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen)
+{
+    memset(mc, 0, sizeof *mc);
+    if (c->init_from && model_config_read(c->init_from, mc, err, errlen))
+        return -1;
+    if (c->init_from && c->arch == ARCH_GPT2)
+        mc->pos_rows = mc->max_seq_len;
+    mc->arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc->vocab_size = (uint32_t)c->vocab_size;
+    mc->dim = (uint32_t)c->dim, mc->n_layers = (uint32_t)c->n_layers, mc->n_heads = (uint32_t)c->n_heads;
+    mc->n_kv_heads = (uint32_t)c->n_kv_heads, mc->hidden_dim = (uint32_t)c->hidden_dim;
+    mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
+    mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
+    mc->activation_checkpointing = c->activation_checkpointing;
+    return 0;
+}
+
+/* One product of sizes that sizes a tensor: -1 with the message when it
+ * exceeds MODEL_MAX_TENSOR elements (or 64 bits). */
+static int check_product(uint64_t a, uint64_t b, const char *names, const char *what, char *err, size_t errlen)
+{
+    uint64_t n;
+    if (!__builtin_mul_overflow(a, b, &n) && n <= MODEL_MAX_TENSOR)
+        return 0;
+    return vkt_error(err, errlen,
+                     "%s = %llu x %llu elements for %s: more than the 2^38 one tensor may hold (1 TiB of fp32)", names,
+                     (unsigned long long)a, (unsigned long long)b, what);
+}
+
+/* Every product below sizes a buffer build_table or build_activations
+ * allocates, or bounds one that does: the attention statistics (batch x
+ * n_heads x max_seq_len) are at most rows x dim, a key/value weight or
+ * activation at most its query's, the RoPE table max_seq_len x head size. */
+int model_config_check(const struct model_config *c, uint32_t batch, char *err, size_t errlen)
 {
     if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
-        vkt_fatal("model: dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
+        return vkt_error(err, errlen,
+                         "dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
     if (c->dim % c->n_heads)
-        vkt_fatal("model: n_heads %u does not divide dim %u", c->n_heads, c->dim);
+        return vkt_error(err, errlen, "n_heads %u does not divide dim %u", c->n_heads, c->dim);
     if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
-        vkt_fatal("model: n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
+        return vkt_error(err, errlen, "n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
     if (c->arch == MODEL_LLAMA && (c->dim / c->n_heads) % 2)
-        vkt_fatal("model: llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
+        return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
     if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
-        vkt_fatal("model: gpt2 has tied embeddings and n_kv_heads == n_heads");
+        return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
     if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
-        vkt_fatal("model: gpt2 has its own biases and no rope_scaling");
+        return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)
-        vkt_fatal("model: %u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
+        return vkt_error(err, errlen, "%u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
     if (c->lora_rank && !(c->lora_alpha > 0))
-        vkt_fatal("model: LoRA needs lora_alpha > 0");
+        return vkt_error(err, errlen, "LoRA needs lora_alpha > 0");
+    if (c->n_layers > MODEL_MAX_LAYERS)
+        return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
+    uint64_t rows = (uint64_t)batch * c->max_seq_len;
+    if (rows > INT32_MAX)
+        return vkt_error(err, errlen,
+                         "batch_size x max_seq_len = %u x %u = %llu rows in a micro-batch: more than 2^31 - 1", batch,
+                         c->max_seq_len, (unsigned long long)rows);
+    int gpt2 = c->arch == MODEL_GPT2;
+    uint64_t C = c->dim, qkv = gpt2 ? 3 * C : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
+    uint64_t pos = c->pos_rows > c->max_seq_len ? c->pos_rows : c->max_seq_len;
+    const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : "dim";
+    char names[96];
+    snprintf(names, sizeof names, "batch_size x max_seq_len x %s", wide_name);
+    if (check_product(c->vocab_size, C, "vocab_size x dim", "the token embedding", err, errlen) ||
+        check_product(qkv, C, gpt2 ? "3 x dim x dim" : "dim x dim", "an attention weight", err, errlen) ||
+        check_product(c->hidden_dim, C, "hidden_dim x dim", "an MLP weight", err, errlen) ||
+        check_product(pos, C, c->pos_rows > c->max_seq_len ? "position rows x dim" : "max_seq_len x dim",
+                      "the position table", err, errlen) ||
+        check_product(rows, wide, names, "an activation", err, errlen))
+        return -1;
+    return 0;
+}
+
+struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
+{
+    char err[512];
+    if (model_config_check(c, batch, err, sizeof err))
+        vkt_fatal("model: %s", err);
     struct model *m = vkt_calloc(1, sizeof *m, "the model");
     m->trained = vkt_malloc(sizeof *m->trained * MODEL_MAX_PARAMS, "trained parameters");
     m->lora_scale = c->lora_rank ? c->lora_alpha / (float)c->lora_rank : 0.0f;
@@ -475,6 +536,9 @@ void model_keep_logits(struct model *m, int keep)
     require_training(m, "model_keep_logits");
     m->keep_logits = keep;
     if (keep && !m->logits_kept) {
+        char err[256];
+        if (check_product(m->max_rows, m->c.vocab_size, "rows x vocab_size", "the kept logits", err, sizeof err))
+            vkt_fatal("model_keep_logits: %s", err);
         enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
         m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
         gpu_memory_category(m->g, was);

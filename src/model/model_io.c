@@ -424,5 +424,8 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->rope_scaling = (struct op_rope_scaling){(enum op_rope_type)h.rope_scaling, h.rope_factor, h.rope_low_freq_factor,
                                                h.rope_high_freq_factor, (uint32_t)h.rope_original_max};
     c->init_std = 0.02f;
+    char why[512];
+    if (model_config_check(c, 0, why, sizeof why))
+        return vkt_error(err, errlen, "%s: %s", path, why);
     return 0;
 }

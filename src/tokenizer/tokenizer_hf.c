@@ -43,7 +43,7 @@ static void cached_piece(struct tokenizer_hf *h, const char *s, size_t n, struct
         hf_smap_clear(&h->cache);
         h->cache_n = 0;
     }
-    if (h->cache_n + k > h->cache_cap) {
+    if (!h->cache_ids || h->cache_n + k > h->cache_cap) { /* a piece of no ids too: never NULL + 0 */
         h->cache_cap = 2 * (h->cache_n + k) + 1024;
         h->cache_ids = vkt_realloc(h->cache_ids, h->cache_cap * sizeof *h->cache_ids, "tokenizer cache");
     }

@@ -33,10 +33,15 @@ const char *hf_type_of(json_t *obj)
     return t ? t : "(no type)";
 }
 
-/* An id: a JSON integer in [0, 2^31 - 1). */
+/* Ids are below 2^24 (16,777,216, far above any published vocabulary):
+ * the id -> string table holds 8 bytes an id up to the highest, so a few
+ * bytes of JSON naming a larger id cannot demand gigabytes. */
+#define HF_MAX_ID (1 << 24)
+
+/* An id: a JSON integer in [0, HF_MAX_ID). */
 static int json_id(json_t *v, uint32_t *id)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= INT32_MAX)
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= HF_MAX_ID)
         return -1;
     *id = (uint32_t)json_integer_value(v);
     return 0;
@@ -107,7 +112,7 @@ static int load_vocab(struct tokenizer_hf *h, json_t *model, const char *path, c
     {
         uint32_t id;
         if (json_id(v, &id))
-            return hf_fail(err, errlen, path, "model.vocab: the id of '%s' is not an integer in [0, 2^31 - 1)", key);
+            return hf_fail(err, errlen, path, "model.vocab: the id of '%s' is not an integer in [0, 2^24)", key);
         size_t len = strlen(key);
         hf_smap_put(&h->vocab, key, len, id, 0);
         set_token(h, id, key, len, pool_n, pool_cap);
@@ -215,7 +220,8 @@ static int load_added(struct tokenizer_hf *h, json_t *added, const char *path, c
         json_t *content = json_object_get(v, "content");
         struct hf_added_token a = {0};
         if (json_id(json_object_get(v, "id"), &a.id) || !json_is_string(content))
-            return hf_fail(err, errlen, path, "added_tokens[%zu]: needs an integer id and a string content", i);
+            return hf_fail(err, errlen, path, "added_tokens[%zu]: needs an integer id in [0, 2^24) and a string content",
+                           i);
         const char *c = json_string_value(content);
         size_t len = json_string_length(content);
         if (!len)

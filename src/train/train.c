@@ -30,23 +30,14 @@
 #include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
-/* The recipe's model; with init_from, its config.json adds what the recipe
- * has no keys for (biases, rope_scaling) and GPT-2's position rows. */
+/* The recipe's model (with init_from, its config.json adds what the recipe
+ * has no keys for: biases, rope_scaling, GPT-2's position rows) and LoRA. */
 static struct model_config model_config_of(const struct config *cfg)
 {
-    const struct config_model *c = &cfg->model;
-    struct model_config mc = {0};
+    struct model_config mc;
     char err[1024];
-    if (c->init_from && model_config_read(c->init_from, &mc, err, sizeof err))
+    if (model_config_from(&cfg->model, &mc, err, sizeof err))
         vkt_fatal("model.init_from: %s", err);
-    if (c->init_from && c->arch == ARCH_GPT2)
-        mc.pos_rows = mc.max_seq_len;
-    mc.arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc.vocab_size = (uint32_t)c->vocab_size;
-    mc.dim = (uint32_t)c->dim, mc.n_layers = (uint32_t)c->n_layers, mc.n_heads = (uint32_t)c->n_heads;
-    mc.n_kv_heads = (uint32_t)c->n_kv_heads, mc.hidden_dim = (uint32_t)c->hidden_dim;
-    mc.max_seq_len = (uint32_t)c->max_seq_len, mc.norm_eps = (float)c->norm_eps, mc.rope_theta = c->rope_theta;
-    mc.tie_embeddings = c->tie_embeddings, mc.init_std = (float)c->init_std;
-    mc.activation_checkpointing = c->activation_checkpointing;
     mc.lora_rank = (uint32_t)cfg->lora.rank, mc.lora_alpha = (float)cfg->lora.alpha;
     mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
     return mc;
