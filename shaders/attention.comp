@@ -13,6 +13,7 @@ layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
+    uint o_off; uint p_off; uint doc_off; // out, dout / probs, dscores / doc from these floats
 } p;
 layout(std430, binding = 0) readonly buffer BQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BK { float k[]; };
@@ -28,13 +29,13 @@ void main()
     uint h = i % p.H, t = (i / p.H) % p.T, b = i / (p.H * p.T);
     uint kh = h / (p.H / p.KVH);
     uint qo = p.q_off + (b * p.T + t) * p.q_stride + h * p.hd;
-    uint oo = ((b * p.T + t) * p.H + h) * p.hd;
-    uint prow = ((b * p.H + h) * p.T + t) * p.T;
-    int d0 = p.has_doc != 0u ? doc[b * p.T + t] : 0;
+    uint oo = p.o_off + ((b * p.T + t) * p.H + h) * p.hd;
+    uint prow = p.p_off + ((b * p.H + h) * p.T + t) * p.T;
+    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
     float m = -1.0 / 0.0;
     for (uint s = 0u; s <= t; s++) {
         float score = -1.0 / 0.0;
-        if (p.has_doc == 0u || doc[b * p.T + s] == d0) {
+        if (p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0) {
             uint ko = p.k_off + (b * p.T + s) * p.kv_stride + kh * p.hd;
             float dotp = 0.0;
             for (uint d = 0u; d < p.hd; d++) dotp += q[qo + d] * k[ko + d];

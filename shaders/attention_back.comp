@@ -14,6 +14,7 @@ layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
+    uint o_off; uint p_off; uint doc_off; // out, dout / probs, dscores / doc from these floats
 } p;
 layout(std430, binding = 0) readonly buffer BQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BK { float k[]; };
@@ -29,8 +30,8 @@ layout(std430, binding = 7) buffer BG2 { float g2[]; }; // unused, or dv
 uint qidx(uint b, uint t, uint h) { return p.q_off + (b * p.T + t) * p.q_stride + h * p.hd; }
 uint kidx(uint b, uint t, uint kh) { return p.k_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
 uint vidx(uint b, uint t, uint kh) { return p.v_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
-uint oidx(uint b, uint t, uint h) { return ((b * p.T + t) * p.H + h) * p.hd; }
-uint pidx(uint b, uint h, uint t) { return ((b * p.H + h) * p.T + t) * p.T; }
+uint oidx(uint b, uint t, uint h) { return p.o_off + ((b * p.T + t) * p.H + h) * p.hd; }
+uint pidx(uint b, uint h, uint t) { return p.p_off + ((b * p.H + h) * p.T + t) * p.T; }
 
 void main()
 {

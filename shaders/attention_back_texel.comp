@@ -19,12 +19,13 @@ layout(constant_id = 0) const uint HDC = 8;
 layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
+    uint o_off; uint p_off; uint doc_off; // out, dout / probs, dscores / doc from these floats
 } p;
 
 uint qidx(uint b, uint t, uint h) { return p.q_off + (b * p.T + t) * p.q_stride + h * p.hd; }
 uint kidx(uint b, uint t, uint kh) { return p.k_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
 uint vidx(uint b, uint t, uint kh) { return p.v_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
-uint oidx(uint b, uint t, uint h) { return ((b * p.T + t) * p.H + h) * p.hd; }
+uint oidx(uint b, uint t, uint h) { return p.o_off + ((b * p.T + t) * p.H + h) * p.hd; }
 
 #if STAGE == 0
 layout(binding = 0) uniform samplerBuffer tk;
@@ -40,7 +41,7 @@ void main()
     if (i >= p.B * p.T * p.H) return;
     uint t = i % p.T, h = (i / p.T) % p.H, b = i / (p.H * p.T);
     uint kh = h / (p.H / p.KVH);
-    uint prow = i * p.T, oo = oidx(b, t, h), k0 = kidx(b, 0u, kh), v0 = vidx(b, 0u, kh);
+    uint prow = p.p_off + i * p.T, oo = oidx(b, t, h), k0 = kidx(b, 0u, kh), v0 = vidx(b, 0u, kh);
     VT dor[HDC];
     for (uint c = 0u; c < HDC; c++) dor[c] = FETCH(tdo, oo + c * W);
     float cs = 0.0;
@@ -83,7 +84,7 @@ void main()
     for (uint hh = 0u; hh < group; hh++) {
         uint h = kh * group + hh;
         for (uint t = s; t < p.T; t++) {
-            uint pr = ((b * p.H + h) * p.T + t) * p.T + s;
+            uint pr = p.p_off + ((b * p.H + h) * p.T + t) * p.T + s;
             float d = FETCH1(tds, pr), pv = FETCH1(tp, pr);
             if (d == 0.0 && pv == 0.0) continue; // masked by document: adds exactly 0
             uint qo = qidx(b, t, h), oo = oidx(b, t, h);

@@ -16,6 +16,7 @@ layout(constant_id = 0) const uint HDC = 8;
 layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
+    uint o_off; uint p_off; uint doc_off; // out, dout / probs, dscores / doc from these floats
 } p;
 layout(binding = 0) uniform samplerBuffer tq;
 layout(binding = 1) uniform samplerBuffer tk;
@@ -33,13 +34,13 @@ void main()
     uint qo = p.q_off + (b * p.T + t) * p.q_stride + h * p.hd;
     uint kb = p.k_off + b * p.T * p.kv_stride + kh * p.hd;
     uint vb = p.v_off + b * p.T * p.kv_stride + kh * p.hd;
-    uint prow = i * p.T; // ((b·H + h)·T + t)·T
+    uint prow = p.p_off + i * p.T; // ((b·H + h)·T + t)·T
     VT qr[HDC];
     for (uint c = 0u; c < HDC; c++) qr[c] = FETCH(tq, qo + c * W);
-    int d0 = p.has_doc != 0u ? doc[b * p.T + t] : 0;
+    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
     float m = -1.0 / 0.0, l = 0.0;
     for (uint s = 0u; s <= t; s++) {
-        if (p.has_doc != 0u && doc[b * p.T + s] != d0) continue;
+        if (p.has_doc != 0u && doc[p.doc_off + b * p.T + s] != d0) continue;
         uint ko = kb + s * p.kv_stride;
         VT acc = VT(0.0);
         for (uint c = 0u; c < HDC; c++) acc += qr[c] * FETCH(tk, ko + c * W);
@@ -53,7 +54,7 @@ void main()
     for (uint c = 0u; c < HDC; c++) out_[c] = VT(0.0);
     for (uint s = 0u; s <= t; s++) {
         float w = 0.0;
-        if (p.has_doc == 0u || doc[b * p.T + s] == d0) {
+        if (p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0) {
             uint ko = kb + s * p.kv_stride, vo = vb + s * p.kv_stride;
             VT acc = VT(0.0);
             for (uint c = 0u; c < HDC; c++) acc += qr[c] * FETCH(tk, ko + c * W);
@@ -63,6 +64,6 @@ void main()
         probs[prow + s] = w;
     }
     for (uint s = t + 1u; s < p.T; s++) probs[prow + s] = 0.0;
-    uint oo = ((b * p.T + t) * p.H + h) * p.hd / W;
+    uint oo = (p.o_off + ((b * p.T + t) * p.H + h) * p.hd) / W;
     for (uint c = 0u; c < HDC; c++) o[oo + c] = out_[c];
 }

@@ -11,7 +11,7 @@
 // The step passes scale = 1/N, N the global valid-token count, so
 // gradients come out normalized (docs/normalization.md).
 #include "rows.glsl"
-layout(push_constant) uniform Push { uint V; uint rows; float scale; uint label0; } p;
+layout(push_constant) uniform Push { uint rows; uint V; float scale; } p;
 layout(std430, binding = 0) buffer BL { float x[]; };
 layout(std430, binding = 1) readonly buffer BLab { int labels[]; };
 layout(std430, binding = 2) writeonly buffer BLoss { float row_loss[]; };
@@ -21,11 +21,11 @@ void main()
 {
     uint r = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     uint base = r * p.V;
-    int label = labels[p.label0 + r];
+    int label = labels[r];
     bool valid = label >= 0 && uint(label) < p.V;
     if (!valid) {
         for (uint i = t; i < p.V; i += WG) x[base + i] = 0.0;
-        if (t == 0u) { row_loss[p.label0 + r] = 0.0; row_count[p.label0 + r] = 0.0; }
+        if (t == 0u) { row_loss[r] = 0.0; row_count[r] = 0.0; }
         return; // uniform per workgroup: the whole row takes this branch
     }
     float m = -1.0 / 0.0;
@@ -42,7 +42,7 @@ void main()
         x[base + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale;
     }
     if (t == 0u) {
-        row_loss[p.label0 + r] = log(s) + m - target;
-        row_count[p.label0 + r] = 1.0;
+        row_loss[r] = log(s) + m - target;
+        row_count[r] = 1.0;
     }
 }

@@ -2,13 +2,13 @@
 // Masked softmax cross-entropy fused with its backward, texel family (CPU
 // devices): the formulas of cross_entropy.comp, one invocation per row
 // (no shared memory, no barriers). The logits are read through an R32F
-// texel view of the whole buffer (row label0 + r) and the row of dlogits
-// is written through a storage binding of the current row range (row r);
-// each element is read before it is overwritten and never read again.
+// texel view and the row of dlogits is written through a storage binding
+// of the same rows; each element is read before it is overwritten and
+// never read again.
 // Invalid labels (−100 = ignore) give dx = 0, row_loss = row_count = 0
 // and never read the logits.
 layout(local_size_x = 64) in;
-layout(push_constant) uniform Push { uint V; uint rows; float scale; uint label0; } p;
+layout(push_constant) uniform Push { uint rows; uint V; float scale; } p;
 layout(binding = 0) uniform samplerBuffer tx;
 layout(std430, binding = 1) writeonly buffer BL { float dx[]; };
 layout(std430, binding = 2) readonly buffer BLab { int labels[]; };
@@ -19,7 +19,7 @@ void main()
 {
     uint r = gl_GlobalInvocationID.x;
     if (r >= p.rows) return;
-    uint g = p.label0 + r, src = g * p.V, dst = r * p.V;
+    uint g = r, src = r * p.V, dst = r * p.V;
     int label = labels[g];
     if (label < 0 || uint(label) >= p.V) {
         for (uint i = 0u; i < p.V; i++) dx[dst + i] = 0.0;

@@ -3,8 +3,11 @@
 //   out[r,c] = wte[tok[r],c] (+ wpe[pos[r],c] when has_pos)
 // Ids are clamped into the tables: the data layer rejects out-of-range
 // tokens, and the shader never reads out of bounds whatever it is given.
+// A table larger than a binding is bound in row ranges: this dispatch
+// writes only the rows whose token is in [v0, v1) and position in
+// [p0, p1), with wte bound from row v0 and wpe from row p0.
 #define CUSTOM_PUSH
-layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; } p;
+layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; uint v0, v1, p0, p1; } p;
 #include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BT { int tok[]; };
 layout(std430, binding = 1) readonly buffer BP { int pos[]; };
@@ -17,8 +20,10 @@ void main()
     FOR_EACH_ELEMENT(i) {
         uint r = i / p.C, c = i % p.C;
         uint t = uint(clamp(tok[r], 0, int(p.V) - 1));
-        float v = wte[t * p.C + c];
-        if (p.has_pos != 0u) v += wpe[uint(clamp(pos[r], 0, int(p.P) - 1)) * p.C + c];
+        uint q = p.has_pos != 0u ? uint(clamp(pos[r], 0, int(p.P) - 1)) : p.p0;
+        if (t < p.v0 || t >= p.v1 || q < p.p0 || q >= p.p1) continue;
+        float v = wte[(t - p.v0) * p.C + c];
+        if (p.has_pos != 0u) v += wpe[(q - p.p0) * p.C + c];
         o[i] = v;
     }
 }

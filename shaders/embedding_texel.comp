@@ -14,10 +14,14 @@
 //         walking rows [row0, row1) in order (deterministic, no atomics).
 //         dtable is read and written through storage: a row's id may come
 //         back, and the walk must see its own earlier sums.
+// Tables larger than a binding are bound in row ranges as there: a
+// dispatch handles the ids in [v0, v1) (and positions in [p0, p1)), the
+// table bound from that row.
 #include "texel.glsl"
 #if BACK == 0
 layout(local_size_x_id = 0) in;
-layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; } p; // n = rows·C/W
+// n = rows·C/W
+layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; uint v0, v1, p0, p1; } p;
 layout(binding = 0) uniform samplerBuffer twte;
 layout(binding = 1) uniform samplerBuffer twpe;
 layout(std430, binding = 2) readonly buffer BT { int tok[]; };
@@ -30,14 +34,16 @@ void main()
     for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
         uint r = i / cw, c = (i % cw) * W;
         uint t = uint(clamp(tok[r], 0, int(p.V) - 1));
-        VT v = FETCH(twte, t * p.C + c);
-        if (p.has_pos != 0u) v += FETCH(twpe, uint(clamp(pos[r], 0, int(p.P) - 1)) * p.C + c);
+        uint q = p.has_pos != 0u ? uint(clamp(pos[r], 0, int(p.P) - 1)) : p.p0;
+        if (t < p.v0 || t >= p.v1 || q < p.p0 || q >= p.p1) continue;
+        VT v = FETCH(twte, (t - p.v0) * p.C + c);
+        if (p.has_pos != 0u) v += FETCH(twpe, (q - p.p0) * p.C + c);
         o[i] = v;
     }
 }
 #else
 layout(local_size_x = 8) in;
-layout(push_constant) uniform Push { uint row0; uint row1; uint C; uint V; } p; // rows [row0, row1)
+layout(push_constant) uniform Push { uint row0; uint row1; uint C; uint V; uint v0; uint v1; } p; // rows [row0, row1)
 layout(binding = 0) uniform samplerBuffer tdout;
 layout(std430, binding = 1) readonly buffer BI { int ids[]; };
 layout(std430, binding = 2) buffer BT { VT dtable[]; };
@@ -48,7 +54,7 @@ void main()
     if (c >= cw) return;
     for (uint n = p.row0; n < p.row1; n++) {
         uint id = uint(clamp(ids[n], 0, int(p.V) - 1));
-        dtable[id * cw + c] += FETCH(tdout, n * p.C + c * W);
+        if (id >= p.v0 && id < p.v1) dtable[(id - p.v0) * cw + c] += FETCH(tdout, n * p.C + c * W);
     }
 }
 #endif

@@ -3,7 +3,10 @@
 // variant: sumsq -DSQUARE=1
 // out[out_index + g] = sum over this workgroup's chunk of x (or x*x).
 //
-// Workgroup g owns x[g*chunk, min((g+1)*chunk, n)). Each invocation sums
+// Workgroup g = group0 + gl_WorkGroupID.x owns x[g*chunk, min((g+1)*chunk,
+// n)), indices counted from the start of the tensor, whose element x0 is
+// the first of the binding (a dispatch may cover some workgroups only,
+// binding the range of x they read). Each invocation sums
 // its strided share with Kahan compensation, then the workgroup adds the
 // partial sums in a fixed tree, so the result depends only on n, chunk and
 // the workgroup size: the same input gives the same bits. Two dispatches
@@ -11,7 +14,7 @@
 // for the error bound.
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
-layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; } p;
+layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; uint group0; uint x0; } p;
 layout(std430, binding = 0) readonly buffer BX { float x[]; };
 layout(std430, binding = 1) buffer BO { float o[]; };
 
@@ -19,14 +22,14 @@ shared float part[WG];
 
 void main()
 {
-    uint g = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint g = p.group0 + gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     uint begin = g * p.chunk, end = min(begin + p.chunk, p.n);
     precise float s = 0.0, c = 0.0;
     for (uint i = begin + t; i < end; i += WG) {
 #if SQUARE
-        precise float v = x[i] * x[i];
+        precise float v = x[i - p.x0] * x[i - p.x0];
 #else
-        precise float v = x[i];
+        precise float v = x[i - p.x0];
 #endif
         precise float y = v - c;
         precise float s2 = s + y;

@@ -11,7 +11,9 @@
 // op_reduce.c holds (it allows any order within an invocation).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
-layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; } p;
+// group0 and x0 (reduce.comp's range dispatches) are 0 here: one dispatch
+// over the whole of x.
+layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; uint group0; uint x0; } p;
 layout(binding = 0) uniform samplerBuffer x;
 layout(std430, binding = 1) buffer BO { float o[]; };
 

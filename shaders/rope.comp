@@ -4,9 +4,12 @@
 //   a = pos·theta^(−2j/hd);  (x_j, x_{j+hd/2}) ← R(sign·a)·(x_j, x_{j+hd/2})
 // sign = +1 forward; −1 backward (Rᵀ = R(−a) maps dout to dinp).
 // cos/sin come from a table (max_pos, hd/2, 2) the host computes in double,
-// so every device rotates by the same float angles.
+// so every device rotates by the same float angles. A table larger than a
+// binding is bound in ranges of positions: this dispatch rotates the rows
+// whose position is in [p0, p1), the table bound from position p0.
 #define CUSTOM_PUSH
-layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; } p; // n = rows·H·hd/2
+// n = rows·H·hd/2
+layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; } p;
 #include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BP { int pos[]; };
 layout(std430, binding = 1) readonly buffer BT { vec2 cs[]; };
@@ -18,7 +21,8 @@ void main()
     FOR_EACH_ELEMENT(i) {
         uint j = i % half_hd, h = (i / half_hd) % p.H, n = i / (half_hd * p.H);
         uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));
-        vec2 c = cs[ps * half_hd + j];
+        if (ps < p.p0 || ps >= p.p1) continue;
+        vec2 c = cs[(ps - p.p0) * half_hd + j];
         float sn = p.sign * c.y;
         uint base = (n * p.H + h) * p.hd;
         float a = x[base + j], b = x[base + j + half_hd];

@@ -15,6 +15,8 @@ static void usage(FILE *f)
             "  generate --model DIR --prompt TEXT [--max-new-tokens N]\n"
             "           [--temperature T] [--top-k K] [--seed S]\n"
             "                   sample text from a trained model\n"
+            "  tokenize --tokenizer PATH --input FILE... --output SHARD [--separator LINE]\n"
+            "                   encode text files into an llm.c token shard\n"
             "  devices          list Vulkan devices, their limits, and which one is chosen\n"
             "\n"
             "options:\n"
@@ -24,7 +26,8 @@ static void usage(FILE *f)
             "environment:\n"
             "  VKTRAIN_DEVICE=N     use Vulkan device N (see `vktrain devices`)\n"
             "  VKTRAIN_VALIDATE=1   enable the Khronos validation layer\n"
-            "  VKTRAIN_KERNELS=texel|tiled  force a kernel family\n");
+            "  VKTRAIN_KERNELS=texel|tiled  force a kernel family\n"
+            "(docs/training.md, \"Environment\", says more)\n");
 }
 
 int main(int argc, char **argv)
@@ -48,6 +51,8 @@ int main(int argc, char **argv)
         return cli_train(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate"))
         return cli_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tokenize"))
+        return cli_tokenize(argc - 1, argv + 1);
     if (cmd[0] == '-')
         fprintf(stderr, "vktrain: error: unknown option '%s'\n", cmd);
     else

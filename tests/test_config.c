@@ -1,11 +1,14 @@
 /* test_config: recipe defaults, every class of recipe error with its
  * message, overrides, init_from, printing and hashing. */
+#include <string.h>
+#include <sys/stat.h>
+
 #include "test_util.h"
 
 #include "vktrain/config.h"
 
-
 static char err[2048];
+#define CONFIG_LONG 3073 /* one byte over the longest path a recipe may give */
 
 static int load(struct config *c, const char *text, int n, char *const *ov)
 {
@@ -96,13 +99,51 @@ static void test_errors(void)
     char *vocab[] = {"model.vocab_size=100"};
     expect_error(TEST_RECIPE, 1, vocab, "model.vocab_size: 100 is smaller than the tokenizer's 259 ids");
     char *hf[] = {"tokenizer.type=hf"};
-    expect_error(TEST_RECIPE, 1, hf, "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
+    expect_error(TEST_RECIPE, 1, hf,
+                 "required key 'tokenizer.path' is missing (tokenizer.type hf reads a tokenizer.json)");
     char *both[] = {"dataset.val_path=v.txt", "dataset.val_fraction=0.1"};
     expect_error(TEST_RECIPE, 2, both, "give either dataset.val_path or dataset.val_fraction");
     char *eval[] = {"eval_every_n_steps=10"};
     expect_error(TEST_RECIPE, 1, eval, "eval_every_n_steps: 10 needs a validation set");
     char *tok[] = {"dataset.type=tokens", "dataset.packed=false"};
     expect_error(TEST_RECIPE, 2, tok, "dataset.packed: a tokens dataset is one token stream");
+}
+
+/* Sizes whose products would overflow, or size tensors no device holds,
+ * are refused before anything is computed from them, naming the product. */
+static void test_sizes(void)
+{
+    char *vocab[] = {"model.vocab_size=2147483647", "model.dim=2147483646", "model.n_heads=1", "model.hidden_dim=8"};
+    expect_error(TEST_RECIPE, 4, vocab,
+                 "r.yaml: model: vocab_size x dim = 2147483647 x 2147483646 elements for the token embedding: "
+                 "more than the 2^38 one tensor may hold");
+    char *rows[] = {"batch_size=65536", "model.max_seq_len=65536"};
+    expect_error(TEST_RECIPE, 2, rows, "batch_size x max_seq_len = 65536 x 65536 = 4294967296 rows in a micro-batch");
+    char *act[] = {"batch_size=1024", "model.max_seq_len=1048576", "model.hidden_dim=1024"};
+    expect_error(TEST_RECIPE, 3, act,
+                 "batch_size x max_seq_len x hidden_dim = 1073741824 x 1024 elements for an activation");
+    char *gpt2[] = {"model.arch=gpt2", "model.dim=2000000", "model.n_heads=2", "model.hidden_dim=8"};
+    expect_error(TEST_RECIPE, 4, gpt2, "3 x dim x dim = 6000000 x 2000000 elements for an attention weight");
+    char *hidden[] = {"model.dim=1073741824"};
+    expect_error(TEST_RECIPE, 1, hidden,
+                 "override 'model.dim=1073741824': model.dim: 1073741824 makes the default model.hidden_dim "
+                 "(8/3 x dim) 2863311552, more than 2^31 - 1");
+    char *layers[] = {"model.n_layers=65537"};
+    expect_error(TEST_RECIPE, 1, layers, "model.n_layers: 65537 is out of range (must be >= 1 and <= 65536)");
+    char *tokens[] = {"gradient_accumulation_steps=2147483647", "batch_size=1024"};
+    expect_error(TEST_RECIPE, 2, tokens,
+                 "override 'gradient_accumulation_steps=2147483647': gradient_accumulation_steps x batch_size x "
+                 "model.max_seq_len = 2147483647 x 1024 x 32 tokens per rank and step: more than 2^40");
+}
+
+/* A path too long to append vktrain's file names to is refused where it is
+ * set (config resolution would otherwise end the process building one). */
+static void test_long_path(void)
+{
+    static char ov[CONFIG_LONG + 32];
+    snprintf(ov, sizeof ov, "model.init_from=%0*d", CONFIG_LONG, 0);
+    char *init[] = {ov};
+    expect_error(TEST_RECIPE, 1, init, "model.init_from: a path of 3073 bytes; at most 3072 are accepted");
 }
 
 static void test_overrides(void)
@@ -180,8 +221,20 @@ static void test_init_from(void)
           "gpt2 config.json read");
     config_free(&c);
 
-    write_json("{\"model_type\": \"mistral\"}");
-    expect_error(recipe, 0, NULL, "unsupported model_type 'mistral'");
+    write_json("{\"model_type\": \"llama\", \"hidden_size\": 1048576, \"num_hidden_layers\": 2,"
+               " \"num_attention_heads\": 8192, \"intermediate_size\": 2048, \"vocab_size\": 2147483647}");
+    expect_error(recipe, 0, NULL, "r.yaml:3:14: model.init_from: ");
+    expect_error(recipe, 0, NULL, "config.json: vocab_size x dim = 2147483647 x 1048576 elements for the token embedding");
+    write_json("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 1000000,"
+               " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 300}");
+    expect_error(recipe, 0, NULL,
+                 "num_hidden_layers = 1000000 is out of range for model.n_layers (must be >= 1 and <= 65536)");
+    write_json("{\"model_type\": \"gpt2\", \"n_embd\": 1073741824, \"n_layer\": 1, \"n_head\": 4,"
+               " \"vocab_size\": 300}");
+    expect_error(recipe, 0, NULL,
+                 "'n_inner' is absent and its default 4 x n_embd = 4 x 1073741824 is more than 2^31 - 1");
+    write_json("{\"model_type\": \"gemma\"}");
+    expect_error(recipe, 0, NULL, "unsupported model_type 'gemma'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
     expect_error(recipe, 0, NULL, "missing required key 'vocab_size'");
     char missing[512];
@@ -219,13 +272,74 @@ static void test_print_and_hash(void)
     free(again);
 }
 
+/* The lora section: defaults by arch, the keys that need it on, dropout,
+ * and an adapter folder's adapter_config.json filling and checking it. */
+static void test_lora(void)
+{
+    struct config c;
+    char *on[] = {"lora.rank=4"};
+    CHECK(load(&c, TEST_RECIPE, 1, on) == 0, "%s", err);
+    CHECK(c.lora.rank == 4 && c.lora.alpha == 8 && c.lora.n_targets == 2 && !strcmp(c.lora.targets[1], "v_proj"),
+          "lora defaults: alpha %g, %d targets", c.lora.alpha, c.lora.n_targets);
+    config_free(&c);
+    char *gpt2[] = {"lora.rank=2", "model.arch=gpt2", "lora.alpha=1"};
+    CHECK(load(&c, TEST_RECIPE, 3, gpt2) == 0, "%s", err);
+    CHECK(c.lora.alpha == 1 && c.lora.n_targets == 1 && !strcmp(c.lora.targets[0], "c_attn"), "gpt2 lora targets");
+    config_free(&c);
+    expect_error(TEST_RECIPE "lora:\n  alpha: 4\n", 0, NULL, "lora.alpha: LoRA is off (lora.rank is 0)");
+    expect_error(TEST_RECIPE "lora:\n  rank: 4\n  dropout: 0.1\n", 0, NULL,
+                 "lora.dropout: 0.1, but only 0 is implemented");
+
+    char dir[2048], path[4096];
+    snprintf(dir, sizeof dir, "%s/adapter", test_tmpdir());
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, \"target_modules\": [\"q_proj\", \"v_proj\"]}", f);
+    fclose(f);
+    char from[4200], rank[] = "lora.rank=4";
+    snprintf(from, sizeof from, "lora.init_from=%s", dir);
+    char *ov[] = {from, rank};
+    CHECK(load(&c, TEST_RECIPE, 1, ov) == 0, "%s", err);
+    CHECK(c.lora.rank == 3 && c.lora.alpha == 5 && c.lora.n_targets == 2 && !strcmp(c.lora.targets[1], "v_proj"),
+          "lora.init_from: rank %d alpha %g", c.lora.rank, c.lora.alpha);
+    config_free(&c);
+    expect_error(TEST_RECIPE, 2, ov, "lora.rank: 4 disagrees with r = 3 in");
+    f = fopen(path, "w");
+    fputs("{\"peft_type\": \"LORA\", \"r\": 3, \"lora_alpha\": 5, \"target_modules\": \".*proj\"}", f);
+    fclose(f);
+    expect_error(TEST_RECIPE, 1, ov, "target_modules must be a list of module names");
+
+    /* LoRA off: the lora keys enter neither the hash nor the differences,
+     * so a checkpoint's recipe.yaml from before the section resumes. */
+    CHECK(load(&c, TEST_RECIPE, 0, NULL) == 0, "%s", err);
+    char *text = NULL, diff[1024];
+    size_t n;
+    f = open_memstream(&text, &n);
+    config_print(&c, f);
+    fclose(f);
+    char *cut = strstr(text, "lora:\n");
+    CHECK(cut != NULL, "no lora section printed");
+    if (cut)
+        *cut = 0;
+    CHECK(config_diff(&c, text, diff, sizeof diff) == 0, "a recipe without the lora section differs: %s", diff);
+    uint64_t h = config_hash(&c);
+    config_free(&c);
+    CHECK(load(&c, text, 0, NULL) == 0 && config_hash(&c) == h, "the hash changes without the lora section: %s", err);
+    config_free(&c);
+    free(text);
+}
+
 int main(void)
 {
     test_tmpdir();
     test_defaults();
     test_errors();
     test_overrides();
+    test_sizes();
+    test_long_path();
     test_init_from();
     test_print_and_hash();
+    test_lora();
     return test_result("test_config");
 }

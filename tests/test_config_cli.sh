@@ -37,8 +37,15 @@ fi
 grep -qF "unknown option '--frobnicate'" "$tmp/err" || fail "wrong message: $(cat "$tmp/err")"
 if "$VKTRAIN" train 2> /dev/null; then fail "train without --config accepted"; fi
 
+# Run where out/default holds a model (lora_example.yaml fine-tunes the
+# model default.yaml makes there; make_model's has max_seq_len 64).
+mkdir -p "$tmp/ex/out"
+"$TOOLS/make_model" "$tmp/ex/out/default" llama 1 > /dev/null || fail "make_model"
 for recipe in "$SRC"/configs/*.yaml; do
-    "$VKTRAIN" train --config "$recipe" --print-config > /dev/null || fail "$recipe does not resolve"
+    extra=()
+    grep -q 'init_from: out/default' "$recipe" && extra=(model.max_seq_len=64)
+    (cd "$tmp/ex" && "$VKTRAIN" train --config "$recipe" --print-config "${extra[@]}" > /dev/null) ||
+        fail "$recipe does not resolve"
 done
 
 printf 'one\n%%\ntwo\n%%\nthree\n' > "$tmp/corpus.txt"

@@ -124,10 +124,10 @@ static void test_long_and_val(void)
           (long long)d.val.n_tokens);
     CHECK(data_val_batches(&d, 2) == 3, "val batches %lld", (long long)data_val_batches(&d, 2));
     data_val_batch(&d, 0, 2, &b);
-    CHECK(b.rows == 2 && b.inputs[0] == d.tok_ids[8] && b.inputs[4] == d.tok_ids[28],
+    CHECK(b.rows == 2 && b.inputs[0] == (int32_t)d.tok_ids[8] && b.inputs[4] == (int32_t)d.tok_ids[28],
           "val rows start at windows 2 and 7");
     data_val_batch(&d, 2, 2, &b);
-    CHECK(b.rows == 1 && b.inputs[0] == d.tok_ids[88], "last val batch: %d rows", b.rows);
+    CHECK(b.rows == 1 && b.inputs[0] == (int32_t)d.tok_ids[88], "last val batch: %d rows", b.rows);
     test_data_close(&d);
 out:
     data_batch_free(&b);

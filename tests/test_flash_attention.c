@@ -306,10 +306,10 @@ int main(void)
         test_flash(2, 23, 4, 2, 8, 1, 0, 0);
         test_flash(3, 17, 2, 2, 12, 1, 1, 0);
         op_flash_attention_set_walk(0);
-        ops_set_storage_limit(4096);
+        gpu_set_limits(g, "storage_range=4096");
         test_flash(5, 13, 2, 1, 16, 1, 0, 0);
         test_flash(5, 13, 2, 2, 8, 0, 1, 0); /* no documents: a stand-in binding */
-        ops_set_storage_limit(0);
+        gpu_set_limits(g, NULL);
         /* Long sequences: the present kernels keep T² floats per head. */
         test_flash(1, 1024, 2, 1, 64, 1, 0, c == 0);
         test_flash(1, 2048, 1, 1, 64, 0, 0, 0);

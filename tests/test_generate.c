@@ -88,7 +88,7 @@ static void check_generation(const struct model_config *c)
     struct decoder *d = decoder_create(m);
     uint32_t T = c->max_seq_len, V = c->vocab_size;
     int32_t prompt[3] = {256, 'h', 'i'}, a[64], b[64];
-    struct generate_options o = {.max_new_tokens = 8, .temperature = 0, .seed = 1, .eos = -1};
+    struct generate_options o = {.max_new_tokens = 8, .temperature = 0, .seed = 1};
     enum generate_stop stop;
     size_t na = generate_tokens(d, prompt, 3, &o, a, &stop);
     size_t nb = generate_tokens(d, prompt, 3, &o, b, &stop);
@@ -118,16 +118,24 @@ static void check_generation(const struct model_config *c)
     nb = generate_tokens(d, prompt, 3, &o, b, &stop);
     CHECK(na != nb || memcmp(a, b, sizeof *a * na), "seeds 5 and 6 give the same 8 samples");
 
-    /* eos: make the first greedy token the stop token. */
+    /* Stop tokens: the first greedy token, as the first or the second of a
+     * set, ends the generation at once; a set without it does not. */
     int32_t zero = 0;
     decoder_reset(d);
-    o.temperature = 0, o.eos = generate_sample(decoder_step(d, zero), V, 0, 0, &o.seed);
-    na = generate_tokens(d, &zero, 1, &o, a, &stop);
-    CHECK(na == 0 && stop == GENERATE_STOP_EOS, "eos: %zu tokens, stop %d", na, stop);
+    int32_t first = generate_sample(decoder_step(d, zero), V, 0, 0, &o.seed);
+    int32_t other = first == 1 ? 2 : 1;
+    int32_t sets[3][2] = {{first, other}, {other, first}, {other, other}};
+    o.temperature = 0, o.n_stop = 2;
+    for (int s = 0; s < 3; s++) {
+        o.stop_ids = sets[s];
+        na = generate_tokens(d, &zero, 1, &o, a, &stop);
+        CHECK(s < 2 ? na == 0 && stop == GENERATE_STOP_EOS : na > 0 && a[0] == first,
+              "stop ids {%d, %d}, first greedy token %d: %zu tokens, stop %d", sets[s][0], sets[s][1], first, na, stop);
+    }
 
     /* A full cache: T-2 prompt tokens leave room to draw 3. */
     int32_t long_prompt[64] = {0};
-    o.eos = -1, o.max_new_tokens = 10;
+    o.n_stop = 0, o.max_new_tokens = 10;
     na = generate_tokens(d, long_prompt, T - 2, &o, a, &stop);
     CHECK(na == 3 && stop == GENERATE_STOP_CONTEXT, "full cache: %zu tokens, stop %d", na, stop);
     CHECK(decoder_position(d) == T, "full cache: position %u", decoder_position(d));

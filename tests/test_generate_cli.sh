@@ -1,7 +1,11 @@
 # test_generate_cli: `vktrain generate` on tiny random models written by
-# tests/tools/make_model (llama and gpt2): greedy output starts with the
-# prompt and repeats; a seed repeats a sampled output; a full context is
-# noted; bad flags, numbers and model paths are errors that name them.
+# tests/tools/make_model (llama and gpt2): greedy output is, byte for byte,
+# the prompt and then the tokens PyTorch's greedy decoding of the same files
+# picks (tests/parity_torch_model.py, the whole sequence re-run per token,
+# argmax with ties to the lower id; the smallest top-1 margin is printed to
+# show the choice is not a near tie), and repeats; a seed repeats a sampled
+# output; a full context is noted; --chat writes the plain template on a
+# byte model; bad flags, numbers and model paths are errors that name them.
 set -u
 fail=0
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
@@ -11,10 +15,40 @@ trap 'rm -rf "$dir"' EXIT
 for arch in llama gpt2; do
   mkdir -p "$dir/$arch"
   "$TOOLS/make_model" "$dir/$arch" $arch 3 || { echo "FAIL: make_model $arch"; exit 1; }
-  out=$("$VKTRAIN" generate --model "$dir/$arch" --prompt hi --max-new-tokens 5 --temperature 0); rc=$?
+  "$VKTRAIN" generate --model "$dir/$arch" --prompt hi --max-new-tokens 8 --temperature 0 > "$dir/$arch.out"; rc=$?
+  out=$(cat "$dir/$arch.out")
   printf '%s: %q\n' $arch "$out"
-  check "$arch: greedy generation exits 0 and starts with the prompt" '[ $rc -eq 0 ] && [[ "$out" == hi* ]]'
-  again=$("$VKTRAIN" generate --model "$dir/$arch" --prompt hi --max-new-tokens 5 --temperature 0)
+  check "$arch: greedy generation exits 0 and prints the prompt, then PyTorch's greedy tokens" \
+    "[ \$rc -eq 0 ] && /usr/bin/python3 - '$dir/$arch' <<'PY'
+import json, sys
+import numpy as np, torch
+sys.path.insert(0, '$SRC/tests')
+from parity_torch_model import BOS, EOS, forward, read_safetensors
+d = sys.argv[1]
+h = json.load(open(d + '/config.json'))
+g = lambda *k: next(h[x] for x in k if x in h)
+c = dict(arch='llama' if h['model_type'] == 'llama' else 'gpt2', dim=g('hidden_size', 'n_embd'),
+         layers=g('num_hidden_layers', 'n_layer'), heads=g('num_attention_heads', 'n_head'),
+         kv_heads=g('num_key_value_heads', 'num_attention_heads', 'n_head'), hidden=g('intermediate_size', 'n_inner'),
+         eps=g('rms_norm_eps', 'layer_norm_epsilon'), theta=h.get('rope_theta', 1e4), tied=h['tie_word_embeddings'])
+p = {k: torch.tensor(np.array(v)) for k, v in read_safetensors(d + '/model.safetensors').items()}
+seq, margin = [BOS] + list(b'hi'), float('inf')
+for _ in range(8):
+    n = len(seq)
+    logits = forward(c, p, torch.tensor([seq]), torch.arange(n)[None], torch.tril(torch.ones(n, n, dtype=torch.bool))[None])[0, -1]
+    top = torch.topk(logits, 2).values
+    margin = min(margin, (top[0] - top[1]).item())
+    tok = int(torch.argmax(logits))
+    if tok == EOS:
+        break
+    seq.append(tok)
+names = {256: b'<|bos|>', 258: b'<|pad|>'}
+want = b'hi' + b''.join(bytes([t]) if t < 256 else names[t] for t in seq[3:]) + b'\n'
+got = open(d + '.out', 'rb').read()
+print('  PyTorch greedy %r, vktrain %r, smallest top-1 margin %.3g' % (want, got, margin))
+sys.exit(got != want)
+PY"
+  again=$("$VKTRAIN" generate --model "$dir/$arch" --prompt hi --max-new-tokens 8 --temperature 0)
   check "$arch: greedy generation repeats" '[ "$out" == "$again" ]'
   a=$("$VKTRAIN" generate --model "$dir/$arch" --prompt "the " --max-new-tokens 20 --temperature 1 --top-k 40 --seed 9)
   b=$("$VKTRAIN" generate --model "$dir/$arch" --prompt "the " --max-new-tokens 20 --temperature 1 --top-k 40 --seed 9)
@@ -46,6 +80,19 @@ out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --temperature -1 2>&1
 check "a negative temperature is an error" '[ $rc -eq 2 ] && grep -q -- "--temperature" <<<"$out"'
 out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --seed 2>&1); rc=$?
 check "a flag without its value is an error" '[ $rc -eq 2 ] && grep -q -- "--seed needs a value" <<<"$out"'
+# --chat on a model without a chat template (the byte tokenizer): the plain
+# form, <|bos|> + "user: hi\n" + "assistant: ", and only the reply printed
+pre=$'user: hi\nassistant: '
+p=$("$VKTRAIN" generate --model "$dir/llama" --prompt "$pre" --max-new-tokens 8 --temperature 0)
+c=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --max-new-tokens 8 --temperature 0); rc=$?
+check "--chat writes the plain template and prints the reply that --prompt gives" '[ $rc -eq 0 ] && [ "$pre$c" = "$p" ]'
+out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --system x 2>&1); rc=$?
+check "--system without --chat is an error" '[ $rc -eq 2 ] && grep -q -- "--system goes with --chat" <<<"$out"'
+out=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --chat-template jinja 2>&1); rc=$?
+check "an unknown --chat-template is an error naming the choices" \
+  '[ $rc -eq 2 ] && grep -q -- "--chat-template: .jinja. is not llama3, chatml, llama2 or plain" <<<"$out"'
+out=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --chat-template llama3 2>&1); rc=$?
+check "a chat template on a byte model is an error" '[ $rc -eq 1 ] && grep -q "byte tokenizer" <<<"$out"'
 out=$("$VKTRAIN" generate --help); rc=$?
 check "--help shows the options" '[ $rc -eq 0 ] && grep -q -- "--top-k" <<<"$out"'
 exit $fail

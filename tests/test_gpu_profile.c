@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "../src/gpu/gpu_internal.h"
-#include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
 #include "vktrain/ops.h"
 
@@ -88,11 +87,11 @@ static void test_family(struct gpu *g, enum gpu_kernel_class c)
     /* A product split into blocks by a small binding limit declares its
      * FLOPs once: the row still holds 2·M·N·K over more dispatches. */
     CHECK(gpu_profile_start(g) && gpu_profile_rows(g, &rows) == 0, "%s: start did not clear the rows", family);
-    ops_set_storage_limit(60000);
+    gpu_set_limits(g, "storage_range=60000");
     gpu_profile_phase(g, "split");
     op_matmul_nt(g, x, w, y, M, N, K, 0);
     gpu_profile_stop(g);
-    ops_set_storage_limit(0);
+    gpu_set_limits(g, NULL);
     const struct gpu_profile_row *split = find_row(g, "split", kernel_nt);
     CHECK(split && split->dispatches > 1 && split->flops == flops, "%s: the split product's row (%llu dispatches)",
           family, split ? (unsigned long long)split->dispatches : 0ULL);

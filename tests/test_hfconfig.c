@@ -39,7 +39,7 @@ static void round_trip(const struct hf_config *c, const char *what, const char *
 
 static void test_round_trips(void)
 {
-    struct hf_config llama = {HF_LLAMA, 259, 64, 2, 4, 2, 176, 128, 1e-5, 500000.0, 0, 256, 257, 258};
+    struct hf_config llama = {HF_LLAMA, 259, 64, 2, 4, 2, 176, 128, 1e-5, 500000.0, 0, 256, 257, 258, .qkv_bias = 0};
     round_trip(&llama, "llama", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ]");
     round_trip(&llama, "llama", "\"rms_norm_eps\": 1e-5,");
     round_trip(&llama, "llama", "\"num_key_value_heads\": 2,");
@@ -48,7 +48,7 @@ static void test_round_trips(void)
     llama.norm_eps = 1.0 / 3.0; /* needs 17 digits */
     llama.bos_token_id = llama.eos_token_id = llama.pad_token_id = -1;
     round_trip(&llama, "llama tied", "\"tie_word_embeddings\": true");
-    struct hf_config gpt2 = {HF_GPT2, 50257, 48, 3, 3, 3, 192, 64, 1e-5, 0, 1, 50256, 50256, -1};
+    struct hf_config gpt2 = {HF_GPT2, 50257, 48, 3, 3, 3, 192, 64, 1e-5, 0, 1, 50256, 50256, -1, .qkv_bias = 0};
     round_trip(&gpt2, "gpt2", "\"model_type\": \"gpt2\"");
     round_trip(&gpt2, "gpt2", "\"n_inner\": 192");
     round_trip(&gpt2, "gpt2", "\"activation_function\": \"gelu_new\"");
@@ -71,7 +71,7 @@ static void test_published(void)
                     "\"n_positions\": 1024, \"vocab_size\": 50257}",
                     &c) == 0,
           "%s", err);
-    struct hf_config want = {HF_GPT2, 50257, 768, 12, 12, 12, 3072, 1024, 1e-5, 0, 1, 50256, 50256, -1};
+    struct hf_config want = {HF_GPT2, 50257, 768, 12, 12, 12, 3072, 1024, 1e-5, 0, 1, 50256, 50256, -1, .qkv_bias = 0};
     check_equal(&c, &want, "published gpt2");
 
     /* Old llama configs: no num_key_value_heads, rope_theta or rms_norm_eps. */
@@ -81,8 +81,64 @@ static void test_published(void)
                     "\"hidden_act\": \"silu\", \"rope_scaling\": null}",
                     &c) == 0,
           "%s", err);
-    struct hf_config lw = {HF_LLAMA, 32000, 4096, 32, 32, 32, 11008, 2048, 1e-6, 10000.0, 0, -1, -1, -1};
+    struct hf_config lw = {HF_LLAMA, 32000, 4096, 32, 32, 32, 11008, 2048, 1e-6, 10000.0, 0, -1, -1, -1, .qkv_bias = 0};
     check_equal(&c, &lw, "old llama");
+}
+
+#define LLAMA_REST                                                                                                     \
+    "\"intermediate_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 259"
+
+static void expect_error(const char *text, const char *want, const char *want2);
+
+/* The llama family's options: biases, rope_scaling, model_type defaults. */
+static void test_families(void)
+{
+    struct hf_config c;
+    CHECK(read_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"intermediate_size\": 64,"
+                    "\"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 300,"
+                    "\"use_sliding_window\": false, \"sliding_window\": 4096, \"use_cache\": true}",
+                    &c) == 0,
+          "qwen2: %s", err);
+    CHECK(c.arch == HF_LLAMA && !strcmp(c.model_type, "qwen2") && c.qkv_bias && !c.o_bias && !c.mlp_bias &&
+              c.n_kv_heads == 32 && c.max_seq_len == 32768,
+          "qwen2: biases or defaults");
+    CHECK(read_text("{\"model_type\": \"llama\", \"hidden_size\": 64, \"attention_bias\": true, \"mlp_bias\": true,"
+                    "\"head_dim\": 16, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0,"
+                    "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}, "
+                    LLAMA_REST "}",
+                    &c) == 0,
+          "llama3: %s", err);
+    CHECK(c.qkv_bias && c.o_bias && c.mlp_bias && c.rope_scaling == 2 && c.rope_factor == 8 &&
+              c.rope_low_freq_factor == 1 && c.rope_high_freq_factor == 4 && c.rope_original_max == 8192,
+          "llama3: biases or rope_scaling");
+    /* Llama 3.x Instruct: eos_token_id is a list; the first is read, and a
+     * copy keeps the list when it holds the tokenizer's eos, else says that. */
+    const char *l32 = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"bos_token_id\": 0,"
+                      "\"eos_token_id\": [1, 8, 9], " LLAMA_REST "}";
+    CHECK(read_text(l32, &c) == 0 && c.eos_token_id == 1 && c.bos_token_id == 0, "eos list: %s", err);
+    const char *src = test_write("source.json", l32, -1);
+    char out[512], text[1024];
+    snprintf(out, sizeof out, "%s/copy.json", test_dir);
+    for (int eos = 9; eos <= 10; eos++) {
+        c.eos_token_id = eos;
+        CHECK(hf_config_write_from(out, src, &c, err, sizeof err) == 0, "write_from: %s", err);
+        FILE *f = fopen(out, "rb");
+        size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = 0;
+        if (f)
+            fclose(f);
+        const char *want = eos == 9 ? "\"eos_token_id\": [\n    1,\n    8,\n    9\n  ]" : "\"eos_token_id\": 10";
+        CHECK(strstr(text, want), "write_from with eos %d: want %s in\n%s", eos, want, text);
+    }
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"eos_token_id\": [1, \"x\"], " LLAMA_REST "}",
+                 "'eos_token_id' must be an integer or a list of integers, not a string", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"bos_token_id\": [1], " LLAMA_REST "}",
+                 "'bos_token_id' must be an integer, not an array", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"eos_token_id\": [], " LLAMA_REST "}",
+                 "'eos_token_id' is an empty list", NULL);
+    CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": null, " LLAMA_REST "}",
+                    &c) == 0 && !strcmp(c.model_type, "mistral") && c.n_kv_heads == 8 && !c.qkv_bias,
+          "mistral: %s", err);
 }
 
 static void expect_error(const char *text, const char *want, const char *want2)
@@ -94,9 +150,6 @@ static void expect_error(const char *text, const char *want, const char *want2)
         CHECK_MSG(err, want2);
     CHECK_MSG(err, "config.json");
 }
-
-#define LLAMA_REST                                                                                                     \
-    "\"intermediate_size\": 64, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"vocab_size\": 259"
 
 static void test_errors(void)
 {
@@ -111,15 +164,31 @@ static void test_errors(void)
                  "'tie_word_embeddings'", "true or false");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"hidden_act\": \"gelu\", " LLAMA_REST "}",
                  "hidden_act 'gelu' is not supported", NULL);
-    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"mlp_bias\": true, " LLAMA_REST "}", "'mlp_bias'",
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"mlp_bias\": 1, " LLAMA_REST "}", "'mlp_bias'",
                  NULL);
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"head_dim\": 32, " LLAMA_REST "}", "'head_dim'",
                  NULL);
     expect_error(
         "{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"linear\"}, " LLAMA_REST "}",
-        "'rope_scaling'", NULL);
+        "'rope_scaling.factor'", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"rope_type\": \"yarn\", "
+                 "\"factor\": 4}, " LLAMA_REST "}",
+                 "'rope_scaling' of type 'yarn' is not supported", NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"rope_type\": \"llama3\", "
+                 "\"factor\": 8, \"low_freq_factor\": 1}, " LLAMA_REST "}",
+                 "'rope_scaling.high_freq_factor'", NULL);
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, " LLAMA_REST "}",
+                 "'use_sliding_window': true is not supported", NULL);
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"max_position_embeddings\": 8192, "
+                 "\"sliding_window\": 4096, " LLAMA_REST "}",
+                 "'sliding_window' = 4096", "not supported");
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, " LLAMA_REST "}", "'sliding_window' = 4096",
+                 "default");
+    expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"n_layer\": 1, \"vocab_size\": 300,"
+                 "\"scale_attn_by_inverse_layer_idx\": true}",
+                 "'scale_attn_by_inverse_layer_idx': true is not supported", NULL);
     expect_error("{\"model_type\": \"bert\", \"hidden_size\": 64}", "unsupported model_type 'bert'", NULL);
-    expect_error("{\"architectures\": [\"MistralForCausalLM\"]}", "unsupported architecture 'MistralForCausalLM'",
+    expect_error("{\"architectures\": [\"GemmaForCausalLM\"]}", "unsupported architecture 'GemmaForCausalLM'",
                  NULL);
     expect_error("{\"hidden_size\": 64}", "missing required key 'model_type'", NULL);
     expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"vocab_size\": 300}",
@@ -134,7 +203,7 @@ static void test_errors(void)
 
     char path[512];
     snprintf(path, sizeof path, "%s/missing/config.json", test_dir);
-    struct hf_config c = {HF_LLAMA, 259, 64, 2, 4, 4, 176, 128, 1e-5, 1e4, 0, -1, -1, -1};
+    struct hf_config c = {HF_LLAMA, 259, 64, 2, 4, 4, 176, 128, 1e-5, 1e4, 0, -1, -1, -1, .qkv_bias = 0};
     CHECK(hf_config_write(path, &c, err, sizeof err) == -1, "wrote into a missing directory");
     CHECK_MSG(err, "cannot create");
 }
@@ -144,6 +213,7 @@ int main(void)
     test_tmpdir();
     test_round_trips();
     test_published();
+    test_families();
     test_errors();
     return test_result("test_hfconfig");
 }

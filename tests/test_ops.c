@@ -15,7 +15,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
 #include "ref_ops.h"
 #include "vktrain/ops.h"
@@ -164,14 +163,14 @@ int main(void)
          * columns and (tiled) the reduction, at unaligned offsets and with
          * odd remainders; vec4 and scalar shapes. */
         static const int split_shapes[][3] = {{300, 200, 68}, {261, 203, 67}, {37, 129, 300}};
-        static const size_t limits[] = {20000, 4099};
+        static const char *limits[] = {"storage_range=20000", "storage_range=4099"};
         for (size_t s = 0; s < sizeof split_shapes / sizeof split_shapes[0]; s++)
             for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
-                ops_set_storage_limit(limits[li]);
+                gpu_set_limits(g, limits[li]);
                 for (int l = 0; l < 3; l++)
                     test_matmul(g, (enum layout)l, split_shapes[s][0], split_shapes[s][1], split_shapes[s][2], 1);
             }
-        ops_set_storage_limit(0);
+        gpu_set_limits(g, NULL);
         /* Reductions longer than llvmpipe's 65,535-iteration loop limit:
          * tn walks 140,003 tokens (split into accumulating blocks), nt and
          * nn 4 elements per iteration over 270,001 and 270,004. */

@@ -212,6 +212,13 @@ static void test_header_errors(void)
     expect_read_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,4]}}", 8, "'w'", "out of range");
     expect_read_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 12, "'w'", "needs 12");
     expect_read_error("{\"w\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,12]}}", 12, "'w'", "needs 6");
+    /* a shape whose byte size overflows 64 bits (2^96 x 4 bytes): refused, never
+     * wrapped to a small size that the offsets could match */
+    expect_read_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
+                      "\"data_offsets\":[0,0]}}",
+                      0, "'w'", "shape overflows");
+    expect_read_error("{\"w\":{\"dtype\":\"F16\",\"shape\":[9223372036854775807,2],\"data_offsets\":[0,4]}}",
+                      8, "'w'", "shape overflows");
     expect_read_error("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
                       12, "'a' [0, 8) and 'b' [4, 12) overlap", NULL);

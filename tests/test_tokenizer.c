@@ -21,7 +21,7 @@ int main(void)
                                    0xff, 0xfe, 0xe2, 0x82, 'x',  0xf0, 0x9f, 0x98};
     memcpy(text + 256, bad, sizeof bad);
     vkt_token ids[sizeof text];
-    CHECK(tokenizer_encode(&t, text, sizeof text, ids) == sizeof text, "count");
+    CHECK(tokenizer_encode(&t, text, sizeof text, ids, sizeof text) == sizeof text, "count");
     for (size_t i = 0; i < sizeof text; i++)
         CHECK(ids[i] == text[i], "byte %zu -> id %u", i, ids[i]);
     char back[sizeof text + 1];
@@ -30,8 +30,12 @@ int main(void)
 
     const char *utf8 = "héllo, wörld ✓ 🙂";
     vkt_token u[64];
-    size_t n = tokenizer_encode(&t, utf8, strlen(utf8), u);
+    size_t n = tokenizer_encode(&t, utf8, strlen(utf8), u, 64);
     CHECK(n == strlen(utf8), "one id per byte");
+    /* too little room: the count, and as many ids as fit */
+    vkt_token few[3] = {0, 0, 999};
+    CHECK(tokenizer_encode(&t, "abcd", 4, few, 2) == 4 && few[0] == 'a' && few[1] == 'b' && few[2] == 999,
+          "encode with room for 2 of 4 ids");
     CHECK(tokenizer_decode(&t, u, n, back, sizeof back) == n && !strcmp(back, utf8), "utf-8 round trip");
 
     vkt_token special[] = {256, 'a', 257, 258, 300};

@@ -83,25 +83,26 @@ static void test_encode(void)
           t.eos, t.pad);
     vkt_token ids[300];
     /* "aaa": the leftmost "a a" merges first -> aa a */
-    size_t n = tokenizer_encode(&t, "aaa", 3, ids);
+    size_t n = tokenizer_encode(&t, "aaa", 3, ids, 300);
     CHECK(n == 2 && ids[0] == 256 && ids[1] == 'a', "aaa: %zu ids %u %u", n, ids[0], ids[1]);
     /* "aabc": "a a" (rank 0) before "b c" (rank 1), then "aa b" is gone
      * (b merged into bc) -> aa bc */
-    n = tokenizer_encode(&t, "aabc", 4, ids);
+    n = tokenizer_encode(&t, "aabc", 4, ids, 300);
     CHECK(n == 2 && ids[0] == 256 && ids[1] == 257, "aabc: %zu ids %u %u", n, ids[0], ids[1]);
     /* "aab": aa then aab */
-    n = tokenizer_encode(&t, "aab", 3, ids);
+    n = tokenizer_encode(&t, "aab", 3, ids, 300);
     CHECK(n == 1 && ids[0] == 258, "aab: %zu ids %u", n, ids[0]);
     /* " a a": the split keeps " a" pieces; Ġa merges */
-    n = tokenizer_encode(&t, " a a", 4, ids);
+    n = tokenizer_encode(&t, " a a", 4, ids, 300);
     CHECK(n == 2 && ids[0] == 259 && ids[1] == 259, " a a: %zu ids %u %u", n, ids[0], ids[1]);
     /* "a's": 'a' then the contraction, never merged across pieces */
-    n = tokenizer_encode(&t, "a'sa", 4, ids);
+    n = tokenizer_encode(&t, "a'sa", 4, ids, 300);
     CHECK(n == 4 && ids[0] == 'a' && ids[1] == '\'' && ids[2] == 's' && ids[3] == 'a', "a'sa: %zu ids", n);
-    /* an empty text has no ids; the text is plain */
-    CHECK(tokenizer_encode(&t, "", 0, ids) == 0, "empty text");
-    n = tokenizer_encode(&t, "<|endoftext|>", 13, ids);
-    CHECK(n == 13, "<|endoftext|> in the text is 13 byte ids, got %zu", n);
+    /* an empty text has no ids; an added token in the text is its id */
+    CHECK(tokenizer_encode(&t, "", 0, ids, 300) == 0, "empty text");
+    n = tokenizer_encode(&t, "a<|endoftext|>aa", 16, ids, 300);
+    CHECK(n == 3 && ids[0] == 'a' && ids[1] == 260 && ids[2] == 256, "a<|endoftext|>aa: %zu ids %u %u", n, ids[0],
+          ids[1]);
     /* decode: bytes back, the special id as its content, unknown ids */
     vkt_token d[] = {256, 257, 259, 260, 300, 0xffff};
     char out[128];
@@ -114,7 +115,7 @@ static void test_encode(void)
     char back[300];
     for (int i = 0; i < 256; i++)
         all[i] = (unsigned char)(255 - i);
-    n = tokenizer_encode(&t, all, 256, ids);
+    n = tokenizer_encode(&t, all, 256, ids, 300);
     CHECK(n <= 256 && tokenizer_decode(&t, ids, n, back, sizeof back) == 256 && !memcmp(back, all, 256),
           "every byte: %zu ids", n);
     tokenizer_close(&t);
@@ -133,21 +134,49 @@ static void test_refused(void)
     expect_fail(test_write("uni.json", "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", -1),
                 "model.type 'Unigram' is not supported");
     {
-        /* sentencepiece style: byte_fallback, Metaspace */
+        /* sentencepiece style: Metaspace needs its replacement, the vocab
+         * its unknown token */
         const char *sp = test_write("sp.json",
                                     "{\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\"}, "
                                     "\"decoder\": {\"type\": \"Metaspace\"}, \"model\": {\"type\": \"BPE\", "
                                     "\"byte_fallback\": true, \"vocab\": {}, \"merges\": []}}",
                                     -1);
-        expect_fail(sp, "model.byte_fallback");
+        expect_fail(sp, "pre_tokenizer.replacement must be one character");
+        sp = test_write("unk.json",
+                        "{\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"_\", \"prepend_scheme\": "
+                        "\"first\"}, \"decoder\": {\"type\": \"Metaspace\", \"replacement\": \"_\"}, \"model\": "
+                        "{\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+                        -1);
+        expect_fail(sp, "model.unk_token '<unk>' is not in model.vocab");
+        sp = test_write("scheme.json",
+                        "{\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"_\", \"prepend_scheme\": "
+                        "\"sometimes\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+                        -1);
+        expect_fail(sp, "pre_tokenizer.prepend_scheme 'sometimes' is not always, first or never");
     }
     expect_fail(write_tok("meta.json", "", "", EOT,
-                          "\"pre_tokenizer\": {\"type\": \"Metaspace\"}, \"decoder\": {\"type\": \"ByteLevel\"},"),
-                "pre_tokenizer 'Metaspace' is not supported");
-    expect_fail(write_tok("nfc.json", "", "", EOT,
-                          "\"normalizer\": {\"type\": \"NFC\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, "
+                          "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"_\"}, \"decoder\": "
+                          "{\"type\": \"ByteLevel\"},"),
+                "decoder 'ByteLevel' is not supported here");
+    expect_fail(write_tok("nfkc.json", "", "", EOT,
+                          "\"normalizer\": {\"type\": \"NFKC\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, "
                           "\"decoder\": {\"type\": \"ByteLevel\"},"),
-                "normalizer 'NFC' is not supported");
+                "normalizer 'NFKC' is not supported");
+    expect_fail(write_tok("seqnorm.json", "", "", EOT,
+                          "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
+                          "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, \"content\": \" \"}]}, "
+                          "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"decoder\": {\"type\": \"ByteLevel\"},"),
+                "normalizer.normalizers[1]: a Replace is supported with a non-empty pattern {\"String\": ...} and a "
+                "string content only (not a Regex pattern)");
+    expect_fail(write_tok("after.json", "", "", EOT,
+                          "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                          "\"ByteLevel\"}, {\"type\": \"Digits\"}]}, \"decoder\": {\"type\": \"ByteLevel\"},"),
+                "pre_tokenizer.pretokenizers[1]: 'Digits' after ByteLevel is not supported");
+    expect_fail(test_write("bfb.json",
+                           "{\"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"decoder\": {\"type\": \"ByteLevel\"}, "
+                           "\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {}}}",
+                           -1),
+                "model.byte_fallback true with a ByteLevel pre-tokenizer is not supported");
     expect_fail(write_tok("dec.json", "", "", EOT,
                           "\"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"decoder\": {\"type\": \"WordPiece\"},"),
                 "decoder 'WordPiece' is not supported");
@@ -162,17 +191,20 @@ static void test_refused(void)
                           "\"pattern\": {\"Regex\": \"\\\\p{N}{1,3}\"}, \"behavior\": \"Isolated\"}, {\"type\": "
                           "\"ByteLevel\", \"use_regex\": false}]}, \"decoder\": {\"type\": \"ByteLevel\"},"),
                 "pre_tokenizer.pretokenizers[0]: a Split with pattern \\p{N}{1,3} is not supported");
-    expect_fail(write_tok("digits.json", "", "", EOT,
-                          "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}, "
-                          "{\"type\": \"ByteLevel\"}]}, \"decoder\": {\"type\": \"ByteLevel\"},"),
-                "pre_tokenizer.pretokenizers[0]: 'Digits' is not supported");
+    expect_fail(write_tok("punct.json", "", "", EOT,
+                          "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                          "\"Punctuation\"}, {\"type\": \"ByteLevel\"}]}, \"decoder\": {\"type\": \"ByteLevel\"},"),
+                "pre_tokenizer.pretokenizers[0] 'Punctuation' is not supported");
     expect_fail(write_tok("noeos.json", "", "", "", GOOD_REST), "no end-of-text token");
     expect_fail(write_tok("merge.json", "", "\"a b\"", EOT, GOOD_REST),
                 "model.merges[0] 'a b': 'ab' is not in the vocab");
     expect_fail(write_tok("merge3.json", "", "\"a b c\"", EOT, GOOD_REST), "model.merges[0] 'a b c' is not two tokens");
-    expect_fail(
-        write_tok("big.json", "", "", "{\"id\": 70000, \"content\": \"<|endoftext|>\", \"special\": true}", GOOD_REST),
-        "the tokenizer has 70001 ids; vktrain stores token ids in 16 bits (at most 65536 ids)");
+    expect_fail(write_tok("hugeid.json", "", "",
+                          "{\"id\": 2147483647, \"content\": \"<|endoftext|>\", \"special\": true}", GOOD_REST),
+                "added_tokens[0]: needs an integer id in [0, 2^24) and a string content");
+    /* an id the 8-byte-an-id table would need 16 GB for (found by fuzz_tokenizer) */
+    expect_fail(write_tok("bigid.json", ", \"zz\": 2000000000", "", EOT, GOOD_REST),
+                "model.vocab: the id of 'zz' is not an integer in [0, 2^24)");
     expect_fail(
         test_write("sfx.json", "{\"model\": {\"type\": \"BPE\", \"end_of_word_suffix\": \"</w>\", \"vocab\": {}}}", -1),
         "model.end_of_word_suffix '</w>' is not supported");
@@ -196,8 +228,9 @@ static void test_config(void)
     snprintf(pathkey, sizeof pathkey, "tokenizer.path=%s", good);
     struct config c;
     char *ov[] = {"tokenizer.type=hf", pathkey};
-    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 2, ov, err, sizeof err) == 0, "%s", err);
-    if (!err[0]) {
+    int loaded = config_load_string(&c, TEST_RECIPE, "r.yaml", 2, ov, err, sizeof err) == 0;
+    CHECK(loaded, "%s", err);
+    if (loaded) {
         CHECK(c.model.vocab_size == 261, "vocab_size defaults to the tokenizer's 261: %d", c.model.vocab_size);
         config_free(&c);
     }

@@ -9,14 +9,19 @@
 #     resumed, ends with a model.safetensors bit-identical to an
 #     uninterrupted run, and its metrics from step 11 on equal the
 #     uninterrupted run's (loss, grad_norm, lr, tokens);
-#  4. evaluation: val_loss on every eval step, over the validation split;
+#  4. evaluation: val_loss on every eval step, over the validation file;
+#     the last one equals the loss of the final model on that file computed
+#     by PyTorch (tests/parity_torch_model.py: its own windowing, forward
+#     and cross-entropy), rel. < 1e-5;
 #  5. init_from: a run started from the first run's output begins at its
 #     final loss, not at the random-init loss; a shape key that disagrees
 #     with init_from's config.json is an error;
 #  6. a global batch without a valid label (SFT prompts longer than the
-#     context, so every label is masked) skips its step with a warning;
-#  7. a new run in an output_dir that holds an earlier run's checkpoint of
-#     the same step replaces it.
+#     context, so every label is masked) skips its step with a warning, and
+#     the next step applies the first update;
+#  7. a new run in an output_dir that holds an earlier run is refused;
+#     with overwrite: true it replaces it: none of the earlier checkpoints
+#     is left.
 . "$SRC/tests/script_testing.sh"
 
 for i in $(seq 1 600); do
@@ -100,8 +105,11 @@ f=lambda r:(r['step'],r['loss'],r['grad_norm'],r['lr'],r['tokens'])
 sys.exit(not ([f(r) for r in a]==[f(r) for r in b] and len(a)==30))\""
 out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/killed" resume=true seed=8 2>&1); rc=$?
 check "resuming with another recipe is an error naming the hash" '[ $rc -ne 0 ] && grep -q "different recipe" <<<"$out"'
-# 4. Evaluation.
-"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/eval" max_steps=6 dataset.val_fraction=0.1 \
+# 4. Evaluation, checked against PyTorch on the final model.
+for i in $(seq 1 40); do
+  echo "a $((i % 3)) slow red fox walks under $((i * 7 % 9)) busy bees by the lake $((i % 4))"
+done > "$work/val.txt"
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/eval" max_steps=6 dataset.val_path="$work/val.txt" \
   eval_every_n_steps=3 > "$work/eval.log" 2>&1
 check "val_loss is logged at steps 3 and 6 only" \
   "$py -c \"
@@ -109,8 +117,33 @@ import json,sys
 rows=[json.loads(l) for l in open('$work/eval/metrics.jsonl')]
 v=[r['step'] for r in rows if 'val_loss' in r]
 print('  val_loss at', v, [round(r['val_loss'],4) for r in rows if 'val_loss' in r])
-sys.exit(not (v==[3,6] and all(r['val_loss']>0 for r in rows if 'val_loss' in r)))\""
-
+sys.exit(not v==[3,6])\""
+check "the last val_loss equals PyTorch's loss of the final model on the validation file (rel < 1e-5)" \
+  "$py - '$work' <<'PY'
+import json, sys
+import numpy as np, torch
+sys.path.insert(0, '$SRC/tests')
+from parity_torch_model import BOS, EOS, forward, read_safetensors
+work, T = sys.argv[1], 32
+c = dict(arch='llama', dim=32, layers=2, heads=4, kv_heads=2, hidden=64, eps=1e-5, theta=10000.0, tied=False)
+p = {k: torch.tensor(np.array(v)) for k, v in read_safetensors(work + '/eval/model.safetensors').items()}
+# One document (no separator): BOS + the file's bytes + EOS, cut into windows
+# of T + 1 tokens every T tokens; each window starts at position 0.
+doc = [BOS] + list(open(work + '/val.txt', 'rb').read()) + [EOS]
+total, count = 0.0, 0
+for off in range(0, len(doc) - 1, T):
+    w = torch.tensor(doc[off:off + T + 1])
+    n = len(w) - 1
+    mask = torch.tril(torch.ones(n, n, dtype=torch.bool))[None]
+    logits = forward(c, p, w[None, :-1], torch.arange(n)[None], mask)[0]
+    total += torch.nn.functional.cross_entropy(logits.double(), w[1:], reduction='sum').item()
+    count += n
+rows = [json.loads(l) for l in open(work + '/eval/metrics.jsonl')]
+val = [r['val_loss'] for r in rows if 'val_loss' in r]
+rel = abs(val[-1] - total / count) / (total / count)
+print('  PyTorch %.7f over %d labels, vktrain %.7f (rel %.1e); vktrain at step 3 %.7f' % (total / count, count, val[-1], rel, val[0]))
+sys.exit(not rel < 1e-5)
+PY"
 # 5. init_from.
 "$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/cont" model.init_from="$work/out" max_steps=2 \
   > "$work/cont.log" 2>&1
@@ -124,18 +157,27 @@ print('  random init', first, 'trained', last, 'init_from step 1', start)
 sys.exit(not abs(start-last) < 0.25*abs(first-last))\""
 out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/bad" model.init_from="$work/out" model.dim=64 2>&1); rc=$?
 check "init_from with a disagreeing model.dim is an error naming it" '[ $rc -ne 0 ] && grep -q "dim" <<<"$out"'
-# 6. N = 0.
-for i in $(seq 1 8); do
-  echo "{\"prompt\": \"a prompt much longer than the context window of this tiny model $i\", \"response\": \"ok\"}"
+# 6. N = 0: the first global batch (file order) holds only prompts longer than the context.
+for i in $(seq 1 16); do
+  if [ $i -le 8 ]; then echo "{\"prompt\": \"a prompt much longer than the context window of this tiny model $i\", \"response\": \"ok\"}"
+  else echo "{\"prompt\": \"q$i\", \"response\": \"a short answer $i\"}"; fi
 done > "$work/masked.jsonl"
 out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/masked" dataset.type=sft_jsonl \
-  dataset.path="$work/masked.jsonl" dataset.packed=false max_steps=2 2>&1); rc=$?
-check "steps without a valid label are skipped with a warning" \
-  '[ $rc -eq 0 ] && [ "$(grep -c "no valid label in the global batch" <<<"$out")" -eq 2 ] && [ ! -s "$work/masked/metrics.jsonl" ]' \
-  || echo "$out" | tail -5
-# 7. Checkpoints of an earlier run are replaced, not kept.
-"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=2 > /dev/null 2>&1
-"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=2 optimizer.lr=1e-2 > /dev/null 2>&1
-check "a rerun's checkpoint replaces the earlier one" \
-  'cmp -s "$work/again/model.safetensors" "$work/again/checkpoints/step_2/model.safetensors" && ! ls -a "$work/again/checkpoints" | grep -q "^\."[a-z]'
+  dataset.path="$work/masked.jsonl" dataset.packed=false dataset.shuffle=false max_steps=2 2>&1); rc=$?
+check "a step without a valid label is skipped with a warning; the next applies the first update (warmup lr 1e-3)" \
+  '[ $rc -eq 0 ] && [ "$(grep -c "no valid label in the global batch" <<<"$out")" -eq 1 ] && $py -c "
+import json,sys
+rows=[json.loads(l) for l in open(\"$work/masked/metrics.jsonl\")]
+sys.exit(not ([r[\"step\"] for r in rows]==[2] and abs(rows[0][\"lr\"]-1e-3)<1e-12))"' || echo "$out" | tail -5
+# 7. An output_dir that holds an earlier run.
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=4 save_every_n_steps=2 > /dev/null 2>&1
+out=$("$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=2 optimizer.lr=1e-2 2>&1); rc=$?
+check "a new run over an earlier one is refused, naming it and the ways out" \
+  '[ $rc -eq 1 ] && grep -q "output_dir .* holds an earlier run (2 checkpoints, the newest checkpoints/step_4, metrics.jsonl, model.safetensors): set resume: true to continue it, overwrite: true" <<<"$out"' \
+  || echo "$out" | tail -3
+"$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/again" max_steps=2 optimizer.lr=1e-2 overwrite=true \
+  > /dev/null 2>&1
+check "overwrite: true replaces it: only the new run's checkpoint is left" \
+  '[ "$(ls -A "$work/again/checkpoints")" = step_2 ] && cmp -s "$work/again/model.safetensors" "$work/again/checkpoints/step_2/model.safetensors" &&
+   [ "$(wc -l < "$work/again/metrics.jsonl")" -eq 2 ]'
 exit $fail

@@ -6,5 +6,6 @@
 int cli_devices(int argc, char **argv);
 int cli_train(int argc, char **argv);
 int cli_generate(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);
 
 #endif

@@ -1,5 +1,6 @@
 /* config: the recipe. A YAML file plus `key.sub=value` overrides become one
- * typed, validated struct config with every default of DESIGN.md resolved.
+ * typed, validated struct config with every default resolved (the keys and
+ * their defaults: docs/recipes.md).
  *
  * Loading never prints and never exits: on error it returns -1 and writes a
  * message naming the key and where it was set (`file:line:column`, or the
@@ -15,8 +16,12 @@
 
 enum config_arch { ARCH_LLAMA, ARCH_GPT2 };
 enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
+/* How sft_jsonl `messages` become text (include/vktrain/chat_template.h). */
+enum chat_template { CHAT_AUTO, CHAT_LLAMA3, CHAT_CHATML, CHAT_LLAMA2, CHAT_PLAIN };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
+enum nan_policy { NAN_STOP, NAN_SKIP };
+enum save_dtype { SAVE_FP32, SAVE_BF16 };
 
 struct config_model {
     enum config_arch arch;
@@ -38,6 +43,7 @@ struct config_model {
 struct config_tokenizer {
     enum tokenizer_type type;
     char *path; /* tokenizer.json for hf; NULL for byte */
+    enum chat_template chat_template; /* auto: tokenizer_config.json's, else plain */
 };
 
 struct config_dataset {
@@ -71,6 +77,18 @@ struct config_dist {
     int bucket_mb;       /* gradient all-reduce bucket size */
     int64_t check_every; /* steps between cross-rank consistency checks */
     bool overlap;        /* start each bucket's all-reduce while backward runs */
+    int zero;            /* 1: AdamW state and update sharded over ranks (ZeRO-1) */
+};
+
+/* LoRA (docs/lora.md): on when rank > 0 (or init_from names an adapter). */
+struct config_lora {
+    int rank;
+    double alpha;   /* scale alpha/rank; null: 2·rank */
+    double dropout; /* only 0 is implemented */
+    char **targets; /* module names or suffixes (PEFT's target_modules); default: llama q_proj, v_proj; gpt2 c_attn */
+    int n_targets;
+    char *init_from;    /* a PEFT adapter folder to start from */
+    bool merge_on_save; /* the output folder also holds the merged model */
 };
 
 struct config {
@@ -90,8 +108,14 @@ struct config {
     int64_t eval_every_n_steps; /* 0: never */
     int64_t save_every_n_steps; /* 0: only at the end */
     bool resume;
-    int device_index; /* -1: auto */
+    bool overwrite;             /* start over a folder that holds an earlier run */
+    enum nan_policy nan_policy; /* a step with a non-finite loss or gradient norm */
+    int nan_max_skips;          /* skip: non-finite steps in a row before giving up */
+    enum save_dtype save_dtype; /* of the final model in output_dir (checkpoints stay fp32) */
+    int save_shard_mb;          /* model files above this are written as shards */
+    int device_index;           /* -1: auto */
     struct config_dist dist;
+    struct config_lora lora;
     bool profile; /* per-kernel shares of device time, printed after a few steps */
 };
 
@@ -114,5 +138,9 @@ void config_print(const struct config *cfg, FILE *f);
  * max_steps, the logging/eval/save intervals, profile, device.index,
  * dist.*). */
 uint64_t config_hash(const struct config *cfg);
+/* The hashed keys whose values differ between cfg and `saved`, a recipe
+ * config_print wrote, as "key: saved -> cfg's" joined by "; " in out;
+ * returns how many differ. */
+int config_diff(const struct config *cfg, const char *saved, char *out, size_t n);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "vktrain/config.h"
@@ -54,6 +55,11 @@ struct data {
     uint8_t *trainable; /* per token: may it be a label (NULL: all) */
     int64_t n_tok, cap_tok;
     bool split_at_bos; /* text: a BOS input starts a new document */
+    /* sft_jsonl messages: the chat template they were written with
+     * ("llama3", "chatml", "llama2", "plain"; NULL: no messages), and
+     * whether it came from the tokenizer's files */
+    const char *chat_template;
+    bool chat_template_from_file;
     struct data_split train, val;
     struct data_stats stats;
     double load_seconds;
@@ -116,6 +122,42 @@ void data_train_batch(const struct data *d, struct sampler *s, int64_t step, int
  * last one fewer. */
 int64_t data_val_batches(const struct data *d, int batch);
 void data_val_batch(const struct data *d, int64_t i, int batch, struct data_batch *b);
+
+/* llm.c token shards, as the `tokens` dataset reads them: a header of 256
+ * little-endian int32 (magic, version, count), then count tokens. */
+#define SHARD_HEADER_BYTES (256 * 4)
+#define SHARD_MAGIC_U16 20240520 /* uint16 tokens */
+#define SHARD_VERSION_U16 1
+#define SHARD_MAGIC_U32 20240801 /* uint32 tokens (llm.c's Llama 3 shards) */
+#define SHARD_VERSION_U32 7
+
+/* Writing one shard: tokens go to a temporary file beside path, renamed to
+ * path by shard_finish, so a failed run never leaves a partial shard. */
+struct shard_writer {
+    FILE *f;
+    char *path, *tmp;
+    int width;     /* bytes per token: 2 or 4 */
+    int64_t count; /* tokens written */
+};
+/* width 2 (every id < 65536) or 4. 0, or -1 with err. */
+int shard_open(struct shard_writer *w, const char *path, int width, char *err, size_t errlen);
+int shard_write(struct shard_writer *w, const vkt_token *ids, size_t n, char *err, size_t errlen);
+/* Writes the header and renames; 0, or -1 with err (the shard is then
+ * removed). */
+int shard_finish(struct shard_writer *w, char *err, size_t errlen);
+/* Removes what was written; w may already be finished. */
+void shard_abort(struct shard_writer *w);
+
+/* Whole file into *buf (reused across calls, grown as needed, NUL
+ * terminated); 0, or -1 with err naming the file. */
+int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *err, size_t errlen);
+
+/* The documents of a `text` dataset file (data_text.c): each piece of
+ * buf[0..n) between lines holding only sep (or the whole buffer when sep
+ * is NULL) that is not empty, without the line break ending its last line,
+ * to fn in order. */
+typedef void (*data_doc_fn)(void *ctx, const char *text, size_t n);
+void data_text_documents(const char *buf, size_t n, const char *sep, data_doc_fn fn, void *ctx);
 
 /* Prints the summary of the data for this sampler: sequences, tokens, steps,
  * the dropped tail, truncated samples and skipped lines (one warning each). */

@@ -26,8 +26,29 @@ void dist_bcast(void *buf, size_t bytes, int root);
  * untouched until dist_wait_all, which completes every started one. */
 void dist_isum_f32(float *x, size_t n);
 void dist_wait_all(void);
+/* Starts a SUM reduce-scatter (MPI_Ireduce_scatter): x holds the
+ * world's blocks one after another, counts[r] floats for rank r; this
+ * rank's summed block lands in mine (counts[rank] floats). x and mine must
+ * stay untouched until dist_wait_all. */
+void dist_ireduce_scatter_f32(const float *x, float *mine, const int *counts);
+/* In place (MPI_Allgatherv): x holds the world's blocks one after another,
+ * counts[r] floats for rank r; each rank's block is sent to all. */
+void dist_allgather_blocks_f32(float *x, const int *counts);
 /* Every rank's `n` bytes at `mine` gathered on every rank into all[world*n]. */
 void dist_allgather(const void *mine, void *all, size_t n);
 void dist_barrier(void);
+/* The lowest rank whose flag is non-zero, or -1 when no rank's is: how the
+ * ranks agree on an error some or all of them met, so that one prints it. */
+int dist_first_rank(int flag);
+/* Ends the process with `code` after a clean MPI shutdown. Every rank must
+ * call it (for an error all of them know of, e.g. a recipe error), so the
+ * job ends without MPI_Abort and its noise; an error one rank meets alone
+ * goes through vkt_fatal. */
+_Noreturn void dist_exit(int code);
+/* Collective: when `failed` on any rank, the first such rank prints its
+ * `err` (vkt_error_print) and every rank leaves with dist_exit(1); else
+ * returns. For errors met where every rank does the same work (reading the
+ * recipe, the dataset), so the job ends with one message and no hang. */
+void dist_check(int failed, const char *err);
 
 #endif

@@ -37,7 +37,7 @@ int32_t generate_sample(const float *logits, uint32_t n, float temperature, uint
 
 enum generate_stop {
     GENERATE_STOP_LENGTH,  /* max_new_tokens were generated */
-    GENERATE_STOP_EOS,     /* the eos token was drawn (it is not kept) */
+    GENERATE_STOP_EOS,     /* a stop token was drawn (it is not kept) */
     GENERATE_STOP_CONTEXT, /* the cache is full: max_seq_len positions */
 };
 
@@ -47,7 +47,10 @@ struct generate_options {
     uint32_t top_k;    /* 0: no limit */
     uint64_t seed;
     uint32_t n_vocab; /* draw only ids < n_vocab (the tokenizer's size); 0: vocab_size */
-    int32_t eos;      /* stop token; < 0: none */
+    /* Stop tokens (an end-of-turn, the tokenizer's eos, ...): drawing one of
+     * the n_stop ids ends the generation; n_stop 0: none. */
+    const int32_t *stop_ids;
+    size_t n_stop;
     /* Called with each new token as it is drawn (may be NULL). */
     void (*on_token)(int32_t token, void *ctx);
     void *ctx;

@@ -46,6 +46,7 @@ struct gpu_device_info {
     uint32_t max_storage_buffer_range;
     uint32_t min_storage_offset_alignment;
     uint32_t max_texel_buffer_elements;
+    uint32_t min_texel_offset_alignment; /* minTexelBufferOffsetAlignment */
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_count[3];
     uint64_t max_allocation_size;      /* maxMemoryAllocationSize (Vulkan 1.1 maintenance3) */
@@ -55,12 +56,31 @@ struct gpu_device_info {
      * llvmpipe ends any loop after 65,535 iterations (a guard against
      * endless shaders), so ops split longer walks into several dispatches. */
     uint32_t max_loop_iterations;
+    /* GPU_LIMIT_* bits of the limits above that VKTRAIN_DEVICE_LIMITS made
+     * smaller than the device's own (see gpu_limits_apply). */
+    unsigned tightened;
     int usable;                        /* Vulkan >= 1.2 with a compute queue */
     const char *unusable_reason;
     uint32_t heap_count;
     uint64_t heap_size[GPU_MAX_HEAPS];
     int heap_device_local[GPU_MAX_HEAPS];
 };
+
+/* VKTRAIN_DEVICE_LIMITS="storage_range=BYTES,texel_elements=N,workgroups=N,
+ * allocation=BYTES,shared=BYTES" (any subset, K/M/G suffixes: powers of
+ * 1024) makes the runtime act as if the device had these smaller limits:
+ * each field of the device info becomes the smaller of the device's value
+ * and the given one, and its bit is set in `tightened`. gpu_list_devices
+ * and gpu_create apply it to every device. spec NULL reads the variable;
+ * an unknown key or a bad value is fatal and names it. */
+enum {
+    GPU_LIMIT_STORAGE_RANGE = 1,  /* max_storage_buffer_range */
+    GPU_LIMIT_TEXEL_ELEMENTS = 2, /* max_texel_buffer_elements */
+    GPU_LIMIT_WORKGROUPS = 4,     /* max_workgroup_count[0..2] */
+    GPU_LIMIT_ALLOCATION = 8,     /* max_allocation_size */
+    GPU_LIMIT_SHARED = 16,        /* shared_memory */
+};
+void gpu_limits_apply(struct gpu_device_info *d, const char *spec);
 
 /* Lists every Vulkan device; returns the count, *out to free(). */
 int gpu_list_devices(struct gpu_device_info **out, int validate);
@@ -73,11 +93,17 @@ struct gpu *gpu_create(const struct gpu_options *opt);
 void gpu_destroy(struct gpu *g);
 const struct gpu_device_info *gpu_info(const struct gpu *g);
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g);
+/* Tests: the limits of g become the device's (with VKTRAIN_DEVICE_LIMITS)
+ * tightened further by spec, in gpu_limits_apply's syntax (NULL: none),
+ * so one gpu can run the same work under other limits. Buffers already
+ * created keep their memory. */
+void gpu_set_limits(struct gpu *g, const char *spec);
 /* Forces a kernel family (tests run both on one device; a rank may be given
  * another family to simulate a mixed-vendor cluster). */
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
 /* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256
- * within the device's limits. */
+ * within the device's limits (and with a float per invocation within its
+ * shared memory, which the row and reduction kernels need). */
 uint32_t gpu_workgroup_1d(const struct gpu *g);
 
 /* Buffers. The name appears in every error about the buffer. */
@@ -153,6 +179,15 @@ struct gpu_kernel_desc {
 struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d);
 /* Largest buffer a texel binding of this kind can view (bytes). */
 size_t gpu_texel_limit(const struct gpu *g, enum gpu_binding_kind kind);
+/* The most bytes one binding of this kind may view (maxStorageBufferRange,
+ * or the texel limit), and the alignment its offset needs. */
+size_t gpu_binding_limit(const struct gpu *g, enum gpu_binding_kind kind);
+size_t gpu_binding_alignment(const struct gpu *g, enum gpu_binding_kind kind);
+/* What kernel k was made with: its shader's name, its bindings, binding
+ * i's kind. */
+const char *gpu_kernel_name(const struct gpu_kernel *k);
+int gpu_kernel_binding_count(const struct gpu_kernel *k);
+enum gpu_binding_kind gpu_kernel_binding(const struct gpu_kernel *k, int i);
 
 struct gpu_arg {
     struct gpu_buffer *buf;

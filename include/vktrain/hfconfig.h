@@ -1,11 +1,18 @@
 /* hfconfig: the Hugging Face config.json of a model, read and written.
  *
- * Two architectures: LlamaForCausalLM ("llama") and GPT2LMHeadModel
- * ("gpt2"), with the key names the published checkpoints use. Reading fills
- * missing optional keys with the transformers defaults and rejects settings
- * the trainer does not implement (other activations, biases in llama,
- * rope_scaling). Never prints, never exits: errors come back as -1 and a
- * message naming the file and the key. Knows nothing of tensors. */
+ * Two architectures: the llama family (model_type llama, qwen2 = llama
+ * with q/k/v biases, mistral = llama) and GPT2LMHeadModel ("gpt2"), with
+ * the key names the published checkpoints use. Reading fills missing
+ * optional keys with the transformers defaults of the model_type and
+ * rejects, naming the key, every setting that would change the math and
+ * that the trainer does not implement (other activations, rope_scaling
+ * types other than linear and llama3, a head_dim other than
+ * hidden_size / num_attention_heads, sliding-window attention, GPT-2's
+ * unscaled or layer-scaled attention, cross-attention); keys that do not
+ * change the math (use_cache, dropout rates: vktrain trains without
+ * dropout, initializer_range, ...) are ignored. Never prints, never exits:
+ * errors come back as -1 and a message naming the file and the key. Knows
+ * nothing of tensors. */
 #ifndef VKTRAIN_HFCONFIG_H
 #define VKTRAIN_HFCONFIG_H
 
@@ -20,11 +27,24 @@ struct hf_config {
     double rope_theta; /* llama only; 0 for gpt2 */
     int tie_embeddings;
     int bos_token_id, eos_token_id, pad_token_id; /* -1: absent */
+    /* llama family: biases of q/k/v_proj (qwen2; llama attention_bias), of
+     * o_proj (llama attention_bias), of the MLP (llama mlp_bias). */
+    int qkv_bias, o_bias, mlp_bias;
+    /* rope_scaling: 0 none, 1 linear, 2 llama3 (op_rope_type's values). */
+    int rope_scaling;
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max; /* original_max_position_embeddings */
+    char model_type[16];   /* llama, qwen2, mistral, gpt2; "" on write: from arch */
+    int save_bf16;         /* write: torch_dtype bfloat16 instead of float32 */
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */
 int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errlen);
 /* Writes atomically (ckpt_write_atomic). Token ids < 0 are left out. */
 int hf_config_write(const char *path, const struct hf_config *c, char *err, size_t errlen);
+/* Writes a copy of the config.json at source (the model trained from),
+ * faithful to it key for key, with c's token ids (those >= 0) and
+ * torch_dtype put in; atomically. */
+int hf_config_write_from(const char *path, const char *source, const struct hf_config *c, char *err, size_t errlen);
 
 #endif

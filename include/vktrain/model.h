@@ -17,7 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vktrain/config.h"
 #include "vktrain/gpu.h"
+#include "vktrain/ops.h"
 
 enum model_arch { MODEL_LLAMA, MODEL_GPT2 };
 
@@ -36,20 +38,40 @@ struct model_config {
      * 128 MiB logits buffer and the device's binding and allocation limits
      * (tests set a few rows to run several chunks). */
     uint32_t head_rows;
+    /* llama family: biases of q/k/v_proj (qwen2, llama attention_bias),
+     * of o_proj (llama attention_bias), of gate/up/down_proj (mlp_bias). */
+    int qkv_bias, o_bias, mlp_bias;
+    struct op_rope_scaling rope_scaling;
+    /* gpt2: rows of the position table, the checkpoint's n_positions,
+     * which may exceed max_seq_len (only the first max_seq_len rows are
+     * used); 0: max_seq_len. */
+    uint32_t pos_rows;
+    /* LoRA (docs/lora.md): lora_rank > 0 freezes every weight of the table
+     * (no gradient buffers, no weight-gradient kernels) and adds, to each
+     * linear layer a target names (PEFT's rule: the module's name, or a
+     * suffix of it after a dot), A (rank, in) and B (out, rank), so that
+     * y = W x + (lora_alpha / lora_rank) B (A x). Those adapters are then the
+     * only trained parameters (model_param_count/model_param). */
+    uint32_t lora_rank;
+    float lora_alpha;
+    int lora_n_targets;
+    const char *const *lora_targets;
 };
 
-enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
+/* INIT_LORA_A: uniform in ±1/sqrt(in), what PEFT's kaiming_uniform_(a=√5) gives. */
+enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS, INIT_LORA_A };
 
 struct model_param {
-    char name[96];        /* Hugging Face name */
+    char name[96]; /* Hugging Face name */
     int ndim;
-    uint32_t shape[2];    /* internal shape: linear weights (out, in) */
+    uint32_t shape[2]; /* internal shape: linear weights (out, in) */
     size_t numel;
-    int decay;            /* weight decay applies (ndim >= 2) */
-    int hf_transposed;    /* stored (in, out) in HF files (GPT-2 Conv1D) */
+    int decay;         /* weight decay applies (ndim >= 2) */
+    int hf_transposed; /* stored (in, out) in HF files (GPT-2 Conv1D) */
     enum model_init init;
-    int stage;            /* its gradient is complete after this backward stage */
-    struct gpu_buffer *w, *grad;
+    int stage;                   /* its gradient is complete after this backward stage */
+    int adapter;                 /* a LoRA A or B: named as PEFT saves it, not part of the model's files */
+    struct gpu_buffer *w, *grad; /* grad NULL: frozen (LoRA's base), or a weights-only model */
 };
 
 /* One micro-batch on the host: B sequences of T tokens (row-major B x T).
@@ -62,6 +84,26 @@ struct model_batch {
 
 struct model;
 
+/* The model of a recipe's model section; with init_from, its config.json
+ * adds what the recipe has no keys for (biases, rope_scaling) and GPT-2's
+ * position rows. 0, or -1 when that config.json cannot be read. */
+int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen);
+
+/* The largest tensor (weight or activation) and the most layers a model
+ * may have: with these, the bytes of all the buffers of a model and its
+ * optimizer sum to less than 2^63, so no size computed from a config can
+ * overflow (the memory plan adds them up; docs/training.md, "Memory"). */
+#define MODEL_MAX_TENSOR ((uint64_t)1 << 38)
+#define MODEL_MAX_LAYERS 65536
+
+/* What model_create requires of c for batch rows of max_seq_len tokens
+ * (batch 0: weights only): positive sizes that divide as the architecture
+ * needs, options the architecture has, and each product of sizes that sizes a buffer (vocab_size x dim,
+ * batch_size x max_seq_len x hidden_dim, ...) within MODEL_MAX_TENSOR
+ * elements, with batch x max_seq_len rows below 2^31. Returns 0, or -1 with
+ * a message naming the sizes. */
+int model_config_check(const struct model_config *c, uint32_t batch, char *err, size_t errlen);
+
 /* Checks the config (fatal with the reason) and allocates parameters,
  * gradients and activations for up to batch x max_seq_len tokens; batch 0
  * allocates the weights alone (generation: no gradients, no forward or
@@ -69,15 +111,25 @@ struct model;
 struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch);
 void model_destroy(struct model *m);
 const struct model_config *model_config(const struct model *m);
+/* The trained parameters: every tensor of the table, or with LoRA the
+ * adapters alone (what the optimizer, the gradient sync and checkpoints
+ * walk). */
 int model_param_count(const struct model *m);
 struct model_param *model_param(struct model *m, int i);
+/* The whole table, base and adapters. */
+int model_tensor_count(const struct model *m);
+struct model_param *model_tensor(struct model *m, int i);
+/* Any tensor of the table by name (adapters by their PEFT name). */
 struct model_param *model_param_find(struct model *m, const char *hf_name);
-size_t model_numel(const struct model *m);
+size_t model_numel(const struct model *m); /* the whole table */
+size_t model_trained_numel(const struct model *m);
 
 /* normal(0, init_std) for matrices and embeddings, ones for norm weights,
- * zeros for biases, from a generator seeded by (seed, parameter name): the
+ * zeros for biases and LoRA's B, INIT_LORA_A for LoRA's A, from a generator seeded by (seed, parameter name): the
  * same weights on every device and every world size. */
 void model_init_random(struct model *m, uint64_t seed);
+/* The same for the LoRA adapters alone (over a loaded base). */
+void model_init_adapters(struct model *m, uint64_t seed);
 void model_zero_grad(struct model *m);
 
 /* Records the forward and the fused cross-entropy of one micro-batch with
@@ -111,15 +163,37 @@ void model_read_logits(struct model *m, float *out);
  * backward scratch, the logits chunk, batch inputs). */
 size_t model_activation_bytes(const struct model *m);
 
-/* Hugging Face files in dir: model.safetensors (F32, HF names and shapes,
- * GPT-2 Conv1D weights (in, out); no lm_head when tied) and config.json,
- * each written atomically. Returns 0, or -1 with a message in err. */
-int model_save(struct model *m, const char *dir, char *err, size_t errlen);
-/* Reads dir/model.safetensors into the parameters (F32/F16/BF16). Every
- * parameter must be present with its HF shape; GPT-2 names may carry the
- * "transformer." prefix; the buffers attn.bias, attn.masked_bias and
- * rotary_emb.inv_freq are ignored; anything else unknown is an error. */
+/* How model_save writes a model folder. */
+struct model_save_options {
+    const char *source_config; /* a config.json to copy (the init_from model's), or NULL: write one */
+    int bos, eos, pad;         /* special ids put in config.json; -1: none */
+    int bf16;                  /* tensors in BF16, torch_dtype bfloat16 (else F32, float32) */
+    size_t shard_bytes;        /* 0: one file; else shards of at most this (a larger tensor alone) */
+    int merged;                /* LoRA: W + (alpha/rank)·B·A for each adapted weight */
+};
+
+/* Hugging Face files in dir: model.safetensors (HF names and shapes,
+ * GPT-2 Conv1D weights (in, out); no lm_head when tied), or, when it
+ * exceeds shard_bytes, model-0000i-of-0000n.safetensors shards with
+ * model.safetensors.index.json; and config.json; each written atomically.
+ * opts NULL: F32, one file, a fresh config.json without special ids.
+ * Returns 0, or -1 with a message in err. */
+int model_save(struct model *m, const char *dir, const struct model_save_options *opts, char *err, size_t errlen);
+/* Reads dir/model.safetensors, or the shards that
+ * dir/model.safetensors.index.json maps, into the parameters
+ * (F32/F16/BF16). Every parameter must be present once with its HF shape;
+ * GPT-2 names may carry the "transformer." prefix; the buffers attn.bias,
+ * attn.masked_bias and rotary_emb.inv_freq, and a tied model's
+ * lm_head.weight, are ignored; anything else unknown is an error. */
 int model_load(struct model *m, const char *dir, char *err, size_t errlen);
+/* LoRA's files in dir, in PEFT's format: adapter_model.safetensors (the
+ * adapters, F32, PEFT's names and shapes) and adapter_config.json (r,
+ * lora_alpha, target_modules; fan_in_fan_out for gpt2's Conv1D;
+ * base_model_name_or_path: base, or null). */
+int model_adapter_save(struct model *m, const char *dir, const char *base, char *err, size_t errlen);
+/* Reads dir/adapter_model.safetensors into the adapters: every adapter
+ * present once with its shape, nothing else. */
+int model_adapter_load(struct model *m, const char *dir, char *err, size_t errlen);
 /* The model config a Hugging Face config.json describes. */
 int model_config_read(const char *dir, struct model_config *c, char *err, size_t errlen);
 

@@ -93,8 +93,21 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
                            struct gpu_buffer *dtable, uint32_t rows, uint32_t C, uint32_t V);
 
 /* RoPE (HF rotate_half) in place on x (rows, H, hd) at per-row positions,
- * cos/sin from a table made by op_rope_table; backward rotates back. */
-void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta); /* (max_pos, hd/2, 2) floats */
+ * cos/sin from a table made by op_rope_table; backward rotates back.
+ * The frequencies are Hugging Face's inv_freq = 1/theta^(2j/hd), changed
+ * by a rope_scaling when one is given (NULL or OP_ROPE_DEFAULT: none):
+ * linear divides every frequency by factor; llama3 (Llama 3.1/3.2) divides
+ * the low frequencies (wavelength > original_max/low_freq_factor) by factor,
+ * keeps the high ones (wavelength < original_max/high_freq_factor) and
+ * blends those between, as transformers' _compute_llama3_parameters does. */
+enum op_rope_type { OP_ROPE_DEFAULT, OP_ROPE_LINEAR, OP_ROPE_LLAMA3 };
+struct op_rope_scaling {
+    enum op_rope_type type;
+    double factor, low_freq_factor, high_freq_factor;
+    uint32_t original_max; /* original_max_position_embeddings */
+};
+void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
+                   const struct op_rope_scaling *scaling); /* (max_pos, hd/2, 2) floats */
 void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, struct gpu_buffer *table,
              uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward);
 

@@ -4,7 +4,7 @@
  * {"name": {"dtype", "shape", "data_offsets": [begin, end]}, ...,
  * "__metadata__": {str: str}}, then the data buffer (offsets relative to its
  * start, row-major, little-endian). Reading converts F32, F16 and BF16 to
- * f32 and validates every header field; writing stores F32 with a header
+ * f32 and validates every header field; writing stores F32 (or BF16) with a header
  * padded to 8 bytes, atomically. Owns the tensors it reads. Never prints,
  * never exits: errors come back as -1 and a message naming the file and the
  * tensor. Knows nothing of models or parameter names. */
@@ -45,10 +45,16 @@ void st_free(struct st_file *f);
  * object of string values, e.g. {"format":"pt"}. Atomic (ckpt_write_atomic).
  * Returns 0 or -1. */
 int st_write(const char *path, const struct st_tensor *t, int n, const char *metadata_json, char *err, size_t errlen);
+/* The same, stored as BF16 (rounded to nearest even) when bf16 is set. */
+int st_write_dtype(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16, char *err,
+                   size_t errlen);
 
 /* Writes the n chunks to path.tmp, flushes and fsyncs it, renames it to path
  * and fsyncs the directory, so path holds the old or the new content, never
  * a half-written file. On error path.tmp is removed. Returns 0 or -1. */
 int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const size_t *lens, char *err, size_t errlen);
+/* For the tests' fault injection (src/train/faults.c): when set, called
+ * after each chunk is handed to the file (before the flush and rename). */
+extern void (*ckpt_write_hook)(const char *path, int chunk);
 
 #endif

@@ -25,6 +25,10 @@ void vkt_set_exit_hook(void (*hook)(int code));
 void vkt_info(const char *fmt, ...) VKT_PRINTF(1, 2);
 void vkt_warn(const char *fmt, ...) VKT_PRINTF(1, 2);
 _Noreturn void vkt_fatal(const char *fmt, ...) VKT_PRINTF(1, 2);
+/* Prints an error as vkt_fatal does, without ending the process: for an
+ * error every rank saw, printed by one rank before all of them leave
+ * together (dist_exit). */
+void vkt_error_print(const char *fmt, ...) VKT_PRINTF(1, 2);
 
 /* Allocation that never returns NULL: out of memory is fatal with a reason. */
 void *vkt_malloc(size_t n, const char *what);

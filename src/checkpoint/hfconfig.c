@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_REAL, K_BOOL };
+/* K_IDS: an integer, or a non-empty list of them (Llama 3.x's
+ * eos_token_id), of which the first is kept. */
+enum kind { K_INT, K_REAL, K_BOOL, K_IDS };
 
 /* A key: its field, whether it must be present, and the default otherwise. */
 struct key {
@@ -50,7 +52,7 @@ static const struct key gpt2_keys[] = {
 };
 static const struct key token_keys[] = {
     {"bos_token_id", K_INT, F(bos_token_id), 0, -1},
-    {"eos_token_id", K_INT, F(eos_token_id), 0, -1},
+    {"eos_token_id", K_IDS, F(eos_token_id), 0, -1},
     {"pad_token_id", K_INT, F(pad_token_id), 0, -1},
 };
 #undef F
@@ -100,12 +102,19 @@ static int read_keys(const char *path, json_t *root, const struct key *keys, int
                 return vkt_error(err, errlen, "%s: '%s' must be true or false, not %s", path, k->name, type_name(j));
             *(int *)p = absent ? (int)k->def : json_is_true(j);
         } else {
-            if (!absent && !json_is_integer(j))
-                return vkt_error(err, errlen, "%s: '%s' must be an integer, not %s", path, k->name, type_name(j));
-            json_int_t v = absent ? (json_int_t)k->def : json_integer_value(j);
-            if (!absent && (v < (k->def < 0 ? 0 : 1) || v > INT_MAX))
-                return vkt_error(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
-            *(int *)p = (int)v;
+            size_t n_ids = !absent && k->kind == K_IDS && json_is_array(j) ? json_array_size(j) : 1;
+            if (!absent && k->kind == K_IDS && json_is_array(j) && n_ids == 0)
+                return vkt_error(err, errlen, "%s: '%s' is an empty list", path, k->name);
+            for (size_t e = n_ids; e-- > 0;) {
+                json_t *x = k->kind == K_IDS && json_is_array(j) ? json_array_get(j, e) : j;
+                if (!absent && !json_is_integer(x))
+                    return vkt_error(err, errlen, "%s: '%s' must be an integer%s, not %s", path, k->name,
+                                     k->kind == K_IDS ? " or a list of integers" : "", type_name(x));
+                json_int_t v = absent ? (json_int_t)k->def : json_integer_value(x);
+                if (!absent && (v < (k->def < 0 ? 0 : 1) || v > INT_MAX))
+                    return vkt_error(err, errlen, "%s: '%s' = %lld is out of range", path, k->name, (long long)v);
+                *(int *)p = (int)v;
+            }
         }
     }
     return 0;
@@ -126,43 +135,141 @@ static int check_string(const char *path, json_t *root, const char *key, const c
     return vkt_error(err, errlen, "%s: %s '%s' is not supported (want '%s')", path, key, json_string_value(j), allowed[0]);
 }
 
-/* Llama options the trainer does not implement must be absent or off. */
-static int check_llama(const char *path, json_t *root, const struct hf_config *c, char *err, size_t errlen)
+/* A number inside rope_scaling; required. */
+static int scaling_number(const char *path, json_t *rs, const char *key, double *out, char *err, size_t errlen)
 {
-    static const char *const silu[] = {"silu", NULL};
-    static const char *const bias[] = {"attention_bias", "mlp_bias"};
-    if (check_string(path, root, "hidden_act", silu, err, errlen))
-        return -1;
-    for (int i = 0; i < 2; i++)
-        if (json_is_true(json_object_get(root, bias[i])))
-            return vkt_error(err, errlen, "%s: '%s': true is not supported", path, bias[i]);
-    json_t *rs = json_object_get(root, "rope_scaling");
-    if (rs && !json_is_null(rs))
-        return vkt_error(err, errlen, "%s: 'rope_scaling' is not supported", path);
-    json_t *hd = json_object_get(root, "head_dim");
-    if (hd && !json_is_null(hd) && (!json_is_integer(hd) || json_integer_value(hd) * c->n_heads != c->dim))
-        return vkt_error(err, errlen, "%s: 'head_dim' must be hidden_size / num_attention_heads = %d", path,
-                    c->dim / c->n_heads);
+    json_t *j = json_object_get(rs, key);
+    if (!json_is_number(j) || !(json_number_value(j) > 0))
+        return vkt_error(err, errlen, "%s: 'rope_scaling.%s' must be a positive number", path, key);
+    *out = json_number_value(j);
     return 0;
 }
 
-static int arch_of(const char *path, json_t *root, enum hf_arch *arch, char *err, size_t errlen)
+/* rope_scaling: null, or {"rope_type" (or "type"): default | linear | llama3, ...}. */
+static int read_rope_scaling(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
+{
+    json_t *rs = json_object_get(root, "rope_scaling");
+    if (!rs || json_is_null(rs))
+        return 0;
+    if (!json_is_object(rs))
+        return vkt_error(err, errlen, "%s: 'rope_scaling' must be an object or null, not %s", path, type_name(rs));
+    json_t *t = json_object_get(rs, "rope_type");
+    if (!t)
+        t = json_object_get(rs, "type");
+    const char *type = json_string_value(t);
+    if (!type)
+        return vkt_error(err, errlen, "%s: 'rope_scaling' has no string 'rope_type'", path);
+    if (!strcmp(type, "default"))
+        return 0;
+    if (!strcmp(type, "linear")) {
+        c->rope_scaling = 1;
+        return scaling_number(path, rs, "factor", &c->rope_factor, err, errlen);
+    }
+    if (strcmp(type, "llama3"))
+        return vkt_error(err, errlen, "%s: 'rope_scaling' of type '%s' is not supported (llama3, linear and default are)",
+                         path, type);
+    double orig = 0;
+    c->rope_scaling = 2;
+    if (scaling_number(path, rs, "factor", &c->rope_factor, err, errlen) ||
+        scaling_number(path, rs, "low_freq_factor", &c->rope_low_freq_factor, err, errlen) ||
+        scaling_number(path, rs, "high_freq_factor", &c->rope_high_freq_factor, err, errlen) ||
+        scaling_number(path, rs, "original_max_position_embeddings", &orig, err, errlen))
+        return -1;
+    if (orig > INT_MAX || c->rope_high_freq_factor <= c->rope_low_freq_factor)
+        return vkt_error(err, errlen,
+                         "%s: 'rope_scaling' needs high_freq_factor > low_freq_factor and an int "
+                         "original_max_position_embeddings",
+                         path);
+    c->rope_original_max = (int)orig;
+    return 0;
+}
+
+/* A boolean key that changes the math: must be absent, null or `want`. */
+static int require_bool(const char *path, json_t *root, const char *key, int want, char *err, size_t errlen)
+{
+    json_t *j = json_object_get(root, key);
+    if (!j || json_is_null(j) || (json_is_boolean(j) && json_is_true(j) == want))
+        return 0;
+    return vkt_error(err, errlen, "%s: '%s': %s is not supported", path, key,
+                     json_is_boolean(j) ? (want ? "false" : "true") : "a non-boolean");
+}
+
+/* The llama family's options: biases, rope scaling, head_dim, sliding window. */
+static int check_llama(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
+{
+    static const char *const silu[] = {"silu", NULL};
+    if (check_string(path, root, "hidden_act", silu, err, errlen) || read_rope_scaling(path, root, c, err, errlen))
+        return -1;
+    if (!strcmp(c->model_type, "qwen2")) {
+        c->qkv_bias = 1; /* Qwen2Attention: q/k/v_proj with bias, o_proj without */
+        if (require_bool(path, root, "use_sliding_window", 0, err, errlen))
+            return -1;
+    } else if (!strcmp(c->model_type, "llama")) {
+        json_t *ab = json_object_get(root, "attention_bias"), *mb = json_object_get(root, "mlp_bias");
+        if ((ab && !json_is_boolean(ab) && !json_is_null(ab)) || (mb && !json_is_boolean(mb) && !json_is_null(mb)))
+            return vkt_error(err, errlen, "%s: 'attention_bias' and 'mlp_bias' must be true or false", path);
+        c->qkv_bias = c->o_bias = json_is_true(ab);
+        c->mlp_bias = json_is_true(mb);
+    } else { /* mistral: transformers' default window is 4096 */
+        json_t *sw = json_object_get(root, "sliding_window");
+        json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : -1;
+        if (sw && !json_is_null(sw) && !json_is_integer(sw))
+            return vkt_error(err, errlen, "%s: 'sliding_window' must be an integer or null", path);
+        if ((!sw || json_is_integer(sw)) && w < c->max_seq_len)
+            return vkt_error(err, errlen,
+                             "%s: 'sliding_window' = %lld%s: sliding-window attention is not supported (set it to "
+                             "null, or to at least max_position_embeddings = %d)",
+                             path, (long long)w, sw ? "" : " (transformers' default when absent)", c->max_seq_len);
+    }
+    if (strcmp(c->model_type, "qwen2")) { /* Qwen2 (transformers 4.44) has no head_dim */
+        json_t *hd = json_object_get(root, "head_dim");
+        if (hd && !json_is_null(hd) &&
+            (!json_is_integer(hd) || c->dim % c->n_heads || json_integer_value(hd) != c->dim / c->n_heads))
+            return vkt_error(err, errlen,
+                             "%s: 'head_dim' other than hidden_size / num_attention_heads = %d is not supported",
+                             path, c->dim / c->n_heads);
+    }
+    return 0;
+}
+
+/* GPT-2 attention options that change the math. */
+static int check_gpt2(const char *path, json_t *root, char *err, size_t errlen)
+{
+    static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
+    return check_string(path, root, "activation_function", gelu, err, errlen) ||
+           require_bool(path, root, "scale_attn_weights", 1, err, errlen) ||
+           require_bool(path, root, "scale_attn_by_inverse_layer_idx", 0, err, errlen) ||
+           require_bool(path, root, "add_cross_attention", 0, err, errlen);
+}
+
+/* model_type (or, in old configs, architectures[0]) and its defaults. */
+static const struct family {
+    const char *type, *architecture;
+    enum hf_arch arch;
+    double kv_heads, max_positions; /* transformers' defaults; kv -1: num_attention_heads */
+} families[] = {
+    {"llama", "LlamaForCausalLM", HF_LLAMA, -1, 2048},
+    {"qwen2", "Qwen2ForCausalLM", HF_LLAMA, 32, 32768},
+    {"mistral", "MistralForCausalLM", HF_LLAMA, 8, 4096 * 32},
+    {"gpt2", "GPT2LMHeadModel", HF_GPT2, -1, 1024},
+};
+#define NFAMILIES (int)(sizeof families / sizeof families[0])
+
+static const struct family *family_of(const char *path, json_t *root, char *err, size_t errlen)
 {
     json_t *mt = json_object_get(root, "model_type");
     json_t *ar = json_array_get(json_object_get(root, "architectures"), 0);
     if (mt && !json_is_string(mt))
-        return vkt_error(err, errlen, "%s: 'model_type' must be a string, not %s", path, type_name(mt));
+        return vkt_error(err, errlen, "%s: 'model_type' must be a string, not %s", path, type_name(mt)), NULL;
     const char *name = mt ? json_string_value(mt) : json_string_value(ar);
     if (!name)
-        return vkt_error(err, errlen, "%s: missing required key 'model_type'", path);
-    if (!strcmp(name, "llama") || !strcmp(name, "LlamaForCausalLM"))
-        *arch = HF_LLAMA;
-    else if (!strcmp(name, "gpt2") || !strcmp(name, "GPT2LMHeadModel"))
-        *arch = HF_GPT2;
-    else
-        return vkt_error(err, errlen, "%s: unsupported %s '%s' (llama and gpt2 are)", path,
-                    mt ? "model_type" : "architecture", name);
-    return 0;
+        return vkt_error(err, errlen, "%s: missing required key 'model_type'", path), NULL;
+    for (int i = 0; i < NFAMILIES; i++)
+        if (!strcmp(name, mt ? families[i].type : families[i].architecture))
+            return &families[i];
+    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, mistral and gpt2 are)", path,
+              mt ? "model_type" : "architecture", name);
+    return NULL;
 }
 
 int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errlen)
@@ -175,30 +282,44 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
     if (!root)
         return vkt_error(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
     int rc = -1;
+    const struct family *fam = NULL;
     if (!json_is_object(root)) {
         vkt_error(err, errlen, "%s: not a JSON object", path);
         goto done;
     }
-    if (arch_of(path, root, &c->arch, err, errlen) ||
+    if (!(fam = family_of(path, root, err, errlen)) ||
         read_keys(path, root, token_keys, NKEYS(token_keys), 1, c, err, errlen))
         goto done;
+    c->arch = fam->arch;
+    snprintf(c->model_type, sizeof c->model_type, "%s", fam->type);
     if (c->arch == HF_LLAMA) {
-        if (read_keys(path, root, llama_keys, NKEYS(llama_keys), 0, c, err, errlen))
+        struct key keys[NKEYS(llama_keys)];
+        memcpy(keys, llama_keys, sizeof keys);
+        for (int i = 0; i < NKEYS(llama_keys); i++)
+            if (!strcmp(keys[i].name, "num_key_value_heads"))
+                keys[i].def = fam->kv_heads;
+            else if (!strcmp(keys[i].name, "max_position_embeddings"))
+                keys[i].def = fam->max_positions;
+        if (read_keys(path, root, keys, NKEYS(keys), 0, c, err, errlen))
             goto done;
         if (c->n_kv_heads < 0)
             c->n_kv_heads = c->n_heads;
         if (check_llama(path, root, c, err, errlen))
             goto done;
     } else {
-        static const char *const gelu[] = {"gelu_new", "gelu_pytorch_tanh", NULL};
         /* Older configs give the context as n_ctx only. */
         json_t *ctx = json_object_get(root, "n_ctx");
         if (!json_object_get(root, "n_positions") && json_is_integer(ctx))
             json_object_set(root, "n_positions", ctx);
         if (read_keys(path, root, gpt2_keys, NKEYS(gpt2_keys), 0, c, err, errlen) ||
-            check_string(path, root, "activation_function", gelu, err, errlen))
+            check_gpt2(path, root, err, errlen))
             goto done;
         c->n_kv_heads = c->n_heads;
+        if (c->hidden_dim < 0 && c->dim > INT_MAX / 4) {
+            vkt_error(err, errlen, "%s: 'n_inner' is absent and its default 4 x n_embd = 4 x %d is more than 2^31 - 1",
+                      path, c->dim);
+            goto done;
+        }
         if (c->hidden_dim < 0)
             c->hidden_dim = 4 * c->dim;
     }
@@ -236,6 +357,34 @@ static int real_precision(const struct hf_config *c)
     return 15;
 }
 
+static void put_tokens_and_dtype(json_t *root, const struct hf_config *c)
+{
+    const int ids[] = {c->bos_token_id, c->eos_token_id, c->pad_token_id};
+    for (int i = 0; i < NKEYS(token_keys); i++) {
+        /* A list of end ids (Llama 3.x) that holds the tokenizer's eos stays. */
+        json_t *list = json_object_get(root, token_keys[i].name);
+        int kept = 0;
+        for (size_t e = 0; token_keys[i].kind == K_IDS && json_is_array(list) && e < json_array_size(list); e++)
+            kept |= json_integer_value(json_array_get(list, e)) == ids[i];
+        if (ids[i] >= 0 && !kept)
+            json_object_set_new(root, token_keys[i].name, json_integer(ids[i]));
+    }
+    json_object_set_new(root, "torch_dtype", json_string(c->save_bf16 ? "bfloat16" : "float32"));
+}
+
+static int dump_atomic(const char *path, json_t *root, int precision, char *err, size_t errlen)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(precision));
+    if (!text)
+        return vkt_error(err, errlen, "%s: cannot format the config", path);
+    size_t len = strlen(text);
+    const void *bufs[] = {text, "\n"};
+    const size_t lens[] = {len, 1};
+    int rc = ckpt_write_atomic(path, 2, bufs, lens, err, errlen);
+    free(text);
+    return rc;
+}
+
 int hf_config_write(const char *path, const struct hf_config *c, char *err, size_t errlen)
 {
     json_t *root = json_object();
@@ -252,14 +401,22 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
         json_object_set_new(root, "n_ctx", json_integer(c->max_seq_len));
         json_object_set_new(root, "activation_function", json_string("gelu_new"));
     }
-    write_keys(root, token_keys, NKEYS(token_keys), c);
-    json_object_set_new(root, "torch_dtype", json_string("float32"));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(real_precision(c)));
+    put_tokens_and_dtype(root, c);
+    int rc = dump_atomic(path, root, real_precision(c), err, errlen);
     json_decref(root);
-    size_t len = strlen(text);
-    const void *bufs[] = {text, "\n"};
-    const size_t lens[] = {len, 1};
-    int rc = ckpt_write_atomic(path, 2, bufs, lens, err, errlen);
-    free(text);
+    return rc;
+}
+
+int hf_config_write_from(const char *path, const char *source, const struct hf_config *c, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(source, 0, &jerr);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return vkt_error(err, errlen, "cannot read %s to copy it: %s", source, root ? "not an object" : jerr.text);
+    }
+    put_tokens_and_dtype(root, c);
+    int rc = dump_atomic(path, root, 17, err, errlen);
+    json_decref(root);
     return rc;
 }

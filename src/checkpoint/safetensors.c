@@ -300,8 +300,8 @@ void st_free(struct st_file *f)
 
 /* ---- writing ---- */
 
-static json_t *header_build(const char *path, const struct st_tensor *t, int n, const char *metadata_json, char *err,
-                            size_t errlen)
+static json_t *header_build(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16,
+                            char *err, size_t errlen)
 {
     json_t *root = json_object();
     if (metadata_json) {
@@ -331,8 +331,8 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
         json_t *shape = json_array(), *e = json_object();
         for (int d = 0; d < t[i].ndim; d++)
             json_array_append_new(shape, json_integer(t[i].shape[d]));
-        uint64_t bytes = (uint64_t)st_numel(&t[i]) * sizeof(float);
-        json_object_set_new(e, "dtype", json_string("F32"));
+        uint64_t bytes = (uint64_t)st_numel(&t[i]) * (bf16 ? 2 : sizeof(float));
+        json_object_set_new(e, "dtype", json_string(bf16 ? "BF16" : "F32"));
         json_object_set_new(e, "shape", shape);
         json_object_set_new(e, "data_offsets", json_pack("[II]", (json_int_t)off, (json_int_t)(off + bytes)));
         json_object_set_new(root, name, e);
@@ -341,11 +341,32 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
     return root;
 }
 
+/* f32 -> bf16, rounding to nearest even as torch's .to(torch.bfloat16); NaN stays NaN. */
+static uint16_t *to_bf16(const float *x, size_t n)
+{
+    uint16_t *out = vkt_malloc((n ? n : 1) * sizeof *out, "bf16 tensor");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+            out[i] = (uint16_t)((u >> 16) | 0x40);
+        else
+            out[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    }
+    return out;
+}
+
 int st_write(const char *path, const struct st_tensor *t, int n, const char *metadata_json, char *err, size_t errlen)
+{
+    return st_write_dtype(path, t, n, metadata_json, 0, err, errlen);
+}
+
+int st_write_dtype(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16, char *err,
+                   size_t errlen)
 {
     if (!host_is_le())
         return vkt_error(err, errlen, "%s: safetensors needs a little-endian host", path);
-    json_t *root = header_build(path, t, n, metadata_json, err, errlen);
+    json_t *root = header_build(path, t, n, metadata_json, bf16, err, errlen);
     if (!root)
         return -1;
     char *json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -363,15 +384,20 @@ int st_write(const char *path, const struct st_tensor *t, int n, const char *met
     bufs[0] = head;
     lens[0] = 8 + hlen;
     for (int i = 0; i < n; i++) {
-        bufs[i + 1] = t[i].data;
-        lens[i + 1] = (size_t)st_numel(&t[i]) * sizeof(float);
+        size_t numel = (size_t)st_numel(&t[i]);
+        bufs[i + 1] = bf16 ? (const void *)to_bf16(t[i].data, numel) : t[i].data;
+        lens[i + 1] = numel * (bf16 ? 2 : sizeof(float));
     }
     int rc = ckpt_write_atomic(path, n + 1, bufs, lens, err, errlen);
+    for (int i = 0; bf16 && i < n; i++)
+        free((void *)bufs[i + 1]);
     free(lens);
     free(bufs);
     free(head);
     return rc;
 }
+
+void (*ckpt_write_hook)(const char *path, int chunk);
 
 int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const size_t *lens, char *err, size_t errlen)
 {
@@ -386,8 +412,11 @@ int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const si
         return -1;
     }
     int ok = 1;
-    for (int i = 0; ok && i < n; i++)
+    for (int i = 0; ok && i < n; i++) {
         ok = !lens[i] || fwrite(bufs[i], 1, lens[i], f) == lens[i];
+        if (ckpt_write_hook)
+            ckpt_write_hook(path, i);
+    }
     ok = ok && !fflush(f) && !fsync(fileno(f));
     int e = errno;
     if (fclose(f) && ok)

@@ -23,6 +23,12 @@ static const char *vendor_name(uint32_t id)
 
 static const char *yes(int v) { return v ? "yes" : "no"; }
 
+/* The mark after a limit that VKTRAIN_DEVICE_LIMITS lowered. */
+static const char *tight(const struct gpu_device_info *x, unsigned bit)
+{
+    return x->tightened & bit ? "  (tightened by VKTRAIN_DEVICE_LIMITS)" : "";
+}
+
 int cli_devices(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -50,13 +56,16 @@ int cli_devices(int argc, char **argv)
                (unsigned)((x->api_version >> 12) & 0x3ff), (unsigned)(x->api_version & 0xfff));
         printf("    subgroup size        %u (arithmetic %s, shuffle %s, ballot %s)\n", x->subgroup_size,
                yes(x->subgroup_arithmetic), yes(x->subgroup_shuffle), yes(x->subgroup_ballot));
-        printf("    shared memory        %u KiB\n", x->shared_memory / 1024);
-        printf("    maxStorageBufferRange %u MiB\n", x->max_storage_buffer_range >> 20);
-        printf("    maxTexelBufferElements %u\n", x->max_texel_buffer_elements);
-        printf("    workgroup            %u invocations, count %u x %u x %u\n", x->max_workgroup_invocations,
-               x->max_workgroup_count[0], x->max_workgroup_count[1], x->max_workgroup_count[2]);
-        printf("    allocations          at most %u, each up to %.1f GiB\n", x->max_allocation_count,
-               (double)x->max_allocation_size / (1 << 30));
+        printf("    shared memory        %u bytes%s\n", x->shared_memory, tight(x, GPU_LIMIT_SHARED));
+        printf("    maxStorageBufferRange %u bytes (offsets aligned to %u)%s\n", x->max_storage_buffer_range,
+               x->min_storage_offset_alignment, tight(x, GPU_LIMIT_STORAGE_RANGE));
+        printf("    maxTexelBufferElements %u (offsets aligned to %u)%s\n", x->max_texel_buffer_elements,
+               x->min_texel_offset_alignment, tight(x, GPU_LIMIT_TEXEL_ELEMENTS));
+        printf("    workgroup            %u invocations, count %u x %u x %u%s\n", x->max_workgroup_invocations,
+               x->max_workgroup_count[0], x->max_workgroup_count[1], x->max_workgroup_count[2],
+               tight(x, GPU_LIMIT_WORKGROUPS));
+        printf("    allocations          at most %u, each up to %llu bytes%s\n", x->max_allocation_count,
+               (unsigned long long)x->max_allocation_size, tight(x, GPU_LIMIT_ALLOCATION));
         if (x->max_loop_iterations)
             printf("    loop limit           %u iterations per invocation (kernels split longer loops)\n",
                    x->max_loop_iterations);
@@ -69,6 +78,11 @@ int cli_devices(int argc, char **argv)
         if (!x->usable)
             printf("    unusable: it %s\n", x->unusable_reason);
     }
+    unsigned tightened = 0;
+    for (int i = 0; i < n; i++)
+        tightened |= d[i].tightened;
+    if (tightened)
+        printf("\nlimits marked tightened act as VKTRAIN_DEVICE_LIMITS sets them, below the device's own\n");
     if (pick >= 0)
         printf("\n* = chosen: device %d (%s)\n", pick, d[pick].name);
     else

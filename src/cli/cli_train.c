@@ -52,9 +52,12 @@ static int run(const char *path, int n_over, char **over, bool print_config, boo
     int training = !print_config && !data_only; /* or its dry run */
     if (training) /* from here on an error on any rank ends the whole job */
         dist_init(NULL, NULL, &dist);
-    if (config_load(&cfg, path, n_over, over, err, sizeof err)) {
-        if (training)
-            vkt_fatal("%s", err);
+    int failed = config_load(&cfg, path, n_over, over, err, sizeof err) != 0;
+    if (training) {
+        /* Every rank reads the same recipe: the first that failed (rank 0
+         * when all did) prints the error once, and all leave together. */
+        dist_check(failed, err);
+    } else if (failed) {
         fprintf(stderr, "vktrain: error: %s\n", err);
         return 1;
     }

@@ -1,16 +1,22 @@
 /* config_check: what a recipe means once all keys are read. Fills the
  * defaults that depend on other keys, reads model.init_from's config.json
  * (which then defines the model), requires the keys without a default and
- * rejects values that contradict each other. Never reads the dataset. */
+ * rejects values that contradict each other or size buffers too large to
+ * compute with (model_config_check). Never reads the dataset. */
 #include "config_keys.h"
 #include "vktrain/hfconfig.h"
-
+#include "vktrain/model.h"
 #include "vktrain/tokenizer.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "vktrain/util.h"
 
 #define K(name) config_key_find(name)
 
@@ -26,8 +32,8 @@ static int apply_hf(struct config_ctx *ctx, const char *key, const char *json, d
     int k = K(key);
     char msg[128];
     if (config_key_range(k, v, msg, sizeof msg))
-        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, json, v,
-                           key, msg);
+        return config_fail(ctx, K("model.init_from"), "%s: %s = %.17g is out of range for %s (%s)", file, json, v, key,
+                           msg);
     if (!ctx->set[k]) {
         config_key_put(ctx->cfg, k, v);
         return 0;
@@ -108,8 +114,14 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
      * 4*dim MLP), rounded up to a multiple of 32; gpt2: 4*dim. */
     if (!is_set(ctx, "model.n_kv_heads") && !m->init_from)
         m->n_kv_heads = m->n_heads;
-    if (!is_set(ctx, "model.hidden_dim") && !m->init_from)
-        m->hidden_dim = m->arch == ARCH_GPT2 ? 4 * m->dim : (8 * m->dim + 3 * 32 - 1) / (3 * 32) * 32;
+    if (!is_set(ctx, "model.hidden_dim") && !m->init_from) {
+        int64_t dim = m->dim, hidden = m->arch == ARCH_GPT2 ? 4 * dim : (8 * dim + 3 * 32 - 1) / (3 * 32) * 32;
+        if (hidden > INT_MAX)
+            return config_fail(ctx, K("model.dim"),
+                               "model.dim: %d makes the default model.hidden_dim (%s) %lld, more than 2^31 - 1", m->dim,
+                               m->arch == ARCH_GPT2 ? "4 x dim" : "8/3 x dim", (long long)hidden);
+        m->hidden_dim = (int)hidden;
+    }
     if (!is_set(ctx, "model.vocab_size") && !m->init_from)
         m->vocab_size = tokenizer_size;
     if (!is_set(ctx, "model.tie_embeddings") && !m->init_from)
@@ -166,14 +178,195 @@ static int check_data(struct config_ctx *ctx)
     return 0;
 }
 
+/* The sizes the model allocates (model_config_check names the product
+ * that is too large), and the tokens of one rank's step, which bound the
+ * sampler's global batch and the run's token counts. */
+static int check_sizes(struct config_ctx *ctx)
+{
+    const struct config *cfg = ctx->cfg;
+    struct model_config mc;
+    char msg[2048];
+    if (model_config_from(&cfg->model, &mc, msg, sizeof msg))
+        return config_fail(ctx, K("model.init_from"), "model.init_from: %s", msg);
+    if (model_config_check(&mc, (uint32_t)cfg->batch_size, msg, sizeof msg))
+        return config_fail(ctx, cfg->model.init_from ? K("model.init_from") : -1, "model: %s", msg);
+    int64_t seqs = (int64_t)cfg->gradient_accumulation_steps * cfg->batch_size, tokens;
+    if (__builtin_mul_overflow(seqs, (int64_t)cfg->model.max_seq_len, &tokens) || tokens > (int64_t)1 << 40)
+        return config_fail(ctx, K("gradient_accumulation_steps"),
+                           "gradient_accumulation_steps x batch_size x model.max_seq_len = %d x %d x %d tokens per "
+                           "rank and step: more than 2^40",
+                           cfg->gradient_accumulation_steps, cfg->batch_size, cfg->model.max_seq_len);
+    return 0;
+}
+
+/* Whether two files hold the same bytes (0 when either cannot be read). */
+static int same_file_content(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = getc(fa), cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* A model folder that holds a tokenizer.json was trained with it: a recipe
+ * without tokenizer.type and tokenizer.path uses it, and one that names
+ * another tokenizer is refused. */
+static int tokenizer_of_model(struct config_ctx *ctx)
+{
+    struct config *cfg = ctx->cfg;
+    char mine[4096], model[4096];
+    if (!cfg->model.init_from)
+        return 0;
+    vkt_path(model, sizeof model, "%s/tokenizer.json", cfg->model.init_from);
+    if (access(model, F_OK))
+        return 0;
+    if (!is_set(ctx, "tokenizer.type") && !is_set(ctx, "tokenizer.path")) {
+        cfg->tokenizer.type = TOKENIZER_HF;
+        free(cfg->tokenizer.path);
+        cfg->tokenizer.path = vkt_strdup(cfg->model.init_from);
+        return 0;
+    }
+    if (cfg->tokenizer.type == TOKENIZER_BYTE)
+        return config_fail(ctx, K("tokenizer.type"),
+                           "tokenizer.type: byte, but model.init_from holds %s, the tokenizer the model was "
+                           "trained with (drop the tokenizer section to use it)",
+                           model);
+    if (!cfg->tokenizer.path)
+        return 0; /* reported below: hf needs a path */
+    tokenizer_json_path(cfg->tokenizer.path, mine, sizeof mine);
+    if (!same_file_content(mine, model))
+        return config_fail(ctx, K("tokenizer.path"),
+                           "tokenizer.path: %s differs from %s, the tokenizer model.init_from was trained with "
+                           "(drop the tokenizer section to use it)",
+                           mine, model);
+    return 0;
+}
+
+/* The targets as a set: whether a and b name the same modules' suffixes. */
+static int same_targets(char **a, int na, json_t *b)
+{
+    if ((size_t)na != json_array_size(b))
+        return 0;
+    for (int i = 0; i < na; i++) {
+        int found = 0;
+        for (size_t k = 0; k < json_array_size(b) && !found; k++)
+            found = !strcmp(a[i], json_string_value(json_array_get(b, k)));
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* lora.init_from's adapter_config.json gives rank, alpha and targets; keys
+ * the recipe sets must agree with it. Only plain LoRA is read. */
+static int read_lora_init(struct config_ctx *ctx)
+{
+    struct config_lora *l = &ctx->cfg->lora;
+    int ki = K("lora.init_from");
+    char file[4096];
+    vkt_path(file, sizeof file, "%s/adapter_config.json", l->init_from);
+    json_error_t je;
+    json_t *j = json_load_file(file, 0, &je);
+    if (!j)
+        return config_fail(ctx, ki, "lora.init_from: %s: %s", file, je.text);
+    const char *type = json_string_value(json_object_get(j, "peft_type"));
+    json_t *r = json_object_get(j, "r"), *alpha = json_object_get(j, "lora_alpha");
+    json_t *targets = json_object_get(j, "target_modules");
+    int rc = 0;
+    size_t i;
+    json_t *v;
+    if (!type || strcmp(type, "LORA"))
+        rc = config_fail(ctx, ki, "lora.init_from: %s: peft_type is %s, not \"LORA\"", file, type ? type : "missing");
+    else if (!json_is_integer(r) || json_integer_value(r) < 1 || !json_is_number(alpha) ||
+             json_number_value(alpha) <= 0)
+        rc = config_fail(ctx, ki, "lora.init_from: %s: needs a positive integer \"r\" and a positive \"lora_alpha\"",
+                         file);
+    else if (json_is_true(json_object_get(j, "use_dora")) || json_is_true(json_object_get(j, "use_rslora")) ||
+             json_object_size(json_object_get(j, "rank_pattern")) ||
+             json_object_size(json_object_get(j, "alpha_pattern")))
+        rc = config_fail(ctx, ki,
+                         "lora.init_from: %s: DoRA, rsLoRA and per-module rank or alpha patterns are not "
+                         "supported (plain LoRA only)",
+                         file);
+    else if (!json_is_array(targets) || !json_array_size(targets))
+        rc = config_fail(ctx, ki,
+                         "lora.init_from: %s: target_modules must be a list of module names (a regular "
+                         "expression is not supported)",
+                         file);
+    json_array_foreach(targets, i, v) if (!rc && !json_is_string(v)) rc =
+        config_fail(ctx, ki, "lora.init_from: %s: target_modules[%zu] is not a string", file, i);
+    if (!rc && is_set(ctx, "lora.rank") && l->rank != json_integer_value(r))
+        rc = config_fail(ctx, K("lora.rank"), "lora.rank: %d disagrees with r = %lld in %s (drop the key)", l->rank,
+                         (long long)json_integer_value(r), file);
+    if (!rc && is_set(ctx, "lora.alpha") && fabs(l->alpha - json_number_value(alpha)) > 1e-9 * l->alpha)
+        rc = config_fail(ctx, K("lora.alpha"), "lora.alpha: %g disagrees with lora_alpha = %g in %s (drop the key)",
+                         l->alpha, json_number_value(alpha), file);
+    if (!rc && is_set(ctx, "lora.targets") && !same_targets(l->targets, l->n_targets, targets))
+        rc =
+            config_fail(ctx, K("lora.targets"), "lora.targets: differs from target_modules in %s (drop the key)", file);
+    if (!rc) {
+        l->rank = (int)json_integer_value(r);
+        l->alpha = json_number_value(alpha);
+        if (!is_set(ctx, "lora.targets")) {
+            l->targets = vkt_calloc(json_array_size(targets) + 1, sizeof *l->targets, "lora targets");
+            json_array_foreach(targets, i, v) l->targets[l->n_targets++] = vkt_strdup(json_string_value(v));
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+static int check_lora(struct config_ctx *ctx)
+{
+    struct config_lora *l = &ctx->cfg->lora;
+    if (l->init_from && read_lora_init(ctx))
+        return -1;
+    if (!l->rank) { /* off: the other keys at their defaults (as a printed recipe has them) */
+        const char *bad = l->alpha != 0      ? "lora.alpha"
+                          : l->dropout != 0  ? "lora.dropout"
+                          : l->n_targets     ? "lora.targets"
+                          : l->merge_on_save ? "lora.merge_on_save"
+                                             : NULL;
+        if (bad)
+            return config_fail(ctx, K(bad), "%s: LoRA is off (lora.rank is 0); set lora.rank or lora.init_from", bad);
+        return 0;
+    }
+    if (l->dropout != 0)
+        return config_fail(ctx, K("lora.dropout"), "lora.dropout: %g, but only 0 is implemented", l->dropout);
+    if (!is_set(ctx, "lora.alpha") && !l->init_from)
+        l->alpha = 2.0 * l->rank;
+    if (!l->n_targets) {
+        /* PEFT's defaults for these architectures */
+        static const char *const llama[] = {"q_proj", "v_proj"}, *const gpt2[] = {"c_attn"};
+        int gpt = ctx->cfg->model.arch == ARCH_GPT2, n = gpt ? 1 : 2;
+        free(l->targets);
+        l->targets = vkt_calloc((size_t)n + 1, sizeof *l->targets, "lora targets");
+        for (int i = 0; i < n; i++)
+            l->targets[l->n_targets++] = vkt_strdup(gpt ? gpt2[i] : llama[i]);
+    }
+    return 0;
+}
+
 int config_resolve(struct config_ctx *ctx)
 {
     struct tokenizer tok;
     char msg[2048];
     const struct config_tokenizer *tc = &ctx->cfg->tokenizer;
+    if (tokenizer_of_model(ctx))
+        return -1;
     if (tc->type == TOKENIZER_BYTE && tc->path)
         return config_fail(ctx, K("tokenizer.path"), "tokenizer.path: only tokenizer.type hf reads a file");
-    if (tc->type == TOKENIZER_HF && require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
+    if (tc->type == TOKENIZER_HF && !tc->path &&
+        require(ctx, "tokenizer.path", " (tokenizer.type hf reads a tokenizer.json)"))
         return -1;
     if (tokenizer_open(&tok, tc, msg, sizeof msg))
         return config_fail(ctx, K(tc->type == TOKENIZER_HF ? "tokenizer.path" : "tokenizer.type"), "%s", msg);
@@ -181,7 +374,11 @@ int config_resolve(struct config_ctx *ctx)
     tokenizer_close(&tok);
     if (require(ctx, "output_dir", ""))
         return -1;
-    if (check_model(ctx, tokenizer_size) || check_data(ctx))
+    if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_lora(ctx) || check_sizes(ctx))
         return -1;
+    if (ctx->cfg->resume && ctx->cfg->overwrite)
+        return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),
+                           "resume and overwrite: resume: true continues the run in output_dir, overwrite: "
+                           "true replaces it; set only one");
     return 0;
 }

@@ -3,6 +3,7 @@
  * recipe, hashing it, suggesting the nearest key for a misspelling.
  * Owns the key table; never reads files and never prints errors. */
 #include "config_keys.h"
+#include "vktrain/model.h"
 
 #include <float.h>
 #include <limits.h>
@@ -16,17 +17,20 @@
 
 static const char *const arch_names[] = {"llama", "gpt2", NULL};
 static const char *const tokenizer_names[] = {"byte", "hf", NULL};
+static const char *const chat_template_names[] = {"auto", "llama3", "chatml", "llama2", "plain", NULL};
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
+static const char *const nan_policy_names[] = {"stop", "skip", NULL};
+static const char *const save_dtype_names[] = {"fp32", "bf16", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
     {"seed", KT_I64, OFF(seed), 0, LMAX, 0, NULL},
-    {"output_dir", KT_STR, OFF(output_dir), 0, 0, KF_NOHASH, NULL},
+    {"output_dir", KT_STR, OFF(output_dir), 0, 0, KF_NOHASH | KF_PATH, NULL},
     {"model.arch", KT_ENUM, OFF(model.arch), 0, 0, 0, arch_names},
     {"model.vocab_size", KT_INT, OFF(model.vocab_size), 1, IMAX, 0, NULL},
     {"model.dim", KT_INT, OFF(model.dim), 1, IMAX, 0, NULL},
-    {"model.n_layers", KT_INT, OFF(model.n_layers), 1, IMAX, 0, NULL},
+    {"model.n_layers", KT_INT, OFF(model.n_layers), 1, MODEL_MAX_LAYERS, 0, NULL},
     {"model.n_heads", KT_INT, OFF(model.n_heads), 1, IMAX, 0, NULL},
     {"model.n_kv_heads", KT_INT, OFF(model.n_kv_heads), 1, IMAX, 0, NULL},
     {"model.hidden_dim", KT_INT, OFF(model.hidden_dim), 1, IMAX, 0, NULL},
@@ -35,18 +39,19 @@ const struct config_key config_keys[] = {
     {"model.rope_theta", KT_FLOAT, OFF(model.rope_theta), 0, DBL_MAX, KF_OPEN_MIN, NULL},
     {"model.tie_embeddings", KT_BOOL, OFF(model.tie_embeddings), 0, 0, 0, NULL},
     {"model.init_std", KT_FLOAT, OFF(model.init_std), 0, DBL_MAX, KF_OPEN_MIN, NULL},
-    {"model.init_from", KT_STR, OFF(model.init_from), 0, 0, KF_NULL, NULL},
+    {"model.init_from", KT_STR, OFF(model.init_from), 0, 0, KF_NULL | KF_PATH, NULL},
     /* Not hashed: the same gradients bit for bit, so a run may resume with it toggled. */
     {"model.activation_checkpointing", KT_BOOL, OFF(model.activation_checkpointing), 0, 0, KF_NOHASH, NULL},
     {"tokenizer.type", KT_ENUM, OFF(tokenizer.type), 0, 0, 0, tokenizer_names},
-    {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL, NULL},
+    {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL | KF_PATH, NULL},
+    {"tokenizer.chat_template", KT_ENUM, OFF(tokenizer.chat_template), 0, 0, 0, chat_template_names},
     {"dataset.type", KT_ENUM, OFF(dataset.type), 0, 0, 0, dataset_names},
-    {"dataset.path", KT_STR, OFF(dataset.path), 0, 0, 0, NULL},
+    {"dataset.path", KT_STR, OFF(dataset.path), 0, 0, KF_PATH, NULL},
     {"dataset.packed", KT_BOOL, OFF(dataset.packed), 0, 0, 0, NULL},
     {"dataset.train_on_input", KT_BOOL, OFF(dataset.train_on_input), 0, 0, 0, NULL},
     {"dataset.shuffle", KT_BOOL, OFF(dataset.shuffle), 0, 0, 0, NULL},
     {"dataset.separator", KT_STR, OFF(dataset.separator), 0, 0, KF_NULL, NULL},
-    {"dataset.val_path", KT_STR, OFF(dataset.val_path), 0, 0, KF_NULL, NULL},
+    {"dataset.val_path", KT_STR, OFF(dataset.val_path), 0, 0, KF_NULL | KF_PATH, NULL},
     {"dataset.val_fraction", KT_FLOAT, OFF(dataset.val_fraction), 0, 1, KF_OPEN_MAX, NULL},
     {"dataset.skip_bad_lines", KT_BOOL, OFF(dataset.skip_bad_lines), 0, 0, 0, NULL},
     {"dataset.exclude", KT_STRLIST, OFF(dataset.exclude), 0, 0, 0, NULL},
@@ -68,16 +73,33 @@ const struct config_key config_keys[] = {
     {"eval_every_n_steps", KT_I64, OFF(eval_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"save_every_n_steps", KT_I64, OFF(save_every_n_steps), 0, LMAX, KF_NOHASH, NULL},
     {"resume", KT_BOOL, OFF(resume), 0, 0, KF_NOHASH, NULL},
+    {"overwrite", KT_BOOL, OFF(overwrite), 0, 0, KF_NOHASH, NULL},
+    /* Not hashed: how the final model is written, not what is trained. */
+    {"save_dtype", KT_ENUM, OFF(save_dtype), 0, 0, KF_NOHASH, save_dtype_names},
+    {"save_shard_mb", KT_INT, OFF(save_shard_mb), 1, IMAX, KF_NOHASH, NULL},
+    /* Not hashed: a run stopped by a non-finite step may resume with skip. */
+    {"nan_policy", KT_ENUM, OFF(nan_policy), 0, 0, KF_NOHASH, nan_policy_names},
+    {"nan_max_skips", KT_INT, OFF(nan_max_skips), 1, IMAX, KF_NOHASH, NULL},
     {"profile", KT_BOOL, OFF(profile), 0, 0, KF_NOHASH, NULL},
     {"device.index", KT_INT, OFF(device_index), 0, IMAX, KF_AUTO | KF_NOHASH, NULL},
     {"dist.bucket_mb", KT_INT, OFF(dist.bucket_mb), 1, 4096, KF_NOHASH, NULL},
     {"dist.check_every", KT_I64, OFF(dist.check_every), 0, LMAX, KF_NOHASH, NULL},
     {"dist.overlap", KT_BOOL, OFF(dist.overlap), 0, 0, KF_NOHASH, NULL},
+    /* Not hashed: the same update bit for bit on 2 ranks, and checkpoints
+     * hold the whole optimizer state, so a run may resume with it toggled. */
+    {"dist.zero", KT_INT, OFF(dist.zero), 0, 1, KF_NOHASH, NULL},
+    {"lora.rank", KT_INT, OFF(lora.rank), 0, IMAX, 0, NULL},
+    {"lora.alpha", KT_FLOAT, OFF(lora.alpha), 0, DBL_MAX, KF_NULL | KF_OPEN_MIN, NULL},
+    {"lora.dropout", KT_FLOAT, OFF(lora.dropout), 0, 1, KF_OPEN_MAX, NULL},
+    {"lora.targets", KT_STRLIST, OFF(lora.targets), 0, 0, 0, NULL},
+    {"lora.init_from", KT_STR, OFF(lora.init_from), 0, 0, KF_NULL, NULL},
+    /* Not hashed: what the output folder holds besides the adapter. */
+    {"lora.merge_on_save", KT_BOOL, OFF(lora.merge_on_save), 0, 0, KF_NOHASH, NULL},
 };
 const int config_n_keys = (int)(sizeof config_keys / sizeof config_keys[0]);
 
-static const char *const sections[] = {"model",        "tokenizer", "dataset", "optimizer",
-                                       "lr_scheduler", "device",    "dist",    NULL};
+static const char *const sections[] = {"model",  "tokenizer", "dataset", "optimizer", "lr_scheduler",
+                                       "device", "dist",      "lora",    NULL};
 
 /* Defaults that depend on other keys (vocab_size, n_kv_heads, hidden_dim,
  * tie_embeddings, packed) are filled in by config_resolve. */
@@ -100,6 +122,10 @@ void config_defaults(struct config *cfg)
     cfg->optimizer.eps = 1e-8;
     cfg->lr_scheduler.type = LR_COSINE;
     cfg->log_every_n_steps = 1;
+    cfg->nan_policy = NAN_STOP;
+    cfg->nan_max_skips = 10;
+    cfg->save_dtype = SAVE_FP32;
+    cfg->save_shard_mb = 2000;
     cfg->device_index = -1;
     cfg->dist.bucket_mb = 25;
     cfg->dist.check_every = 100;
@@ -261,90 +287,134 @@ static void format_double(double v, char *buf, size_t n)
         strncat(buf, ".0", n - strlen(buf) - 1);
 }
 
-static void format_string(const char *s, char *buf, size_t n)
+/* The code point of the UTF-8 sequence at p and its length, or 0 when the
+ * bytes are not one (recipe strings come decoded from libyaml, so they
+ * always are). */
+static int utf8_next(const unsigned char *p, uint32_t *cp)
 {
-    size_t o = 0;
-    buf[o++] = '"';
-    for (; *s && o + 6 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            o += (size_t)snprintf(buf + o, n - o, "\\%c", c);
-        else if (c == '\n')
-            o += (size_t)snprintf(buf + o, n - o, "\\n");
-        else if (c == '\t')
-            o += (size_t)snprintf(buf + o, n - o, "\\t");
-        else if (c < 0x20 || c == 0x7f)
-            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
-        else
-            buf[o++] = (char)c;
+    int n = p[0] < 0x80 ? 1 : (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3 : (p[0] >> 3) == 30 ? 4 : 0;
+    uint32_t v = n == 1 ? p[0] : p[0] & (0x7fu >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3f);
     }
-    buf[o++] = '"';
-    buf[o] = 0;
+    *cp = v;
+    return n;
 }
 
-void config_key_format(const struct config *cfg, int k, char *buf, size_t n)
+/* May c stand unescaped in a double-quoted YAML string? Not the characters
+ * YAML refuses in a stream (C0 and C1 controls, DEL, surrogates, U+FFFE,
+ * U+FFFF) nor those it folds as line breaks (U+0085, U+2028, U+2029), nor a
+ * byte order mark. */
+static bool yaml_plain_char(uint32_t c)
+{
+    return (c >= 0x20 && c <= 0x7e && c != '"' && c != '\\') ||
+           (c >= 0xa0 && c <= 0xd7ff && c != 0x2028 && c != 0x2029) || (c >= 0xe000 && c <= 0xfffd && c != 0xfeff) ||
+           (c >= 0x10000 && c <= 0x10ffff);
+}
+
+/* s as a double-quoted YAML string that reads back as s. */
+static void write_string(const char *s, FILE *f)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        uint32_t c;
+        int n = utf8_next(p, &c);
+        if (!n) /* not UTF-8: cannot come from a recipe; kept as the byte's code point */
+            c = *p, n = 1;
+        if (yaml_plain_char(c))
+            fwrite(p, 1, (size_t)n, f);
+        else if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", (int)c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x100)
+            fprintf(f, "\\x%02x", (unsigned)c);
+        else if (c < 0x10000)
+            fprintf(f, "\\u%04x", (unsigned)c);
+        else
+            fprintf(f, "\\U%08x", (unsigned)c);
+        p += n;
+    }
+    fputc('"', f);
+}
+
+void config_key_write(const struct config *cfg, int k, FILE *f)
 {
     const struct config_key *key = &config_keys[k];
     void *p = field(cfg, k);
     double v = config_key_get(cfg, k);
+    char a[32], b[32];
     if ((key->flags & KF_NULL) && key->type != KT_STR && v == 0) {
-        snprintf(buf, n, "null");
+        fputs("null", f);
         return;
     }
     if ((key->flags & KF_AUTO) && v == -1) {
-        snprintf(buf, n, "auto");
+        fputs("auto", f);
         return;
     }
     switch (key->type) {
     case KT_INT:
-        snprintf(buf, n, "%d", *(int *)p);
+        fprintf(f, "%d", *(int *)p);
         break;
     case KT_I64:
-        snprintf(buf, n, "%lld", (long long)*(int64_t *)p);
+        fprintf(f, "%lld", (long long)*(int64_t *)p);
         break;
     case KT_FLOAT:
-        format_double(v, buf, n);
+        format_double(v, a, sizeof a);
+        fputs(a, f);
         break;
     case KT_BOOL:
-        snprintf(buf, n, "%s", *(bool *)p ? "true" : "false");
+        fputs(*(bool *)p ? "true" : "false", f);
         break;
     case KT_ENUM:
-        snprintf(buf, n, "%s", key->names[*(int *)p]);
+        fputs(key->names[*(int *)p], f);
         break;
     case KT_STR:
         if (*(char **)p)
-            format_string(*(char **)p, buf, n);
+            write_string(*(char **)p, f);
         else
-            snprintf(buf, n, "null");
+            fputs("null", f);
         break;
-    case KT_PAIR: {
-        char a[32], b[32];
+    case KT_PAIR:
         format_double(((double *)p)[0], a, sizeof a);
         format_double(((double *)p)[1], b, sizeof b);
-        snprintf(buf, n, "[%s, %s]", a, b);
+        fprintf(f, "[%s, %s]", a, b);
         break;
-    }
     case KT_STRLIST: {
         char **list = *(char ***)p;
         int count = *(int *)((char *)p + sizeof(char **));
-        size_t o = (size_t)snprintf(buf, n, "[");
-        for (int i = 0; i < count && o < n; i++) {
+        fputc('[', f);
+        for (int i = 0; i < count; i++) {
             if (i)
-                o += (size_t)snprintf(buf + o, n - o, ", ");
-            if (o < n)
-                format_string(list[i], buf + o, n - o);
-            o = strlen(buf);
+                fputs(", ", f);
+            write_string(list[i], f);
         }
-        if (o < n)
-            snprintf(buf + o, n - o, "]");
+        fputc(']', f);
         break;
     }
     }
 }
 
+char *config_key_text(const struct config *cfg, int k)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (!f)
+        vkt_fatal("out of host memory formatting recipe key %s", config_keys[k].name);
+    config_key_write(cfg, k, f);
+    if (fclose(f))
+        vkt_fatal("out of host memory formatting recipe key %s", config_keys[k].name);
+    return text;
+}
+
 void config_print(const struct config *cfg, FILE *f)
 {
-    char section[32] = "", value[1024];
+    char section[32] = "";
     for (int k = 0; k < config_n_keys; k++) {
         const char *name = config_keys[k].name, *dot = strchr(name, '.');
         size_t slen = dot ? (size_t)(dot - name) : 0;
@@ -354,28 +424,87 @@ void config_print(const struct config *cfg, FILE *f)
         } else if (!slen) {
             section[0] = 0;
         }
-        config_key_format(cfg, k, value, sizeof value);
-        fprintf(f, "%s%s: %s\n", slen ? "  " : "", slen ? dot + 1 : name, value);
+        fprintf(f, "%s%s: ", slen ? "  " : "", slen ? dot + 1 : name);
+        config_key_write(cfg, k, f);
+        fputc('\n', f);
     }
+}
+
+/* Whether key k enters the hash: not KF_NOHASH, and the lora keys only with
+ * LoRA on (off, they are all at their defaults), so the recipes of earlier
+ * versions keep their hash. */
+static int hashed(const struct config *cfg, int k)
+{
+    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(config_keys[k].name, "lora.", 5));
 }
 
 /* The keys marked KF_NOHASH may differ between a run and its resumption:
  * where output goes, how long it runs (epochs, max_steps), how often it logs,
- * evaluates and saves, which device and the all-reduce tuning. */
+ * evaluates and saves, what a non-finite step does, which device and the
+ * all-reduce tuning. */
 uint64_t config_hash(const struct config *cfg)
 {
     uint64_t h = 1469598103934665603ull;
-    char value[1024];
     for (int k = 0; k < config_n_keys; k++) {
-        if (config_keys[k].flags & KF_NOHASH)
+        if (!hashed(cfg, k))
             continue;
-        config_key_format(cfg, k, value, sizeof value);
+        char *value = config_key_text(cfg, k);
         const char *parts[4] = {config_keys[k].name, "=", value, "\n"};
         for (int i = 0; i < 4; i++)
             for (const char *c = parts[i]; *c; c++) {
                 h ^= (unsigned char)*c;
                 h *= 1099511628211ull;
             }
+        free(value);
     }
     return h;
+}
+
+/* The value config_print gave key `name` in `saved`: where it starts, its
+ * length in *len; NULL if the key is not there. */
+static const char *saved_value(const char *saved, const char *name, size_t *len)
+{
+    const char *dot = strchr(name, '.');
+    size_t slen = dot ? (size_t)(dot - name) : 0;
+    const char *want = dot ? dot + 1 : name;
+    int in_section = !dot;
+    for (const char *line = saved; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        int indented = line[0] == ' ';
+        if (!indented)
+            in_section = dot && n == slen + 1 && !strncmp(line, name, slen) && line[slen] == ':';
+        const char *leaf = indented ? line + 2 : line;
+        size_t wl = strlen(want);
+        if (indented == (dot != NULL) && (in_section || !dot) && !strncmp(leaf, want, wl) && leaf[wl] == ':' &&
+            leaf[wl + 1] == ' ') {
+            const char *v = leaf + wl + 2;
+            *len = (size_t)(line + n - v);
+            return v;
+        }
+        line += n + (end != NULL);
+    }
+    return NULL;
+}
+
+int config_diff(const struct config *cfg, const char *saved, char *out, size_t n)
+{
+    int count = 0;
+    size_t o = 0;
+    out[0] = 0;
+    for (int k = 0; k < config_n_keys; k++) {
+        if (!hashed(cfg, k))
+            continue;
+        char *now = config_key_text(cfg, k);
+        size_t len = 0;
+        const char *then = saved_value(saved, config_keys[k].name, &len);
+        if (!then || len != strlen(now) || memcmp(now, then, len)) {
+            if (o < n)
+                o += (size_t)snprintf(out + o, n - o, "%s%s: %.*s -> %s", count ? "; " : "", config_keys[k].name,
+                                      then ? (int)len : 8, then ? then : "(absent)", now);
+            count++;
+        }
+        free(now);
+    }
+    return count;
 }

@@ -25,7 +25,12 @@ enum {
     KF_NOHASH = 4,    /* left out of config_hash */
     KF_OPEN_MIN = 8,  /* value must be > min rather than >= min */
     KF_OPEN_MAX = 16, /* value must be < max rather than <= max */
+    KF_PATH = 32,     /* a path: at most CONFIG_PATH_MAX bytes */
 };
+
+/* The longest path a recipe may give: vktrain appends file names to it
+ * (config.json, checkpoints/step_N/...) within the system's 4096 bytes. */
+#define CONFIG_PATH_MAX 3072
 
 struct config_key {
     const char *name; /* "optimizer.lr" */
@@ -38,7 +43,7 @@ struct config_key {
 
 extern const struct config_key config_keys[];
 extern const int config_n_keys;
-#define CONFIG_MAX_KEYS 64
+#define CONFIG_MAX_KEYS 96
 
 /* Where each key got its value: "file:line:col" or "override 'k=v'". */
 struct config_ctx {
@@ -59,8 +64,11 @@ int config_is_section(const char *name);
 const char *config_key_suggest(const char *name);
 
 void config_defaults(struct config *cfg);
-/* The value as YAML text. */
-void config_key_format(const struct config *cfg, int k, char *buf, size_t n);
+/* The value as YAML text that reads back as the same value, written to f
+ * (any length: long strings and lists are never cut). */
+void config_key_write(const struct config *cfg, int k, FILE *f);
+/* The same in a string the caller frees. */
+char *config_key_text(const struct config *cfg, int k);
 /* Numeric view of INT, I64, FLOAT, BOOL and ENUM keys. */
 double config_key_get(const struct config *cfg, int k);
 void config_key_put(struct config *cfg, int k, double v);

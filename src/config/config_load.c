@@ -145,6 +145,10 @@ static int set_string(struct config_ctx *ctx, int k, const yaml_node_t *node)
     bool null_ok = config_keys[k].flags & KF_NULL;
     if (node->type != YAML_SCALAR_NODE || (is_null(node) && !null_ok))
         return type_error(ctx, k, node, "a string");
+    size_t len = strlen(scalar(node));
+    if ((config_keys[k].flags & KF_PATH) && len > CONFIG_PATH_MAX)
+        return config_fail(ctx, k, "%s: a path of %zu bytes; at most %d are accepted", config_keys[k].name, len,
+                           CONFIG_PATH_MAX);
     free(*p);
     *p = is_null(node) ? NULL : vkt_strdup(scalar(node));
     return 0;
@@ -404,5 +408,7 @@ void config_free(struct config *cfg)
     free(cfg->dataset.separator);
     free(cfg->dataset.val_path);
     free_list(cfg->dataset.exclude, cfg->dataset.n_exclude);
+    free(cfg->lora.init_from);
+    free_list(cfg->lora.targets, cfg->lora.n_targets);
     config_defaults(cfg);
 }

@@ -52,12 +52,13 @@ static int64_t fill_row(const struct data *d, const struct data_split *split, in
     for (int64_t r = split->seq_first[i]; r < split->seq_first[i + 1]; r++) {
         int64_t start = split->run_start[r];
         for (int64_t j = start; j < start + split->run_len[r] - 1; j++, t++) {
-            if (j == start || (d->split_at_bos && tok[j] == d->tok.bos)) {
+            if (j == start || (d->split_at_bos && tok[j] == (vkt_token)d->tok.bos)) {
                 seg++;
                 p = 0;
             }
-            in[t] = tok[j];
-            lab[t] = !d->trainable || d->trainable[j + 1] ? tok[j + 1] : DATA_IGNORE;
+            /* ids are below model.vocab_size (an int), so int32 holds them */
+            in[t] = (int32_t)tok[j];
+            lab[t] = !d->trainable || d->trainable[j + 1] ? (int32_t)tok[j + 1] : DATA_IGNORE;
             valid += lab[t] != DATA_IGNORE;
             pos[t] = p++;
             doc[t] = seg;

@@ -35,7 +35,7 @@ void data_docs_free(struct data_docs *docs)
 
 void data_store_reserve(struct data *d, int64_t n)
 {
-    if (d->n_tok + n <= d->cap_tok)
+    if (d->tok_ids && d->n_tok + n <= d->cap_tok)
         return;
     int64_t cap = d->cap_tok ? d->cap_tok : 1 << 16;
     while (cap < d->n_tok + n)
@@ -46,6 +46,25 @@ void data_store_reserve(struct data *d, int64_t n)
     d->cap_tok = cap;
 }
 
+int64_t data_store_encode(struct data *d, const char *text, size_t n)
+{
+    data_store_reserve(d, (int64_t)n + 1);
+    size_t room = (size_t)(d->cap_tok - d->n_tok);
+    size_t k = tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok, room);
+    if (k > room) { /* a normalizer or a prepended character made it longer */
+        data_store_reserve(d, (int64_t)k);
+        tokenizer_encode(&d->tok, text, n, d->tok_ids + d->n_tok, k);
+    }
+    d->n_tok += (int64_t)k;
+    return (int64_t)k;
+}
+
+void data_store_push(struct data *d, int id)
+{
+    data_store_reserve(d, 1);
+    d->tok_ids[d->n_tok++] = (vkt_token)id;
+}
+
 int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -54,6 +73,11 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         if (f)
             fclose(f);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a directory, not a file", path);
+        fclose(f);
         return -1;
     }
     size_t want = (size_t)st.st_size + 1;
@@ -72,7 +96,7 @@ int data_read_file(const char *path, char **buf, size_t *cap, size_t *n, char *e
     return 0;
 }
 
-int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, char *err,
+int data_each_file(struct data *d, const char *path, struct data_docs *docs, data_file_fn fn, void *ctx, char *err,
                    size_t errlen)
 {
     char **files, *buf = NULL;
@@ -87,7 +111,7 @@ int data_each_file(struct data *d, const char *path, struct data_docs *docs, dat
             break;
         d->stats.n_files++;
         d->stats.n_bytes += (int64_t)n;
-        rc = fn(d, docs, files[i], buf, n, err, errlen);
+        rc = fn(d, docs, ctx, files[i], buf, n, err, errlen);
     }
     free(buf);
     data_free_files(files, n_files);
@@ -210,6 +234,33 @@ static int read_path(struct data *d, const char *path, struct data_docs *docs, c
     return -1;
 }
 
+/* A training set must hold a label to train on, and a validation set that
+ * was asked for a label to evaluate (else val_loss would be 0/0). */
+static int check_labels(const struct data *d, char *err, size_t errlen)
+{
+    const struct config_dataset *ds = &d->cfg->dataset;
+    if (d->train.n_tokens == 0) {
+        if (ds->type == DATASET_SFT_JSONL && !ds->train_on_input)
+            return vkt_error(err, errlen,
+                             "%s: every label of its %lld samples is masked: they hold only prompt or user text "
+                             "(or their responses lie past max_seq_len %d), so there is nothing to train on; set "
+                             "dataset.train_on_input: true to train on the prompts too",
+                             ds->path, (long long)d->stats.n_docs, d->cfg->model.max_seq_len);
+        return vkt_error(err, errlen, "%s: the training set holds no label to train on", ds->path);
+    }
+    if (ds->val_path && d->val.n_tokens == 0)
+        return vkt_error(err, errlen,
+                         "dataset.val_path: %s holds no label to evaluate (%s), so val_loss would be 0/0; give a "
+                         "validation file with data, or leave dataset.val_path out",
+                         ds->val_path, d->val.n_seq ? "every label is masked" : "it has no sequence");
+    if (ds->val_fraction > 0 && d->val.n_tokens == 0)
+        return vkt_error(err, errlen,
+                         "dataset.val_fraction: %g of the %lld training sequences leaves no validation label; "
+                         "give a larger fraction, a dataset.val_path, or no validation",
+                         ds->val_fraction, (long long)(d->train.n_seq + d->val.n_seq));
+    return 0;
+}
+
 int data_open(struct data *d, const struct config *cfg, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
@@ -240,6 +291,8 @@ int data_open(struct data *d, const struct config *cfg, char *err, size_t errlen
             data_split_take(d, &all, cfg->dataset.val_fraction, &d->train, &d->val);
         }
     }
+    if (rc == 0)
+        rc = check_labels(d, err, errlen);
     data_docs_free(&docs);
     data_docs_free(&val_docs);
     d->load_seconds = vkt_now() - t0;
@@ -265,6 +318,9 @@ void data_report(const struct data *d, const struct sampler *s)
              cfg->dataset.val_path ? " + " : "", cfg->dataset.val_path ? cfg->dataset.val_path : "",
              (long long)d->stats.n_files, (double)d->stats.n_bytes / 1e6, (long long)d->stats.n_docs,
              cfg->dataset.type == DATASET_SFT_JSONL ? "samples" : "documents", (long long)d->n_tok, d->load_seconds);
+    if (d->chat_template)
+        vkt_info("data: chat messages written with the %s template%s", d->chat_template,
+                 d->chat_template_from_file ? " (recognized in the tokenizer's chat_template)" : "");
     vkt_info("data: train %lld sequences of up to %d tokens, %lld label tokens; validation %lld "
              "sequences, %lld label tokens",
              (long long)d->train.n_seq, cfg->model.max_seq_len, (long long)d->train.n_tokens, (long long)d->val.n_seq,

@@ -9,17 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void push_doc(struct data *d, struct data_docs *docs, const char *text, size_t n)
+struct text_ctx {
+    struct data *d;
+    struct data_docs *docs;
+};
+
+static void push_doc(void *ctx, const char *text, size_t n)
 {
-    if (n == 0)
-        return;
-    data_store_reserve(d, (int64_t)n + 2);
-    vkt_token *out = d->tok_ids + d->n_tok;
-    out[0] = (vkt_token)d->tok.bos;
-    size_t k = tokenizer_encode(&d->tok, text, n, out + 1); /* k <= n ids */
-    out[k + 1] = (vkt_token)d->tok.eos;
-    data_docs_push(docs, d->n_tok, (int64_t)k + 2);
-    d->n_tok += (int64_t)k + 2;
+    struct data *d = ((struct text_ctx *)ctx)->d;
+    struct data_docs *docs = ((struct text_ctx *)ctx)->docs;
+    int64_t start = d->n_tok;
+    data_store_push(d, d->tok.bos);
+    data_store_encode(d, text, n);
+    data_store_push(d, d->tok.eos);
+    data_docs_push(docs, start, d->n_tok - start);
     d->stats.n_docs++;
 }
 
@@ -33,8 +36,13 @@ static size_t chomp(const char *text, size_t n)
     return n;
 }
 
-static void split_file(struct data *d, struct data_docs *docs, const char *buf, size_t n, const char *sep)
+void data_text_documents(const char *buf, size_t n, const char *sep, data_doc_fn fn, void *ctx)
 {
+    if (!sep) {
+        if (n)
+            fn(ctx, buf, n);
+        return;
+    }
     size_t seplen = strlen(sep), doc = 0, line = 0;
     while (line < n) {
         const char *nl = memchr(buf + line, '\n', n - line);
@@ -43,27 +51,28 @@ static void split_file(struct data *d, struct data_docs *docs, const char *buf, 
         if (len && buf[end - 1] == '\r')
             len--;
         if (len == seplen && !memcmp(buf + line, sep, seplen)) {
-            push_doc(d, docs, buf + doc, chomp(buf + doc, line - doc));
+            size_t m = chomp(buf + doc, line - doc);
+            if (m)
+                fn(ctx, buf + doc, m);
             doc = end + 1;
         }
         line = end + 1;
     }
-    if (doc < n)
-        push_doc(d, docs, buf + doc, chomp(buf + doc, n - doc));
+    size_t m = doc < n ? chomp(buf + doc, n - doc) : 0;
+    if (m)
+        fn(ctx, buf + doc, m);
 }
 
-static int text_file(struct data *d, struct data_docs *docs, const char *file, const char *buf, size_t n, char *err,
-                     size_t errlen)
+static int text_file(struct data *d, struct data_docs *docs, void *unused, const char *file, const char *buf,
+                     size_t n, char *err, size_t errlen)
 {
-    (void)file, (void)err, (void)errlen;
-    if (d->cfg->dataset.separator)
-        split_file(d, docs, buf, n, d->cfg->dataset.separator);
-    else
-        push_doc(d, docs, buf, n);
+    (void)unused, (void)file, (void)err, (void)errlen;
+    struct text_ctx ctx = {d, docs};
+    data_text_documents(buf, n, d->cfg->dataset.separator, push_doc, &ctx);
     return 0;
 }
 
 int data_read_text(struct data *d, const char *path, struct data_docs *docs, char *err, size_t errlen)
 {
-    return data_each_file(d, path, docs, text_file, err, errlen);
+    return data_each_file(d, path, docs, text_file, NULL, err, errlen);
 }

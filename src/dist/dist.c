@@ -112,6 +112,16 @@ void dist_sum_i64(int64_t *x, size_t n)
 #ifdef VKTRAIN_HAVE_MPI
 static MPI_Request *pending;
 static int n_pending, cap_pending;
+
+/* A slot for one more non-blocking request, completed by dist_wait_all. */
+static MPI_Request *next_request(void)
+{
+    if (n_pending == cap_pending) {
+        cap_pending = cap_pending ? 2 * cap_pending : 64;
+        pending = vkt_realloc(pending, sizeof *pending * (size_t)cap_pending, "MPI requests");
+    }
+    return &pending[n_pending++];
+}
 #endif
 
 void dist_isum_f32(float *x, size_t n)
@@ -120,15 +130,39 @@ void dist_isum_f32(float *x, size_t n)
     if (!mpi_on)
         return;
     for (size_t done = 0; done < n; done += MPI_PIECE) {
-        if (n_pending == cap_pending) {
-            cap_pending = cap_pending ? 2 * cap_pending : 64;
-            pending = vkt_realloc(pending, sizeof *pending * (size_t)cap_pending, "MPI requests");
-        }
         size_t k = n - done < MPI_PIECE ? n - done : MPI_PIECE;
-        MPI_Iallreduce(MPI_IN_PLACE, x + done, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &pending[n_pending++]);
+        MPI_Iallreduce(MPI_IN_PLACE, x + done, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, next_request());
     }
 #else
     (void)x, (void)n;
+#endif
+}
+
+void dist_ireduce_scatter_f32(const float *x, float *mine, const int *counts)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (!mpi_on)
+        return;
+    MPI_Ireduce_scatter(x, mine, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, next_request());
+#else
+    (void)x, (void)mine, (void)counts;
+#endif
+}
+
+void dist_allgather_blocks_f32(float *x, const int *counts)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (!mpi_on)
+        return;
+    int world;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    int *displs = vkt_malloc(sizeof(int) * (size_t)world, "MPI displacements");
+    for (int r = 0, d = 0; r < world; d += counts[r++])
+        displs[r] = d;
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    free(displs);
+#else
+    (void)x, (void)counts;
 #endif
 }
 
@@ -171,4 +205,41 @@ void dist_barrier(void)
     if (mpi_on)
         MPI_Barrier(MPI_COMM_WORLD);
 #endif
+}
+
+int dist_first_rank(int flag)
+{
+    int world = 1;
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+#endif
+    int *all = vkt_malloc(sizeof(int) * (size_t)world, "rank flags"), first = -1;
+    dist_allgather(&flag, all, sizeof flag);
+    for (int r = world - 1; r >= 0; r--)
+        if (all[r])
+            first = r;
+    free(all);
+    return first;
+}
+
+void dist_exit(int code)
+{
+    fflush(NULL);
+    dist_finalize();
+    exit(code);
+}
+
+void dist_check(int failed, const char *err)
+{
+    int first = dist_first_rank(failed), rank = 0;
+    if (first < 0)
+        return;
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on)
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+#endif
+    if (failed && first == rank)
+        vkt_error_print("%s", err);
+    dist_exit(1);
 }

@@ -1,6 +1,7 @@
 /* gpu_device: the Vulkan instance, the list of devices with the facts users
  * and kernels need, the choice of device, and gpu_create/gpu_destroy.
  * Owns the VkInstance and VkDevice; never records or submits work. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     d->max_storage_buffer_range = L->maxStorageBufferRange;
     d->min_storage_offset_alignment = (uint32_t)L->minStorageBufferOffsetAlignment;
     d->max_texel_buffer_elements = L->maxTexelBufferElements;
+    d->min_texel_offset_alignment = (uint32_t)L->minTexelBufferOffsetAlignment;
     d->max_workgroup_invocations = L->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++)
         d->max_workgroup_count[i] = L->maxComputeWorkGroupCount[i];
@@ -227,6 +229,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     }
 
     d->max_loop_iterations = drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;
+    gpu_limits_apply(d, NULL);
     d->usable = 1;
     if (d->api_version < VK_API_VERSION_1_2) {
         d->usable = 0;
@@ -237,6 +240,85 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     } else if (!d->texel_vec4) {
         d->usable = 0;
         d->unusable_reason = "cannot read RGBA32F uniform texel buffers";
+    }
+}
+
+/* v = min(v, limit); *bit into tightened when that lowered it. */
+static uint64_t tighten(uint64_t v, uint64_t limit, unsigned bit, unsigned *tightened)
+{
+    if (v && v <= limit)
+        return v;
+    *tightened |= bit;
+    return limit;
+}
+
+void gpu_limits_apply(struct gpu_device_info *d, const char *spec)
+{
+    static const struct {
+        const char *key;
+        unsigned bit;
+        uint64_t min; /* the smallest value that makes sense */
+    } keys[] = {
+        {"storage_range", GPU_LIMIT_STORAGE_RANGE, 256},   {"texel_elements", GPU_LIMIT_TEXEL_ELEMENTS, 64},
+        {"workgroups", GPU_LIMIT_WORKGROUPS, 1},           {"allocation", GPU_LIMIT_ALLOCATION, 4096},
+        {"shared", GPU_LIMIT_SHARED, 1024},
+    };
+    const char *var = "VKTRAIN_DEVICE_LIMITS";
+    if (!spec)
+        spec = getenv(var);
+    if (!spec || !*spec)
+        return;
+    char buf[512];
+    if (strlen(spec) >= sizeof buf)
+        vkt_fatal("%s is longer than %zu characters", var, sizeof buf - 1);
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq)
+            vkt_fatal("%s='%s': '%s' is not key=value (keys: storage_range, texel_elements, workgroups, "
+                      "allocation, shared)",
+                      var, spec, item);
+        *eq = 0;
+        int k = -1;
+        for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++)
+            if (!strcmp(item, keys[i].key))
+                k = i;
+        if (k < 0)
+            vkt_fatal("%s='%s': unknown key '%s' (keys: storage_range, texel_elements, workgroups, allocation, "
+                      "shared)",
+                      var, spec, item);
+        const char *text = eq + 1;
+        char *end;
+        errno = 0;
+        unsigned long long v = *text >= '0' && *text <= '9' ? strtoull(text, &end, 10) : (end = (char *)text, 0);
+        int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        if (shift)
+            end++;
+        if (end == text || *end || errno || v > (UINT64_MAX >> shift))
+            vkt_fatal("%s='%s': %s='%s' is not a whole number (K, M, G suffixes allowed)", var, spec, item, text);
+        v <<= shift;
+        if (v < keys[k].min)
+            vkt_fatal("%s='%s': %s=%llu is below the smallest supported value %llu", var, spec, item, v,
+                      (unsigned long long)keys[k].min);
+        unsigned *t = &d->tightened;
+        uint64_t u32 = v < UINT32_MAX ? v : UINT32_MAX;
+        switch (keys[k].bit) {
+        case GPU_LIMIT_STORAGE_RANGE:
+            d->max_storage_buffer_range = (uint32_t)tighten(d->max_storage_buffer_range, u32, keys[k].bit, t);
+            break;
+        case GPU_LIMIT_TEXEL_ELEMENTS:
+            d->max_texel_buffer_elements = (uint32_t)tighten(d->max_texel_buffer_elements, u32, keys[k].bit, t);
+            break;
+        case GPU_LIMIT_WORKGROUPS:
+            for (int i = 0; i < 3; i++)
+                d->max_workgroup_count[i] = (uint32_t)tighten(d->max_workgroup_count[i], u32, keys[k].bit, t);
+            break;
+        case GPU_LIMIT_ALLOCATION:
+            d->max_allocation_size = tighten(d->max_allocation_size, v, keys[k].bit, t);
+            break;
+        default:
+            d->shared_memory = (uint32_t)tighten(d->shared_memory, u32, keys[k].bit, t);
+        }
     }
 }
 
@@ -474,9 +556,18 @@ const struct gpu_device_info *gpu_info(const struct gpu *g) { return &g->info; }
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; }
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
 
+void gpu_set_limits(struct gpu *g, const char *spec)
+{
+    gpu_device_info_fill(g->instance, g->phys, g->info.index, &g->info);
+    if (spec)
+        gpu_limits_apply(&g->info, spec);
+}
+
 uint32_t gpu_workgroup_1d(const struct gpu *g)
 {
     uint32_t s = g->info.subgroup_size, max = g->info.max_workgroup_invocations;
+    if (max > g->info.shared_memory / sizeof(float))
+        max = g->info.shared_memory / (uint32_t)sizeof(float);
     uint32_t wg = 256 < max ? 256 : max;
     wg -= wg % s;
     return wg ? wg : s;

@@ -112,6 +112,21 @@ size_t gpu_texel_limit(const struct gpu *g, enum gpu_binding_kind kind)
     return (size_t)g->info.max_texel_buffer_elements * texel;
 }
 
+size_t gpu_binding_limit(const struct gpu *g, enum gpu_binding_kind kind)
+{
+    return kind == GPU_BIND_STORAGE ? g->info.max_storage_buffer_range : gpu_texel_limit(g, kind);
+}
+
+size_t gpu_binding_alignment(const struct gpu *g, enum gpu_binding_kind kind)
+{
+    size_t a = kind == GPU_BIND_STORAGE ? g->info.min_storage_offset_alignment : g->info.min_texel_offset_alignment;
+    return a ? a : 1;
+}
+
+const char *gpu_kernel_name(const struct gpu_kernel *k) { return k->shader; }
+int gpu_kernel_binding_count(const struct gpu_kernel *k) { return k->n_bindings; }
+enum gpu_binding_kind gpu_kernel_binding(const struct gpu_kernel *k, int i) { return k->bindings[i]; }
+
 /* A full memory barrier between compute and transfer work. */
 static void barrier(struct gpu *g, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access)
 {
@@ -167,18 +182,22 @@ void gpu_hazard(struct gpu *g, struct gpu_buffer *const *bufs, const int *write,
     }
 }
 
-static VkBufferView make_view(struct gpu *g, struct gpu_buffer *b, enum gpu_binding_kind kind, size_t offset,
-                              size_t range)
+/* A texel view of binding i of kernel k (named in the errors). */
+static VkBufferView make_view(struct gpu *g, const struct gpu_kernel *k, int i, struct gpu_buffer *b,
+                              enum gpu_binding_kind kind, size_t offset, size_t range)
 {
     VkFormat fmt = kind == GPU_BIND_TEXEL_VEC4 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT;
     size_t texel = kind == GPU_BIND_TEXEL_VEC4 ? 16 : 4;
     range = (range + texel - 1) / texel * texel;
     if (range / texel > g->info.max_texel_buffer_elements)
-        vkt_fatal("buffer '%s': a texel view of %zu bytes exceeds maxTexelBufferElements (%u texels) on %s", b->name,
-                  range, g->info.max_texel_buffer_elements, g->info.name);
-    if (offset % g->limits.minTexelBufferOffsetAlignment)
-        vkt_fatal("buffer '%s': texel view offset %zu is not a multiple of %zu", b->name, offset,
-                  (size_t)g->limits.minTexelBufferOffsetAlignment);
+        vkt_fatal("kernel '%s': binding %d views %zu bytes of buffer '%s' as texels, over maxTexelBufferElements "
+                  "(%u texels%s) on %s; the op must bind it in ranges",
+                  k->shader, i, range, b->name, g->info.max_texel_buffer_elements,
+                  g->info.tightened & GPU_LIMIT_TEXEL_ELEMENTS ? ", as VKTRAIN_DEVICE_LIMITS sets it" : "",
+                  g->info.name);
+    if (offset % gpu_binding_alignment(g, kind))
+        vkt_fatal("kernel '%s': binding %d texel view offset %zu of buffer '%s' is not a multiple of %zu", k->shader,
+                  i, offset, b->name, gpu_binding_alignment(g, kind));
     VkBufferViewCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
         .buffer = b->buffer,
@@ -191,20 +210,21 @@ static VkBufferView make_view(struct gpu *g, struct gpu_buffer *b, enum gpu_bind
     return v;
 }
 
-static VkBufferView texel_view(struct gpu *g, const struct gpu_arg *a, enum gpu_binding_kind kind)
+static VkBufferView texel_view(struct gpu *g, const struct gpu_kernel *k, int i, const struct gpu_arg *a)
 {
+    enum gpu_binding_kind kind = k->bindings[i];
     size_t range = a->range ? a->range : a->buf->size - a->offset;
     if (a->offset == 0 && range == a->buf->size) {
         VkBufferView *cached = kind == GPU_BIND_TEXEL_VEC4 ? &a->buf->view_vec4 : &a->buf->view_f32;
         if (!*cached)
-            *cached = make_view(g, a->buf, kind, 0, range);
+            *cached = make_view(g, k, i, a->buf, kind, 0, range);
         return *cached;
     }
     if (g->n_transient == g->cap_transient) {
         g->cap_transient = g->cap_transient ? 2 * g->cap_transient : 64;
         g->transient = vkt_realloc(g->transient, sizeof *g->transient * (size_t)g->cap_transient, "texel views");
     }
-    return g->transient[g->n_transient++] = make_view(g, a->buf, kind, a->offset, range);
+    return g->transient[g->n_transient++] = make_view(g, k, i, a->buf, kind, a->offset, range);
 }
 
 void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push, uint32_t gx,
@@ -258,17 +278,19 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
             size_t range = a->range ? a->range : a->buf->size - a->offset;
             if (range == 0)
                 range = 4;
-            if (range > g->limits.maxStorageBufferRange)
+            if (range > g->info.max_storage_buffer_range)
                 vkt_fatal("kernel '%s': binding %d views %zu bytes of buffer '%s', over maxStorageBufferRange "
-                          "(%u bytes) on %s; the op must bind it in ranges",
-                          k->shader, i, range, a->buf->name, g->limits.maxStorageBufferRange, g->info.name);
-            if (a->offset % g->limits.minStorageBufferOffsetAlignment)
+                          "(%u bytes%s) on %s; the op must bind it in ranges",
+                          k->shader, i, range, a->buf->name, g->info.max_storage_buffer_range,
+                          g->info.tightened & GPU_LIMIT_STORAGE_RANGE ? ", as VKTRAIN_DEVICE_LIMITS sets it" : "",
+                          g->info.name);
+            if (a->offset % gpu_binding_alignment(g, GPU_BIND_STORAGE))
                 vkt_fatal("kernel '%s': binding %d offset %zu of buffer '%s' is not a multiple of %zu", k->shader, i,
-                          a->offset, a->buf->name, (size_t)g->limits.minStorageBufferOffsetAlignment);
+                          a->offset, a->buf->name, gpu_binding_alignment(g, GPU_BIND_STORAGE));
             bi[i] = (VkDescriptorBufferInfo){.buffer = a->buf->buffer, .offset = a->offset, .range = range};
             w[i].pBufferInfo = &bi[i];
         } else {
-            views[i] = texel_view(g, a, k->bindings[i]);
+            views[i] = texel_view(g, k, i, a);
             w[i].pTexelBufferView = &views[i];
         }
         bufs[i] = a->buf;

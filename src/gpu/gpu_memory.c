@@ -58,7 +58,10 @@ static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *na
     struct gpu_buffer *b = vkt_calloc(1, sizeof *b, "a gpu buffer");
     snprintf(b->name, sizeof b->name, "%s", name);
     b->size = bytes;
-    /* Whole vec4 texels, so an RGBA32F view covers every element. */
+    /* Whole vec4 texels, so an RGBA32F view covers every element. Sizes
+     * come bounded from model_config_check; this one guards the rounding. */
+    if (bytes > SIZE_MAX - 15)
+        vkt_fatal("buffer '%s': %zu bytes cannot be allocated", name, bytes);
     size_t alloc = (bytes + 15) & ~(size_t)15;
     if (!alloc)
         alloc = 16;

@@ -167,8 +167,12 @@ static void print_line(FILE *f, const char *phase, const char *kernel, double ms
 {
     fprintf(f, "  %-10s %-32s %6.1f%% %10.2f %10.0f", phase, kernel, total > 0 ? 100.0 * ms / total : 0.0, ms / repeats,
             calls / repeats);
-    if (flops > 0 && ms > 0)
-        fprintf(f, " %9.1f", flops / (ms * 1e-3) * 1e-9);
+    if (flops > 0 && ms > 0) {
+        double gflops = flops / (ms * 1e-3) * 1e-9;
+        /* Three significant figures below 100, so a slow kernel (a GPU
+         * kernel family on a loaded CPU device) never shows as 0.0. */
+        fprintf(f, gflops < 100 ? " %9.3g" : " %9.1f", gflops);
+    }
     fputc('\n', f);
 }
 

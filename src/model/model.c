@@ -12,12 +12,12 @@
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
 
-static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1,
-                     const char *fmt, ...) VKT_PRINTF(6, 7);
+static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
+                     ...) VKT_PRINTF(6, 7);
 
 /* d1 == 0: a vector of d0. Returns the index. */
-static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1,
-                     const char *fmt, ...)
+static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
+                     ...)
 {
     if (m->n_params == MODEL_MAX_PARAMS)
         vkt_fatal("model: more than %d parameter tensors", MODEL_MAX_PARAMS);
@@ -34,12 +34,68 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->hf_transposed = transposed;
     p->init = init;
     p->stage = m->building_stage;
+    p->adapter = m->adding_adapter;
+    int trained = !m->c.lora_rank || p->adapter;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
     p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
     gpu_memory_category(m->g, GPU_MEM_GRADIENTS);
-    p->grad = m->max_rows ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
+    p->grad = m->max_rows && trained ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
     gpu_memory_category(m->g, was);
+    if (trained)
+        m->trained[m->n_trained++] = m->n_params;
     return m->n_params++;
+}
+
+/* PEFT's rule: a target names the module, or a suffix of its name after a dot. */
+static int lora_matches(const char *module, const char *target)
+{
+    size_t n = strlen(module), k = strlen(target);
+    return !strcmp(module, target) || (n > k && module[n - k - 1] == '.' && !strcmp(module + n - k, target));
+}
+
+/* LoRA's A (rank, in) and B (out, rank) for the linear weight `base` of
+ * layer l when a target names its module; matched[t] counts target t's. */
+static void add_lora(struct model *m, uint32_t l, enum lora_slot slot, int base, int *matched)
+{
+    const struct model_config *c = &m->c;
+    char module[128];
+    struct model_param *w = &m->params[base];
+    snprintf(module, sizeof module, "%s%.*s", c->arch == MODEL_GPT2 ? "transformer." : "",
+             (int)(strlen(w->name) - strlen(".weight")), w->name);
+    int hit = 0;
+    for (int t = 0; t < c->lora_n_targets; t++)
+        if (lora_matches(module, c->lora_targets[t]))
+            matched[t]++, hit = 1;
+    if (!hit)
+        return;
+    uint32_t out = w->shape[0], in = w->shape[1];
+    m->adding_adapter = 1;
+    m->lp[l].lora_a[slot] = add_param(m, 0, INIT_LORA_A, c->lora_rank, in, "base_model.model.%s.lora_A.weight", module);
+    m->lp[l].lora_b[slot] = add_param(m, 0, INIT_ZEROS, out, c->lora_rank, "base_model.model.%s.lora_B.weight", module);
+    m->adding_adapter = 0;
+}
+
+static void add_layer_lora(struct model *m, uint32_t l, int *matched)
+{
+    struct layer_params *p = &m->lp[l];
+    int base[LS_N];
+    model_linear_slots(p, base);
+    for (int s = 0; s < LS_N; s++)
+        if (base[s] >= 0)
+            add_lora(m, l, (enum lora_slot)s, base[s], matched);
+}
+
+static void check_lora_targets(const struct model *m, const int *matched)
+{
+    const struct model_config *c = &m->c;
+    for (int t = 0; t < c->lora_n_targets; t++)
+        if (!matched[t])
+            vkt_fatal("lora.targets: '%s' names no linear layer of this %s model (%s)", c->lora_targets[t],
+                      c->arch == MODEL_LLAMA ? "llama" : "gpt2",
+                      c->arch == MODEL_LLAMA ? "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
+                                             : "c_attn, c_proj (attn.c_proj, mlp.c_proj), c_fc");
+    if (c->lora_rank && !c->lora_n_targets)
+        vkt_fatal("lora: rank %u with no targets", c->lora_rank);
 }
 
 static void build_table(struct model *m)
@@ -48,6 +104,7 @@ static void build_table(struct model *m)
     uint32_t C = c->dim, V = c->vocab_size, F = c->hidden_dim, hd = C / c->n_heads;
     uint32_t kv = c->n_kv_heads * hd;
     m->lp = vkt_calloc(c->n_layers, sizeof *m->lp, "layer table");
+    int *matched = vkt_calloc((size_t)c->lora_n_targets + 1, sizeof *matched, "lora targets");
     m->pos_embed = m->norm_f_b = m->lm_head = -1;
     if (c->arch == MODEL_LLAMA) {
         m->building_stage = (int)c->n_layers + 1;
@@ -60,11 +117,25 @@ static void build_table(struct model *m)
             p->wq = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.q_proj.weight", l);
             p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
             p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
+            if (c->qkv_bias) {
+                p->bq = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.q_proj.bias", l);
+                p->bk = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.k_proj.bias", l);
+                p->bv = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.v_proj.bias", l);
+            }
             p->wo = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.o_proj.weight", l);
+            if (c->o_bias)
+                p->bo = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.o_proj.bias", l);
             p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
             p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
             p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
+            if (c->mlp_bias) {
+                p->bgate = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.gate_proj.bias", l);
+                p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.up_proj.bias", l);
+                p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.mlp.down_proj.bias", l);
+            }
+            if (c->lora_rank)
+                add_layer_lora(m, l, matched);
         }
         m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
@@ -72,7 +143,7 @@ static void build_table(struct model *m)
     } else {
         m->building_stage = (int)c->n_layers + 1;
         m->embed = add_param(m, 0, INIT_NORMAL, V, C, "wte.weight");
-        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->max_seq_len, C, "wpe.weight");
+        m->pos_embed = add_param(m, 0, INIT_NORMAL, c->pos_rows, C, "wpe.weight");
         for (uint32_t l = 0; l < c->n_layers; l++) {
             struct layer_params *p = &m->lp[l];
             m->building_stage = (int)(c->n_layers - l);
@@ -89,12 +160,16 @@ static void build_table(struct model *m)
             p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "h.%u.mlp.c_fc.bias", l);
             p->down = add_param(m, 1, INIT_NORMAL, C, F, "h.%u.mlp.c_proj.weight", l);
             p->bdown = add_param(m, 0, INIT_ZEROS, C, 0, "h.%u.mlp.c_proj.bias", l);
+            if (c->lora_rank)
+                add_layer_lora(m, l, matched);
         }
         m->building_stage = 0;
         m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "ln_f.weight");
         m->norm_f_b = add_param(m, 0, INIT_ZEROS, C, 0, "ln_f.bias");
         m->lm_head = m->embed;
     }
+    check_lora_targets(m, matched);
+    free(matched);
 }
 
 static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
@@ -111,7 +186,7 @@ static void build_rope_table(struct model *m)
         return;
     size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta);
+    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->rope_table = act(m, T * hd, "rope table");
     gpu_memory_category(m->g, was);
@@ -177,6 +252,13 @@ static void build_activations(struct model *m, uint32_t batch)
             a->gate = act(m, R * F, "gate");
         a->up = act(m, R * F, "up");
         a->h = act(m, R * F, "h");
+        for (int s = 0; s < LS_N; s++) /* the shared set: if any layer adapts it */
+            for (uint32_t k = c->activation_checkpointing ? 0 : (uint32_t)l; k < c->n_layers && !a->lora_u[s]; k++) {
+                if (m->lp[k].lora_a[s] >= 0)
+                    a->lora_u[s] = act(m, R * c->lora_rank, "lora u");
+                if (!c->activation_checkpointing)
+                    break;
+            }
     }
     m->tokens = act(m, R, "tokens");
     m->labels = act(m, R, "labels");
@@ -209,24 +291,100 @@ static void build_activations(struct model *m, uint32_t batch)
     }
     m->dh = act(m, R * F, "dh");
     m->dup = act(m, R * F, "dup");
+    if (c->lora_rank) {
+        m->lora_du = act(m, R * c->lora_rank, "lora du");
+        m->frozen_sink[0] = act(m, C, "frozen norm gradient");
+        m->frozen_sink[1] = act(m, C, "frozen norm gradient");
+    }
     gpu_memory_category(m->g, was);
+}
+
+int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen)
+{
+    memset(mc, 0, sizeof *mc);
+    if (c->init_from && model_config_read(c->init_from, mc, err, errlen))
+        return -1;
+    if (c->init_from && c->arch == ARCH_GPT2)
+        mc->pos_rows = mc->max_seq_len;
+    mc->arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc->vocab_size = (uint32_t)c->vocab_size;
+    mc->dim = (uint32_t)c->dim, mc->n_layers = (uint32_t)c->n_layers, mc->n_heads = (uint32_t)c->n_heads;
+    mc->n_kv_heads = (uint32_t)c->n_kv_heads, mc->hidden_dim = (uint32_t)c->hidden_dim;
+    mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
+    mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
+    mc->activation_checkpointing = c->activation_checkpointing;
+    return 0;
+}
+
+/* One product of sizes that sizes a tensor: -1 with the message when it
+ * exceeds MODEL_MAX_TENSOR elements (or 64 bits). */
+static int check_product(uint64_t a, uint64_t b, const char *names, const char *what, char *err, size_t errlen)
+{
+    uint64_t n;
+    if (!__builtin_mul_overflow(a, b, &n) && n <= MODEL_MAX_TENSOR)
+        return 0;
+    return vkt_error(err, errlen,
+                     "%s = %llu x %llu elements for %s: more than the 2^38 one tensor may hold (1 TiB of fp32)", names,
+                     (unsigned long long)a, (unsigned long long)b, what);
+}
+
+/* Every product below sizes a buffer build_table or build_activations
+ * allocates, or bounds one that does: the attention statistics (batch x
+ * n_heads x max_seq_len) are at most rows x dim, a key/value weight or
+ * activation at most its query's, the RoPE table max_seq_len x head size. */
+int model_config_check(const struct model_config *c, uint32_t batch, char *err, size_t errlen)
+{
+    if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
+        return vkt_error(err, errlen,
+                         "dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
+    if (c->dim % c->n_heads)
+        return vkt_error(err, errlen, "n_heads %u does not divide dim %u", c->n_heads, c->dim);
+    if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
+        return vkt_error(err, errlen, "n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
+    if (c->arch == MODEL_LLAMA && (c->dim / c->n_heads) % 2)
+        return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
+    if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
+        return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
+    if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
+        return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
+    if (c->pos_rows && c->pos_rows < c->max_seq_len)
+        return vkt_error(err, errlen, "%u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
+    if (c->lora_rank && !(c->lora_alpha > 0))
+        return vkt_error(err, errlen, "LoRA needs lora_alpha > 0");
+    if (c->n_layers > MODEL_MAX_LAYERS)
+        return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
+    uint64_t rows = (uint64_t)batch * c->max_seq_len;
+    if (rows > INT32_MAX)
+        return vkt_error(err, errlen,
+                         "batch_size x max_seq_len = %u x %u = %llu rows in a micro-batch: more than 2^31 - 1", batch,
+                         c->max_seq_len, (unsigned long long)rows);
+    int gpt2 = c->arch == MODEL_GPT2;
+    uint64_t C = c->dim, qkv = gpt2 ? 3 * C : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
+    uint64_t pos = c->pos_rows > c->max_seq_len ? c->pos_rows : c->max_seq_len;
+    const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : "dim";
+    char names[96];
+    snprintf(names, sizeof names, "batch_size x max_seq_len x %s", wide_name);
+    if (check_product(c->vocab_size, C, "vocab_size x dim", "the token embedding", err, errlen) ||
+        check_product(qkv, C, gpt2 ? "3 x dim x dim" : "dim x dim", "an attention weight", err, errlen) ||
+        check_product(c->hidden_dim, C, "hidden_dim x dim", "an MLP weight", err, errlen) ||
+        check_product(pos, C, c->pos_rows > c->max_seq_len ? "position rows x dim" : "max_seq_len x dim",
+                      "the position table", err, errlen) ||
+        check_product(rows, wide, names, "an activation", err, errlen))
+        return -1;
+    return 0;
 }
 
 struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
 {
-    if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
-        vkt_fatal("model: dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
-    if (c->dim % c->n_heads)
-        vkt_fatal("model: n_heads %u does not divide dim %u", c->n_heads, c->dim);
-    if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
-        vkt_fatal("model: n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
-    if (c->arch == MODEL_LLAMA && (c->dim / c->n_heads) % 2)
-        vkt_fatal("model: llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
-    if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
-        vkt_fatal("model: gpt2 has tied embeddings and n_kv_heads == n_heads");
+    char err[512];
+    if (model_config_check(c, batch, err, sizeof err))
+        vkt_fatal("model: %s", err);
     struct model *m = vkt_calloc(1, sizeof *m, "the model");
+    m->trained = vkt_malloc(sizeof *m->trained * MODEL_MAX_PARAMS, "trained parameters");
+    m->lora_scale = c->lora_rank ? c->lora_alpha / (float)c->lora_rank : 0.0f;
     m->g = g;
     m->c = *c;
+    if (!m->c.pos_rows)
+        m->c.pos_rows = c->max_seq_len;
     m->max_rows = batch * c->max_seq_len;
     build_table(m);
     build_rope_table(m);
@@ -253,20 +411,40 @@ void model_destroy(struct model *m)
         for (size_t i = 0; i < sizeof *a / sizeof *b; i++)
             gpu_buffer_destroy(m->g, b[i]);
     }
-    struct gpu_buffer *shared[] = {m->tokens, m->labels, m->positions, m->doc_ids, m->x_final, m->xf, m->mean_f,
-                                   m->rstd_f, m->logits, m->logits_kept, m->row_loss, m->row_count, m->stats, m->loss_acc,
-                                   m->scratch, m->rope_table, m->dres, m->dxn, m->datt, m->att_stats, m->dq, m->dk,
-                                   m->dv, m->dqkv, m->dh, m->dgate, m->dup};
+    struct gpu_buffer *shared[] = {m->tokens,     m->labels,    m->positions, m->doc_ids,        m->x_final,
+                                   m->xf,         m->mean_f,    m->rstd_f,    m->logits,         m->logits_kept,
+                                   m->row_loss,   m->row_count, m->stats,     m->loss_acc,       m->scratch,
+                                   m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
+                                   m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
+                                   m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1]};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
     free(m->lp);
     free(m->la);
+    free(m->trained);
     free(m);
 }
 
-const struct model_config *model_config(const struct model *m) { return &m->c; }
-int model_param_count(const struct model *m) { return m->n_params; }
-struct model_param *model_param(struct model *m, int i) { return &m->params[i]; }
+const struct model_config *model_config(const struct model *m)
+{
+    return &m->c;
+}
+int model_param_count(const struct model *m)
+{
+    return m->n_trained;
+}
+struct model_param *model_param(struct model *m, int i)
+{
+    return &m->params[m->trained[i]];
+}
+int model_tensor_count(const struct model *m)
+{
+    return m->n_params;
+}
+struct model_param *model_tensor(struct model *m, int i)
+{
+    return &m->params[i];
+}
 
 struct model_param *model_param_find(struct model *m, const char *hf_name)
 {
@@ -284,6 +462,14 @@ size_t model_numel(const struct model *m)
     return n;
 }
 
+size_t model_trained_numel(const struct model *m)
+{
+    size_t n = 0;
+    for (int i = 0; i < m->n_trained; i++)
+        n += m->params[m->trained[i]].numel;
+    return n;
+}
+
 static uint64_t hash_name(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
@@ -292,15 +478,22 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
-void model_init_random(struct model *m, uint64_t seed)
+static void init_random(struct model *m, uint64_t seed, int adapters_only)
 {
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
+        if (adapters_only && !p->adapter)
+            continue;
         float *host = vkt_malloc(p->numel * sizeof(float), p->name);
         uint64_t s = seed ^ hash_name(p->name);
         for (size_t j = 0; j < p->numel; j++) {
             if (p->init == INIT_ONES || p->init == INIT_ZEROS) {
                 host[j] = p->init == INIT_ONES ? 1.0f : 0.0f;
+                continue;
+            }
+            if (p->init == INIT_LORA_A) { /* kaiming_uniform_(a=√5): bound = 1/sqrt(fan_in) */
+                double u = (double)(vkt_splitmix64(&s) >> 11) * 0x1.0p-53;
+                host[j] = (float)((2.0 * u - 1.0) / sqrt((double)p->shape[1]));
                 continue;
             }
             /* Box–Muller in double from two 53-bit uniforms in (0, 1]. */
@@ -313,6 +506,15 @@ void model_init_random(struct model *m, uint64_t seed)
     }
 }
 
+void model_init_random(struct model *m, uint64_t seed)
+{
+    init_random(m, seed, 0);
+}
+void model_init_adapters(struct model *m, uint64_t seed)
+{
+    init_random(m, seed, 1);
+}
+
 /* Training calls on a weights-only model (batch 0) are programming errors. */
 static void require_training(const struct model *m, const char *what)
 {
@@ -323,8 +525,10 @@ static void require_training(const struct model *m, const char *what)
 void model_zero_grad(struct model *m)
 {
     require_training(m, "model_zero_grad");
-    for (int i = 0; i < m->n_params; i++)
-        gpu_zero(m->g, m->params[i].grad);
+    for (int i = 0; i < m->n_trained; i++)
+        gpu_zero(m->g, m->params[m->trained[i]].grad);
+    for (int k = 0; k < 2 && m->frozen_sink[k]; k++)
+        gpu_zero(m->g, m->frozen_sink[k]);
 }
 
 void model_keep_logits(struct model *m, int keep)
@@ -332,6 +536,9 @@ void model_keep_logits(struct model *m, int keep)
     require_training(m, "model_keep_logits");
     m->keep_logits = keep;
     if (keep && !m->logits_kept) {
+        char err[256];
+        if (check_product(m->max_rows, m->c.vocab_size, "rows x vocab_size", "the kept logits", err, sizeof err))
+            vkt_fatal("model_keep_logits: %s", err);
         enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
         m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
         gpu_memory_category(m->g, was);
@@ -345,7 +552,10 @@ void model_read_logits(struct model *m, float *out)
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
 }
 
-size_t model_activation_bytes(const struct model *m) { return m->act_bytes; }
+size_t model_activation_bytes(const struct model *m)
+{
+    return m->act_bytes;
+}
 
 void model_loss_reset(struct model *m)
 {

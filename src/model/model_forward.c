@@ -20,8 +20,7 @@ static void upload_batch(struct model *m, const struct model_batch *b)
                   m->max_rows / m->c.max_seq_len, m->c.max_seq_len);
     for (size_t i = 0; i < rows; i++) {
         if (b->tokens[i] < 0 || (uint32_t)b->tokens[i] >= m->c.vocab_size)
-            vkt_fatal("model: token %d at row %zu is outside the vocabulary [0, %u)", b->tokens[i], i,
-                      m->c.vocab_size);
+            vkt_fatal("model: token %d at row %zu is outside the vocabulary [0, %u)", b->tokens[i], i, m->c.vocab_size);
         if (b->positions[i] < 0 || (uint32_t)b->positions[i] >= m->c.max_seq_len)
             vkt_fatal("model: position %d at row %zu is outside [0, %u)", b->positions[i], i, m->c.max_seq_len);
     }
@@ -50,18 +49,28 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_matmul_nt(g, a->xn, W(m, p->wq), a->q, R, C, C, 0);
         op_matmul_nt(g, a->xn, W(m, p->wk), a->k, R, kv, C, 0);
         op_matmul_nt(g, a->xn, W(m, p->wv), a->v, R, kv, C, 0);
+        model_lora_forward(m, l, LS_Q, a->xn, a->q, C, C);
+        model_lora_forward(m, l, LS_K, a->xn, a->k, kv, C);
+        model_lora_forward(m, l, LS_V, a->xn, a->v, kv, C);
+        if (p->bq >= 0) {
+            op_bias_add(g, W(m, p->bq), a->q, R, C);
+            op_bias_add(g, W(m, p->bk), a->k, R, kv);
+            op_bias_add(g, W(m, p->bv), a->v, R, kv);
+        }
         op_rope(g, a->q, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
         op_rope(g, a->k, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
         op_flash_attention(g, &s, a->q, a->k, a->v, doc, a->lse, a->att);
     } else {
         op_layernorm(g, a->x, W(m, p->norm1), W(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
         op_matmul_nt(g, a->xn, W(m, p->wqkv), a->qkv, R, 3 * C, C, 0);
+        model_lora_forward(m, l, LS_QKV, a->xn, a->qkv, 3 * C, C);
         op_bias_add(g, W(m, p->bqkv), a->qkv, R, 3 * C);
         op_flash_attention(g, &s, a->qkv, a->qkv, a->qkv, doc, a->lse, a->att);
     }
     /* x2 = x + att·Woᵀ (+ b) */
     op_copy(g, a->x, a->x2, (size_t)R * C);
     op_matmul_nt(g, a->att, W(m, p->wo), a->x2, R, C, C, 1);
+    model_lora_forward(m, l, LS_O, a->att, a->x2, C, C);
     if (p->bo >= 0)
         op_bias_add(g, W(m, p->bo), a->x2, R, C);
 
@@ -69,18 +78,28 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
         op_rmsnorm(g, a->x2, W(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
         op_matmul_nt(g, a->xn2, W(m, p->gate), a->gate, R, F, C, 0);
         op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
+        model_lora_forward(m, l, LS_GATE, a->xn2, a->gate, F, C);
+        model_lora_forward(m, l, LS_UP, a->xn2, a->up, F, C);
+        if (p->bgate >= 0) {
+            op_bias_add(g, W(m, p->bgate), a->gate, R, F);
+            op_bias_add(g, W(m, p->bup), a->up, R, F);
+        }
         op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
     } else {
         op_layernorm(g, a->x2, W(m, p->norm2), W(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C, c->norm_eps);
         op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
+        model_lora_forward(m, l, LS_UP, a->xn2, a->up, F, C);
         op_bias_add(g, W(m, p->bup), a->up, R, F);
         op_gelu(g, a->up, a->h, (size_t)R * F);
     }
-    if (!out)
+    if (!out) { /* the recompute: the backward reads the adapter's u too */
+        model_lora_forward(m, l, LS_DOWN, a->h, NULL, C, F);
         return;
+    }
     /* out = x2 + h·Wdownᵀ (+ b) */
     op_copy(g, a->x2, out, (size_t)R * C);
     op_matmul_nt(g, a->h, W(m, p->down), out, R, C, F, 1);
+    model_lora_forward(m, l, LS_DOWN, a->h, out, C, F);
     if (p->bdown >= 0)
         op_bias_add(g, W(m, p->bdown), out, R, C);
 }
@@ -93,13 +112,12 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
     uint32_t R = b->B * b->T, C = c->dim, V = c->vocab_size;
     struct gpu_buffer *x0 = c->n_layers ? m->la[0].x : m->x_final;
     int gpt2 = c->arch == MODEL_GPT2;
-    op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, x0, R,
-                 C, V, c->max_seq_len);
+    op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, x0, R, C,
+                 V, c->max_seq_len);
     for (uint32_t l = 0; l < c->n_layers; l++)
         model_layer_forward(m, l, l + 1 < c->n_layers ? m->la[l + 1].x : m->x_final);
     if (gpt2)
-        op_layernorm(g, m->x_final, W(m, m->norm_f), W(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C,
-                     c->norm_eps);
+        op_layernorm(g, m->x_final, W(m, m->norm_f), W(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C, c->norm_eps);
     else
         op_rmsnorm(g, m->x_final, W(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
     m->last_scale = scale;
@@ -114,7 +132,8 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
             continue;
         /* m->logits holds dlogits: dxf = dlogits·Wlm, dWlm += dlogitsᵀ·xf */
         op_matmul_nn_at(g, m->logits, W(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at});
-        op_matmul_tn_at(g, m->logits, m->xf, G(m, m->lm_head), n, V, C, 1, (size_t[3]){0, at, 0});
+        if (G(m, m->lm_head)) /* else frozen (LoRA) */
+            op_matmul_tn_at(g, m->logits, m->xf, G(m, m->lm_head), n, V, C, 1, (size_t[3]){0, at, 0});
     }
     /* (loss sum, valid count) of this micro-batch, added to the step's total
      * on the device in micro-batch order: deterministic, one read per step. */

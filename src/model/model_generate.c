@@ -149,6 +149,11 @@ static void layer_step(struct decoder *d, uint32_t l)
         op_matmul_nt(g, d->xn, W(m, p->wq), d->q, 1, C, C, 0);
         op_matmul_nt(g, d->xn, W(m, p->wk), d->k, 1, d->kvd, C, 0);
         op_matmul_nt(g, d->xn, W(m, p->wv), d->v, 1, d->kvd, C, 0);
+        if (p->bq >= 0) {
+            op_bias_add(g, W(m, p->bq), d->q, 1, C);
+            op_bias_add(g, W(m, p->bk), d->k, 1, d->kvd);
+            op_bias_add(g, W(m, p->bv), d->v, 1, d->kvd);
+        }
         op_rope(g, d->q, d->position, m->rope_table, 1, d->H, d->hd, d->T, 0);
         op_rope(g, d->k, d->position, m->rope_table, 1, d->KVH, d->hd, d->T, 0);
         cache_append(d, l, d->k, 0, d->v, 0);
@@ -169,6 +174,10 @@ static void layer_step(struct decoder *d, uint32_t l)
         op_rmsnorm(g, d->x, W(m, p->norm2), d->xn, d->rstd, 1, C, c->norm_eps);
         op_matmul_nt(g, d->xn, W(m, p->gate), d->gate, 1, F, C, 0);
         op_matmul_nt(g, d->xn, W(m, p->up), d->up, 1, F, C, 0);
+        if (p->bgate >= 0) {
+            op_bias_add(g, W(m, p->bgate), d->gate, 1, F);
+            op_bias_add(g, W(m, p->bup), d->up, 1, F);
+        }
         op_swiglu(g, d->gate, d->up, d->h, F);
     } else {
         op_layernorm(g, d->x, W(m, p->norm2), W(m, p->norm2_b), d->xn, d->mean, d->rstd, 1, C, c->norm_eps);
@@ -274,7 +283,10 @@ size_t generate_tokens(struct decoder *d, const int32_t *prompt, size_t n_prompt
     *stop = GENERATE_STOP_LENGTH;
     while (n < o->max_new_tokens) {
         int32_t tok = generate_sample(logits, n_vocab, o->temperature, o->top_k, &rng);
-        if (tok == o->eos) {
+        size_t k = 0;
+        while (k < o->n_stop && o->stop_ids[k] != tok)
+            k++;
+        if (k < o->n_stop) {
             *stop = GENERATE_STOP_EOS;
             break;
         }

@@ -8,28 +8,43 @@
 
 #define MODEL_MAX_PARAMS 1024
 
+/* The linear layers LoRA may adapt (llama: q k v o gate up down; gpt2:
+ * qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj). */
+enum lora_slot { LS_Q, LS_K, LS_V, LS_QKV, LS_O, LS_GATE, LS_UP, LS_DOWN, LS_N };
+
 /* Per-layer parameter indices into the table. */
 struct layer_params {
     /* llama: norm1 = input_layernorm, norm2 = post_attention_layernorm,
      * wq/wk/wv/wo, gate/up/down. gpt2: norm1/2 = ln_1/ln_2 (+ biases),
      * wqkv = c_attn (3C, C), wo = attn.c_proj, up = mlp.c_fc,
-     * down = mlp.c_proj (+ biases). Unused entries are -1. */
-    int norm1, norm1_b, wq, wk, wv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, up, bup, down, bdown;
+     * down = mlp.c_proj (+ biases); llama's optional biases bq/bk/bv, bo,
+     * bgate/bup/bdown. Unused entries are -1. */
+    int norm1, norm1_b, wq, bq, wk, bk, wv, bv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, bgate, up, bup, down, bdown;
+    int lora_a[LS_N], lora_b[LS_N]; /* LoRA's A and B of each linear layer, or -1 */
 };
+
+/* The linear weight of each LoRA slot in a layer (-1: the arch has none). */
+static inline void model_linear_slots(const struct layer_params *p, int base[LS_N])
+{
+    const int w[LS_N] = {p->wq, p->wk, p->wv, p->wqkv, p->wo, p->gate, p->up, p->down};
+    for (int s = 0; s < LS_N; s++)
+        base[s] = w[s];
+}
 
 /* Saved activations of one layer (rows = B·T). */
 struct layer_acts {
-    struct gpu_buffer *x;       /* residual stream entering the layer (rows, C) */
-    struct gpu_buffer *xn;      /* norm1(x) */
+    struct gpu_buffer *x;  /* residual stream entering the layer (rows, C) */
+    struct gpu_buffer *xn; /* norm1(x) */
     struct gpu_buffer *mean1, *rstd1;
     struct gpu_buffer *q, *k, *v; /* llama: (rows, H·hd), (rows, KVH·hd) after RoPE */
-    struct gpu_buffer *qkv;     /* gpt2: (rows, 3C) */
-    struct gpu_buffer *lse;     /* attention log-sum-exp per query row (B, H, T) */
-    struct gpu_buffer *att;     /* attention output (rows, C) */
-    struct gpu_buffer *x2;      /* residual after attention */
+    struct gpu_buffer *qkv;       /* gpt2: (rows, 3C) */
+    struct gpu_buffer *lse;       /* attention log-sum-exp per query row (B, H, T) */
+    struct gpu_buffer *att;       /* attention output (rows, C) */
+    struct gpu_buffer *x2;        /* residual after attention */
     struct gpu_buffer *xn2, *mean2, *rstd2;
-    struct gpu_buffer *gate, *up; /* llama (rows, hidden); gpt2: up = c_fc output */
-    struct gpu_buffer *h;       /* activation output (rows, hidden) */
+    struct gpu_buffer *gate, *up;    /* llama (rows, hidden); gpt2: up = c_fc output */
+    struct gpu_buffer *h;            /* activation output (rows, hidden) */
+    struct gpu_buffer *lora_u[LS_N]; /* LoRA: (alpha/rank)·x·Aᵀ of each adapted layer (rows, rank) */
 };
 
 struct model {
@@ -38,33 +53,41 @@ struct model {
     uint32_t max_rows;
     struct model_param params[MODEL_MAX_PARAMS];
     int n_params;
-    int building_stage;      /* backward stage of the parameters being added */
+    int *trained, n_trained;           /* the trained parameters' indices (LoRA: the adapters) */
+    float lora_scale;                  /* alpha / rank */
+    struct gpu_buffer *lora_du;        /* LoRA backward scratch (rows, rank) */
+    struct gpu_buffer *frozen_sink[2]; /* the norm backward's weight gradients of a frozen norm (C floats) */
+    int building_stage;                /* backward stage of the parameters being added */
+    int adding_adapter;                /* the parameters being added are LoRA's */
     int embed, pos_embed, norm_f, norm_f_b, lm_head; /* indices (-1 if absent) */
     struct layer_params *lp;
-    struct layer_acts *la;   /* with activation checkpointing, only la[l].x */
-    struct layer_acts ckpt;  /* checkpointing: the set shared by all layers (x: the current layer's) */
-    size_t act_bytes;        /* model_activation_bytes */
-    uint32_t head_rows;      /* rows per LM-head chunk */
-    float last_scale;        /* of the last forward: 0 = no head backward was recorded */
+    struct layer_acts *la;  /* with activation checkpointing, only la[l].x */
+    struct layer_acts ckpt; /* checkpointing: the set shared by all layers (x: the current layer's) */
+    size_t act_bytes;       /* model_activation_bytes */
+    uint32_t head_rows;     /* rows per LM-head chunk */
+    float last_scale;       /* of the last forward: 0 = no head backward was recorded */
     /* Activations shared by all layers and the head. */
     struct gpu_buffer *tokens, *labels, *positions, *doc_ids; /* int32 (rows) */
     struct gpu_buffer *x_final, *xf, *mean_f, *rstd_f;        /* final norm */
     struct gpu_buffer *logits;                                /* (head_rows, V): becomes dlogits */
     struct gpu_buffer *logits_kept;                           /* copy when keep_logits */
     struct gpu_buffer *row_loss, *row_count, *stats, *scratch;
-    struct gpu_buffer *loss_acc;                              /* (loss sum, count) since model_loss_reset */
-    struct gpu_buffer *rope_table;                            /* llama: (max_seq_len, hd/2, 2) */
+    struct gpu_buffer *loss_acc;   /* (loss sum, count) since model_loss_reset */
+    struct gpu_buffer *rope_table; /* llama: (max_seq_len, hd/2, 2) */
     /* Backward scratch. */
-    struct gpu_buffer *dres;                 /* gradient of the residual stream (rows, C) */
+    struct gpu_buffer *dres;                   /* gradient of the residual stream (rows, C) */
     struct gpu_buffer *dxn, *datt, *att_stats; /* (rows, C), (rows, C), (B,H,T,2) */
-    struct gpu_buffer *dq, *dk, *dv, *dqkv;  /* llama / gpt2 */
-    struct gpu_buffer *dh, *dgate, *dup;     /* (rows, hidden) */
+    struct gpu_buffer *dq, *dk, *dv, *dqkv;    /* llama / gpt2 */
+    struct gpu_buffer *dh, *dgate, *dup;       /* (rows, hidden) */
     int keep_logits;
-    struct model_batch last;                 /* shape of the last forward (pointers not kept) */
+    struct model_batch last; /* shape of the last forward (pointers not kept) */
     int has_doc;
 };
 
-static inline struct gpu_buffer *W(struct model *m, int i) { return m->params[i].w; }
+static inline struct gpu_buffer *W(struct model *m, int i)
+{
+    return m->params[i].w;
+}
 
 /* Layer l's activations: its own, or with checkpointing its input la[l].x
  * and the shared set. */
@@ -79,15 +102,34 @@ static inline struct layer_acts *model_layer_acts(struct model *m, uint32_t l)
 /* Records layer l's forward from la[l].x into out; out NULL: only as far
  * as the activations its backward reads (the checkpointing recompute). */
 void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out);
-static inline struct gpu_buffer *G(struct model *m, int i) { return m->params[i].grad; }
+static inline struct gpu_buffer *G(struct model *m, int i)
+{
+    return m->params[i].grad;
+}
+/* A norm's weight (k = 0) or bias (k = 1) gradient, or where a frozen
+ * norm's go (the kernels write both outputs). */
+static inline struct gpu_buffer *G_norm(struct model *m, int i, int k)
+{
+    return m->params[i].grad ? m->params[i].grad : m->frozen_sink[k];
+}
+
+/* LoRA of one linear layer y (rows, out) = x (rows, in)·Wᵀ: the forward
+ * adds (alpha/rank)·(x·Aᵀ)·Bᵀ into y; the backward, given dy, accumulates
+ * the adapters' gradients and adds the adapter's part of dx into dx. No-ops
+ * for a layer without an adapter. y NULL: only the saved u (the
+ * checkpointing recompute). */
+void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *y,
+                        uint32_t out, uint32_t in);
+void model_lora_backward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *dy,
+                         struct gpu_buffer *dx, uint32_t out, uint32_t in);
 
 /* The attention layout of the last forward: GPT-2 reads q, k, v as views
  * into its fused (rows, 3C) c_attn output; llama has separate buffers. */
 static inline struct op_attention_shape model_attention_shape(const struct model *m)
 {
     const struct model_config *c = &m->c;
-    struct op_attention_shape s = {.B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads,
-                                   .hd = c->dim / c->n_heads};
+    struct op_attention_shape s = {
+        .B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads, .hd = c->dim / c->n_heads};
     if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
         s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
     return s;

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "model_internal.h"
 #include "vktrain/hfconfig.h"
@@ -26,44 +29,252 @@ static void hf_shape(const struct model_param *p, int64_t shape[2])
     shape[1] = p->hf_transposed ? p->shape[0] : p->shape[1];
 }
 
-int model_save(struct model *m, const char *dir, char *err, size_t errlen)
+/* The HF config of the model, for a fresh config.json. */
+static struct hf_config hf_config_of(const struct model *m, const struct model_save_options *o)
 {
-    int n = m->n_params;
-    struct st_tensor *t = vkt_calloc((size_t)n, sizeof *t, "tensor list");
+    const struct model_config *c = &m->c;
+    return (struct hf_config){
+        .arch = c->arch == MODEL_LLAMA ? HF_LLAMA : HF_GPT2,
+        .vocab_size = (int)c->vocab_size,
+        .dim = (int)c->dim,
+        .n_layers = (int)c->n_layers,
+        .n_heads = (int)c->n_heads,
+        .n_kv_heads = (int)c->n_kv_heads,
+        .hidden_dim = (int)c->hidden_dim,
+        .max_seq_len = (int)c->pos_rows,
+        .norm_eps = c->norm_eps,
+        .rope_theta = c->arch == MODEL_LLAMA ? c->rope_theta : 0,
+        .tie_embeddings = c->tie_embeddings,
+        .bos_token_id = o->bos,
+        .eos_token_id = o->eos,
+        .pad_token_id = o->pad,
+        .save_bf16 = o->bf16,
+    };
+}
+
+/* Writes tensors [first, last) as path; bf16 or F32. */
+static int write_shard(const char *path, struct st_tensor *t, int first, int last, int bf16, char *err, size_t errlen)
+{
+    return st_write_dtype(path, t + first, last - first, "{\"format\":\"pt\"}", bf16, err, errlen);
+}
+
+/* model.safetensors, or shards of at most shard_bytes (a larger tensor
+ * alone) named as transformers names them, with model.safetensors.index.json. */
+static int write_tensors(const char *dir, struct st_tensor *t, int n, const struct model_save_options *o, char *err,
+                         size_t errlen)
+{
+    size_t elem = o->bf16 ? 2 : sizeof(float), total = 0;
+    int *shard = vkt_malloc((size_t)n * sizeof *shard, "shard list"), shards = 0;
+    size_t bytes = 0;
     for (int i = 0; i < n; i++) {
+        size_t b = (size_t)st_numel(&t[i]) * elem;
+        if (i == 0 || (o->shard_bytes && bytes + b > o->shard_bytes))
+            shards++, bytes = 0;
+        shard[i] = shards - 1;
+        bytes += b;
+        total += b;
+    }
+    char path[4096], index[4096];
+    vkt_path(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    vkt_path(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = 0;
+    if (shards <= 1) {
+        unlink(index); /* an earlier sharded save would shadow this one */
+        rc = write_shard(path, t, 0, n, o->bf16, err, errlen);
+        free(shard);
+        return rc;
+    }
+    json_t *map = json_object();
+    for (int s = 0, first = 0; s < shards && !rc; s++) {
+        int last = first;
+        while (last < n && shard[last] == s)
+            last++;
+        char name[64];
+        snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
+        vkt_path(path, sizeof path, "%s/%s", dir, name);
+        rc = write_shard(path, t, first, last, o->bf16, err, errlen);
+        for (int i = first; i < last; i++)
+            json_object_set_new(map, t[i].name, json_string(name));
+        first = last;
+    }
+    free(shard);
+    if (!rc) {
+        json_t *root = json_pack("{s{sI}so}", "metadata", "total_size", (json_int_t)total, "weight_map", map);
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(root);
+        const void *bufs[] = {text, "\n"};
+        const size_t lens[] = {strlen(text), 1};
+        rc = ckpt_write_atomic(index, 2, bufs, lens, err, errlen);
+        free(text);
+        vkt_path(path, sizeof path, "%s/model.safetensors", dir);
+        unlink(path); /* an earlier unsharded save would shadow this one */
+    } else {
+        json_decref(map);
+    }
+    return rc;
+}
+
+/* The adapter that changes base weight i (its A and B indices), if any. */
+static int adapter_of(const struct model *m, int i, int *a, int *b)
+{
+    for (uint32_t l = 0; m->c.lora_rank && l < m->c.n_layers; l++) {
+        const struct layer_params *p = &m->lp[l];
+        int base[LS_N];
+        model_linear_slots(p, base);
+        for (int s = 0; s < LS_N; s++)
+            if (base[s] == i && p->lora_a[s] >= 0) {
+                *a = p->lora_a[s], *b = p->lora_b[s];
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* w (out, in) += scale·B (out, r)·A (r, in), each sum in double. */
+static void merge_adapter(struct model *m, float *w, int ia, int ib)
+{
+    const struct model_param *pa = &m->params[ia], *pb = &m->params[ib];
+    uint32_t r = pa->shape[0], in = pa->shape[1], out = pb->shape[0];
+    float *a = vkt_malloc(pa->numel * sizeof(float), pa->name), *b = vkt_malloc(pb->numel * sizeof(float), pb->name);
+    gpu_download(m->g, pa->w, 0, a, pa->numel * sizeof(float));
+    gpu_download(m->g, pb->w, 0, b, pb->numel * sizeof(float));
+    for (uint32_t o = 0; o < out; o++)
+        for (uint32_t i = 0; i < in; i++) {
+            double d = 0;
+            for (uint32_t k = 0; k < r; k++)
+                d += (double)b[(size_t)o * r + k] * a[(size_t)k * in + i];
+            w[(size_t)o * in + i] += (float)(m->lora_scale * d);
+        }
+    free(a);
+    free(b);
+}
+
+int model_save(struct model *m, const char *dir, const struct model_save_options *opts, char *err, size_t errlen)
+{
+    const struct model_save_options none = {.bos = -1, .eos = -1, .pad = -1};
+    const struct model_save_options *o = opts ? opts : &none;
+    struct st_tensor *t = vkt_calloc((size_t)m->n_params, sizeof *t, "tensor list");
+    int n = 0;
+    for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
-        snprintf(t[i].name, sizeof t[i].name, "%s", p->name);
-        t[i].ndim = p->ndim;
-        hf_shape(p, t[i].shape);
+        if (p->adapter)
+            continue;
+        struct st_tensor *s = &t[n++];
+        snprintf(s->name, sizeof s->name, "%s", p->name);
+        s->ndim = p->ndim;
+        hf_shape(p, s->shape);
         float *host = vkt_malloc(p->numel * sizeof(float), p->name);
         gpu_download(m->g, p->w, 0, host, p->numel * sizeof(float));
+        int ia, ib;
+        if (o->merged && adapter_of(m, i, &ia, &ib))
+            merge_adapter(m, host, ia, ib);
         if (p->hf_transposed) {
-            t[i].data = vkt_malloc(p->numel * sizeof(float), p->name);
-            transpose(t[i].data, host, p->shape[0], p->shape[1]);
+            s->data = vkt_malloc(p->numel * sizeof(float), p->name);
+            transpose(s->data, host, p->shape[0], p->shape[1]);
             free(host);
         } else {
-            t[i].data = host;
+            s->data = host;
         }
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = st_write(path, t, n, "{\"format\":\"pt\"}", err, errlen);
+    int rc = write_tensors(dir, t, n, o, err, errlen);
     for (int i = 0; i < n; i++)
         free(t[i].data);
     free(t);
     if (rc)
         return rc;
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/config.json", dir);
+    struct hf_config h = hf_config_of(m, o);
+    return o->source_config ? hf_config_write_from(path, o->source_config, &h, err, errlen)
+                            : hf_config_write(path, &h, err, errlen);
+}
+
+/* "[a, b, ...]" */
+static void shape_text(char *out, size_t n, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(out, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(out + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n)
+        snprintf(out + k, n - k, "]");
+}
+
+/* adapter_model.safetensors: the adapters as PEFT stores them, A (r, in)
+ * and B (out, r) for Linear and Conv1D alike (fan_in_fan_out transposes
+ * only the merged delta). */
+int model_adapter_save(struct model *m, const char *dir, const char *base, char *err, size_t errlen)
+{
     const struct model_config *c = &m->c;
-    struct hf_config h = {
-        .arch = c->arch == MODEL_LLAMA ? HF_LLAMA : HF_GPT2, .vocab_size = (int)c->vocab_size, .dim = (int)c->dim,
-        .n_layers = (int)c->n_layers, .n_heads = (int)c->n_heads, .n_kv_heads = (int)c->n_kv_heads,
-        .hidden_dim = (int)c->hidden_dim, .max_seq_len = (int)c->max_seq_len, .norm_eps = c->norm_eps,
-        .rope_theta = c->arch == MODEL_LLAMA ? c->rope_theta : 0, .tie_embeddings = c->tie_embeddings,
-        .bos_token_id = c->vocab_size > 256 ? 256 : -1, .eos_token_id = c->vocab_size > 257 ? 257 : -1,
-        .pad_token_id = c->vocab_size > 258 ? 258 : -1,
-    };
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    return hf_config_write(path, &h, err, errlen);
+    struct st_tensor *t = vkt_calloc((size_t)m->n_params, sizeof *t, "tensor list");
+    json_t *targets = json_array();
+    int n = 0;
+    for (int i = 0; i < m->n_params; i++) {
+        struct model_param *p = &m->params[i];
+        if (!p->adapter)
+            continue;
+        struct st_tensor *s = &t[n++];
+        snprintf(s->name, sizeof s->name, "%s", p->name);
+        s->ndim = 2;
+        s->shape[0] = p->shape[0], s->shape[1] = p->shape[1];
+        s->data = vkt_malloc(p->numel * sizeof(float), p->name);
+        gpu_download(m->g, p->w, 0, s->data, p->numel * sizeof(float));
+    }
+    for (int k = 0; k < c->lora_n_targets; k++)
+        json_array_append_new(targets, json_string(c->lora_targets[k]));
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    int rc = st_write(path, t, n, "{\"format\":\"pt\"}", err, errlen);
+    for (int i = 0; i < n; i++)
+        free(t[i].data);
+    free(t);
+    json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:b, s:s, s:o, s:b, s:b, s:b, s:b}", "peft_type", "LORA",
+                          "task_type", "CAUSAL_LM", "r", (int)c->lora_rank, "lora_alpha", (double)c->lora_alpha,
+                          "lora_dropout", 0.0, "target_modules", targets, "fan_in_fan_out", c->arch == MODEL_GPT2,
+                          "bias", "none", "base_model_name_or_path", base ? json_string(base) : json_null(),
+                          "inference_mode", 1, "init_lora_weights", 1, "use_rslora", 0, "use_dora", 0);
+    if (!rc) {
+        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        const void *bufs[] = {text, "\n"};
+        const size_t lens[] = {strlen(text), 1};
+        vkt_path(path, sizeof path, "%s/adapter_config.json", dir);
+        rc = ckpt_write_atomic(path, 2, bufs, lens, err, errlen);
+        free(text);
+    }
+    json_decref(j);
+    return rc;
+}
+
+int model_adapter_load(struct model *m, const char *dir, char *err, size_t errlen)
+{
+    char path[4096];
+    vkt_path(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    struct st_file f;
+    if (st_read(path, &f, err, errlen))
+        return -1;
+    int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches"), rc = 0;
+    for (int i = 0; i < f.n && !rc; i++) {
+        const struct st_tensor *t = &f.t[i];
+        struct model_param *p = model_param_find(m, t->name);
+        if (!p || !p->adapter)
+            rc = vkt_error(err, errlen,
+                           "%s: tensor '%s' is not an adapter of this model (lora.targets and the "
+                           "model must match the adapter's)",
+                           path, t->name);
+        else if (t->ndim != 2 || t->shape[0] != p->shape[0] || t->shape[1] != p->shape[1])
+            rc = vkt_error(err, errlen, "%s: tensor '%s' has shape [%lld, %lld], the model needs [%u, %u]", path,
+                           t->name, (long long)t->shape[0], t->ndim > 1 ? (long long)t->shape[1] : 0, p->shape[0],
+                           p->shape[1]);
+        else if (found[p - m->params]++)
+            rc = vkt_error(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
+        else
+            gpu_upload(m->g, p->w, 0, t->data, p->numel * sizeof(float));
+    }
+    for (int i = 0; i < m->n_params && !rc; i++)
+        if (m->params[i].adapter && !found[i])
+            rc = vkt_error(err, errlen, "%s: adapter '%s' is missing", path, m->params[i].name);
+    free(found);
+    st_free(&f);
+    return rc;
 }
 
 static int ignored_buffer(const char *name)
@@ -78,21 +289,21 @@ static int ignored_buffer(const char *name)
     return 0;
 }
 
-int model_load(struct model *m, const char *dir, char *err, size_t errlen)
+/* Loads the tensors of one safetensors file, marking the parameters found. */
+static int load_file(struct model *m, const char *path, int *found, char *err, size_t errlen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     struct st_file f;
     if (st_read(path, &f, err, errlen))
         return -1;
     int rc = 0;
-    int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches");
     for (int i = 0; i < f.n && !rc; i++) {
         const struct st_tensor *t = &f.t[i];
         const char *name = t->name;
         if (m->c.arch == MODEL_GPT2 && !strncmp(name, "transformer.", 12))
             name += 12;
         struct model_param *p = model_param_find(m, name);
+        if (p && p->adapter)
+            p = NULL;
         if (!p) {
             /* a tied head stored explicitly is ignored: the embedding is the head */
             if (ignored_buffer(name) || (m->c.tie_embeddings && !strcmp(name, "lm_head.weight")))
@@ -105,9 +316,15 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         int64_t want[2];
         hf_shape(p, want);
         if (t->ndim != p->ndim || t->shape[0] != want[0] || (p->ndim == 2 && t->shape[1] != want[1])) {
-            snprintf(err, errlen, "%s: tensor '%s' has shape [%lld%s%lld], the model needs [%lld%s%lld]", path,
-                     t->name, (long long)t->shape[0], t->ndim > 1 ? ", " : "", t->ndim > 1 ? (long long)t->shape[1] : 0,
-                     (long long)want[0], p->ndim > 1 ? ", " : "", p->ndim > 1 ? (long long)want[1] : 0);
+            char has[96], needs[96];
+            shape_text(has, sizeof has, t->shape, t->ndim);
+            shape_text(needs, sizeof needs, want, p->ndim);
+            snprintf(err, errlen, "%s: tensor '%s' has shape %s, the model needs %s", path, t->name, has, needs);
+            rc = -1;
+            break;
+        }
+        if (found[p - m->params]) {
+            snprintf(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
             rc = -1;
             break;
         }
@@ -121,13 +338,72 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         }
         found[p - m->params] = 1;
     }
+    st_free(&f);
+    return rc;
+}
+
+/* The shard files model.safetensors.index.json names, each once, in order
+ * of first appearance; plain file names only. */
+static int index_files(const char *index, char ***files, int *n, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(index, 0, &jerr);
+    json_t *map = json_object_get(root, "weight_map");
+    *files = NULL, *n = 0;
+    if (!json_is_object(map)) {
+        vkt_error(err, errlen, "%s: %s", index, root ? "no \"weight_map\" object" : jerr.text);
+        json_decref(root);
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach(map, key, v)
+    {
+        const char *file = json_string_value(v);
+        if (!file || !*file || strchr(file, '/') || !strcmp(file, "..") || !strcmp(file, ".")) {
+            rc = vkt_error(err, errlen, "%s: weight_map['%s'] is not a file name in the folder", index, key);
+            break;
+        }
+        int seen = 0;
+        for (int i = 0; i < *n && !seen; i++)
+            seen = !strcmp((*files)[i], file);
+        if (!seen) {
+            *files = vkt_realloc(*files, (size_t)(*n + 1) * sizeof **files, "shard list");
+            (*files)[(*n)++] = vkt_strdup(file);
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+int model_load(struct model *m, const char *dir, char *err, size_t errlen)
+{
+    char path[4096], index[4096];
+    vkt_path(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    vkt_path(path, sizeof path, "%s/model.safetensors", dir);
+    int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches");
+    int rc = 0;
+    if (access(index, F_OK) == 0) {
+        char **files;
+        int n;
+        rc = index_files(index, &files, &n, err, errlen);
+        for (int i = 0; i < n; i++) {
+            vkt_path(path, sizeof path, "%s/%s", dir, files[i]);
+            if (!rc)
+                rc = load_file(m, path, found, err, errlen);
+            free(files[i]);
+        }
+        free(files);
+    } else {
+        rc = load_file(m, path, found, err, errlen);
+    }
     for (int i = 0; i < m->n_params && !rc; i++)
-        if (!found[i]) {
-            snprintf(err, errlen, "%s: tensor '%s' is missing", path, m->params[i].name);
+        if (!found[i] && !m->params[i].adapter) {
+            snprintf(err, errlen, "%s: tensor '%s' is missing", access(index, F_OK) ? path : index, m->params[i].name);
             rc = -1;
         }
     free(found);
-    st_free(&f);
     return rc;
 }
 
@@ -144,6 +420,12 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->n_heads = (uint32_t)h.n_heads, c->n_kv_heads = (uint32_t)h.n_kv_heads, c->hidden_dim = (uint32_t)h.hidden_dim;
     c->max_seq_len = (uint32_t)h.max_seq_len, c->norm_eps = (float)h.norm_eps;
     c->rope_theta = h.rope_theta ? h.rope_theta : 10000.0, c->tie_embeddings = h.tie_embeddings;
+    c->qkv_bias = h.qkv_bias, c->o_bias = h.o_bias, c->mlp_bias = h.mlp_bias;
+    c->rope_scaling = (struct op_rope_scaling){(enum op_rope_type)h.rope_scaling, h.rope_factor, h.rope_low_freq_factor,
+                                               h.rope_high_freq_factor, (uint32_t)h.rope_original_max};
     c->init_std = 0.02f;
+    char why[512];
+    if (model_config_check(c, 0, why, sizeof why))
+        return vkt_error(err, errlen, "%s: %s", path, why);
     return 0;
 }

@@ -11,8 +11,6 @@
 static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a, struct gpu_buffer *b,
                        struct gpu_buffer *c, struct gpu_buffer *d, struct gpu_buffer *e, size_t n, int writes_c)
 {
-    if (n > UINT32_MAX)
-        vkt_fatal("%s: %zu elements exceed one dispatch", variant, n);
     struct gpu_arg args[5] = {{.buf = a}, {.buf = b}, {.buf = c, .write = writes_c},
                               {.buf = d, .write = !writes_c}, {.buf = e, .write = !writes_c}};
     for (int i = 0; i < 5; i++)
@@ -20,9 +18,8 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
     struct {
         uint32_t n;
         float unused;
-    } push = {(uint32_t)n, 0.0f};
-    struct gpu_buffer *in[3] = {a, b, c};
-    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, 3)) {
+    } push = {0, 0.0f};
+    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
         /* bindings: a, b, c as texels (c is an input for the backward),
          * then c, d, e as storage (outputs) */
         struct gpu_arg targs[6] = {{.buf = a}, {.buf = b}, {.buf = c}, args[2], args[3], args[4]};
@@ -32,11 +29,12 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         char name[48];
         snprintf(name, sizeof name, "activation_texel_%s", variant + 11);
         uint32_t wg = gpu_workgroup_1d(g);
-        ops_dispatch_elements(g, ops_texel_kernel(g, name, 6, kinds, sizeof push, 1, &wg), targs, &push,
-                              (n + 3) / 4, 1);
+        const size_t vec4[6] = {16, 16, 16, 16, 16, 16};
+        ops_elements(g, ops_texel_kernel(g, name, 6, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
         return;
     }
-    ops_dispatch_elements(g, ops_kernel(g, variant, 5, sizeof push, 1), args, &push, n, 1);
+    const size_t floats[5] = {4, 4, 4, 4, 4};
+    ops_elements(g, ops_kernel(g, variant, 5, sizeof push, 1), args, floats, &push, n, 1, 1);
 }
 
 void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n)

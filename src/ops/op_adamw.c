@@ -33,8 +33,6 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
 {
     if (n == 0)
         return;
-    if (n > UINT32_MAX)
-        vkt_fatal("adamw: %zu elements exceed the 2^32 limit of one dispatch", n);
     if (s->t < 1)
         vkt_fatal("adamw: step count t = %lld (the first step is t = 1)", (long long)s->t);
     ops_check("adamw", "the parameter", param, n * sizeof(float));
@@ -44,7 +42,6 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
     double t = (double)s->t;
     double bc1 = 1.0 - pow(s->beta1, t), bc2 = 1.0 - pow(s->beta2, t);
     struct adamw_push push = {
-        .n = (uint32_t)n,
         .grad_scale = (float)s->grad_scale,
         .decay = (float)(1.0 - s->lr * s->weight_decay),
         .beta1 = (float)s->beta1,
@@ -60,19 +57,20 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
     int fused = variant && !strcmp(variant, "fused");
     if (variant && *variant && !fused && strcmp(variant, "torch"))
         vkt_fatal("VKTRAIN_ADAMW='%s' is not an AdamW variant (torch or fused)", variant);
-    struct gpu_buffer *views[4] = {param, grad, m, v};
-    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, views, 4)) {
-        struct gpu_arg targs[7] = {{.buf = param}, {.buf = grad},          {.buf = m},          {.buf = v},
-                                   args[0],        args[2],                args[3]};
+    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
+        /* θ, grad, m, v read as vec4 views; θ, m, v written as storage */
+        struct gpu_arg targs[7] = {{.buf = param}, {.buf = grad}, {.buf = m}, {.buf = v}, args[0], args[2], args[3]};
         enum gpu_binding_kind kinds[7] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
                                           GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,    GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
-        struct gpu_kernel *k =
-            ops_texel_kernel(g, fused ? "adamw_texel_fused" : "adamw_texel_torch", 7, kinds, sizeof push, 1, &wg);
-        ops_dispatch_elements(g, k, targs, &push, (n + 3) / 4, 1);
+        const size_t vec4[7] = {16, 16, 16, 16, 16, 16, 16};
+        ops_elements(g, ops_texel_kernel(g, fused ? "adamw_texel_fused" : "adamw_texel_torch", 7, kinds, sizeof push,
+                                         1, &wg),
+                     targs, vec4, &push, n, 4, 4);
         return;
     }
-    ops_dispatch_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, &push,
-                          n, 1);
+    const size_t floats[4] = {4, 4, 4, 4};
+    ops_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, floats, &push, n,
+                 1, 1);
 }

@@ -1,20 +1,18 @@
 /* op_cross_entropy: the masked softmax cross-entropy fused with its
  * backward (shaders/cross_entropy.comp), dispatched over row ranges so a
- * logits buffer larger than maxStorageBufferRange (the GPT-2 vocabulary
- * over many tokens) still works. On CPU devices (texel family) the kernel
- * is cross_entropy_texel.comp: one invocation per row, logits read through
- * an R32F texel view of the whole buffer. Never allocates. */
+ * logits buffer larger than a binding (the GPT-2 vocabulary over many
+ * tokens) or more rows than the workgroup count still work; rows are
+ * independent, so the ranges change no bit. On CPU devices (texel family)
+ * the kernel is cross_entropy_texel.comp: one invocation per row, logits
+ * read through an R32F texel view of the range. Never allocates. */
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/util.h"
 
 struct ce_push {
-    uint32_t V, rows;
+    uint32_t rows, V;
     float scale;
-    uint32_t label0;
 };
-
-static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
 
 void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                       struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
@@ -33,49 +31,29 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     ops_check("cross_entropy", "labels", labels, end);
     ops_check("cross_entropy", "row loss", row_loss, end);
     ops_check("cross_entropy", "row count", row_count, end);
-    const struct gpu_device_info *info = gpu_info(g);
-    /* Rows per range: within the binding limit, starting at aligned offsets. */
-    size_t align = info->min_storage_offset_alignment ? info->min_storage_offset_alignment : 1;
+    size_t align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
     if (first % align)
         vkt_fatal("cross_entropy: the first row %u of the labels is not at a multiple of the storage offset "
                   "alignment (%zu bytes)",
                   row0, align);
-    /* labels, row_loss, row_count from row row0 on */
+    /* logits (and dlogits), labels, row_loss, row_count from row row0 on,
+     * in ranges of rows (ops_rows) */
     struct gpu_arg lab = {.buf = labels, .offset = first, .range = end - first};
     struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
-    size_t step = align / gcd(row_bytes, align);
-    size_t per = info->max_storage_buffer_range / row_bytes;
-    per -= per % step;
-    if (per == 0)
-        vkt_fatal("cross_entropy: one row of %u logits exceeds maxStorageBufferRange (%u bytes)", V,
-                  info->max_storage_buffer_range);
-    if (per > info->max_workgroup_count[0])
-        per = info->max_workgroup_count[0] - info->max_workgroup_count[0] % step;
-    struct gpu_buffer *in[1] = {logits};
+    struct gpu_arg x = {.buf = logits, .write = 1, .range = rows * row_bytes};
+    struct ce_push push = {rows, V, scale};
     /* three passes over a row: 3V loop iterations per invocation */
-    if ((size_t)3 * V + 1 <= ops_loop_chunk(g) && ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, 1)) {
+    if ((size_t)3 * V + 1 <= ops_loop_chunk(g) && ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes)) {
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
-        struct gpu_kernel *k = ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof(struct ce_push), 0, NULL);
-        for (size_t r0 = 0; r0 < rows; r0 += per) {
-            size_t n = rows - r0 < per ? rows - r0 : per;
-            struct gpu_arg args[5] = {
-                {.buf = logits},
-                {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes}, lab, loss, count,
-            };
-            struct ce_push push = {V, (uint32_t)n, scale, (uint32_t)r0};
-            gpu_dispatch(g, k, args, &push, (uint32_t)((n + 63) / 64), 1, 1);
-        }
+        struct gpu_kernel *k = ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof push, 0, NULL);
+        struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
+        const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
+        ops_rows(g, k, args, ub, &push, 1, rows, 64);
         return;
     }
-    struct gpu_kernel *k = ops_kernel(g, "cross_entropy", 4, sizeof(struct ce_push), 1);
-    for (size_t r0 = 0; r0 < rows; r0 += per) {
-        size_t n = rows - r0 < per ? rows - r0 : per;
-        struct gpu_arg args[4] = {
-            {.buf = logits, .write = 1, .offset = r0 * row_bytes, .range = n * row_bytes}, lab, loss, count,
-        };
-        struct ce_push push = {V, (uint32_t)n, scale, (uint32_t)r0};
-        gpu_dispatch(g, k, args, &push, (uint32_t)n, 1, 1);
-    }
+    struct gpu_arg args[4] = {x, lab, loss, count};
+    const size_t ub[4] = {row_bytes, sizeof(float), sizeof(float), sizeof(float)};
+    ops_rows(g, ops_kernel(g, "cross_entropy", 4, sizeof push, 1), args, ub, &push, 1, rows, 1);
 }

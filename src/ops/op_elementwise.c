@@ -1,5 +1,6 @@
-/* op_elementwise: add, scale, axpy, copy over n floats, one dispatch each.
- * The workgroup size comes from the device (gpu_workgroup_1d); the grid is
+/* op_elementwise: add, scale, axpy, copy over n floats, one dispatch each
+ * (one per range where a buffer exceeds a binding: ops_elements). The
+ * workgroup size comes from the device (gpu_workgroup_1d); the grid is
  * capped and the shaders stride, so any n fits. On CPU devices (texel
  * family) the kernels are elementwise_texel.comp: vec4 chunks read through
  * RGBA32F texel views, written to storage (scale and axpy read their
@@ -17,16 +18,15 @@ struct elementwise_push {
 
 /* args: the storage kernel's bindings, the written one last. The texel
  * kernel binds the n_in inputs as views, then the written buffer as
- * storage; in-place ops name it among the inputs too. */
+ * storage; in-place ops name it among the inputs too. Buffers larger than
+ * a binding are done in ranges (ops_elements). */
 static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_arg *args, int n_in,
                 struct gpu_buffer *const *in, size_t n, float a)
 {
-    if (n > UINT32_MAX)
-        vkt_fatal("%s: %zu elements exceed the 2^32 limit of one dispatch", shader, n);
     for (int i = 0; i < n_bind; i++)
         ops_check(shader, "an", args[i].buf, n * sizeof(float));
-    struct elementwise_push push = {(uint32_t)n, a};
-    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, n_in)) {
+    struct elementwise_push push = {0, a};
+    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
         struct gpu_arg targs[3];
         enum gpu_binding_kind kinds[3];
         for (int i = 0; i < n_in; i++)
@@ -35,11 +35,13 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
         char name[32];
         snprintf(name, sizeof name, "elementwise_texel_%s", shader);
         uint32_t wg = gpu_workgroup_1d(g);
-        ops_dispatch_elements(g, ops_texel_kernel(g, name, n_in + 1, kinds, sizeof push, 1, &wg), targs, &push,
-                              (n + 3) / 4, 1);
+        const size_t vec4[3] = {16, 16, 16};
+        ops_elements(g, ops_texel_kernel(g, name, n_in + 1, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,
+                     4);
         return;
     }
-    ops_dispatch_elements(g, ops_kernel(g, shader, n_bind, sizeof push, 1), args, &push, n, 1);
+    const size_t floats[3] = {4, 4, 4};
+    ops_elements(g, ops_kernel(g, shader, n_bind, sizeof push, 1), args, floats, &push, n, 1, 1);
 }
 
 void op_add(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, struct gpu_buffer *z, size_t n)

@@ -5,18 +5,32 @@
  * through texel views (RGBA32F when the contiguous width is a multiple of
  * 4, else R32F), ids and outputs storage. Never allocates. */
 #include <math.h>
+#include <string.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/util.h"
 
-/* Texel width over these float buffers: 4 (RGBA32F views) when vec4 is
- * set and they fit, 1 (R32F), or 0 (the storage kernels). */
-static int texel_width(const struct gpu *g, int vec4, struct gpu_buffer *const *bufs, int n)
+/* Texel width for float buffers bound in ranges of rows of row_bytes: 4
+ * (RGBA32F views) when vec4 is set and they fit, 1 (R32F), or 0 (the
+ * storage kernels). */
+static int texel_width(const struct gpu *g, int vec4, size_t row_bytes)
 {
-    if (vec4 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n))
+    if (vec4 && ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, row_bytes))
         return 4;
-    return ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n) ? 1 : 0;
+    return ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) ? 1 : 0;
+}
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+/* The rows of a table of `rows` rows one range of binding i of k may hold
+ * (all of them when the table fits). */
+static size_t table_rows(const struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, int i, size_t rows,
+                         size_t row_bytes)
+{
+    size_t ub[GPU_MAX_BINDINGS] = {0}, step;
+    ub[i] = row_bytes;
+    return min_size(rows, ops_range_units(g, k, args, ub, &step));
 }
 
 void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *positions, struct gpu_buffer *wte,
@@ -29,21 +43,54 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         ops_check("embedding", "positions", positions, sizeof(int32_t) * rows);
         ops_check("embedding", "position table", wpe, sizeof(float) * P * C);
     }
+    if (!wpe)
+        P = 1;
+    /* without positions, tokens and a float of wte stand in, unread */
     struct gpu_arg args[5] = {{.buf = tokens}, {.buf = wpe ? positions : tokens}, {.buf = wte},
-                              {.buf = wpe ? wpe : wte}, {.buf = out, .write = 1}};
-    uint32_t push[5] = {rows * C, C, V, wpe ? P : 1, wpe != NULL};
-    struct gpu_buffer *in[2] = {wte, wpe};
-    int width = texel_width(g, C % 4 == 0, in, 2);
+                              {.buf = wpe ? wpe : wte, .range = wpe ? 0 : sizeof(float)}, {.buf = out, .write = 1}};
+    struct {
+        uint32_t n, C, V, P, has_pos, v0, v1, p0, p1;
+    } push = {0, C, V, P, wpe != NULL, 0, 0, 0, 0};
+    /* The bindings of each kernel: tokens, positions, wte, wpe, out. */
+    int it = 0, ip = 1, iw = 2, iwp = 3, io = 4;
+    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
+    struct gpu_kernel *k;
     if (width) {
         /* bindings: wte, wpe as texels, then tokens, positions, out */
         struct gpu_arg targs[5] = {args[2], args[3], args[0], args[1], args[4]};
+        memcpy(args, targs, sizeof args);
+        iw = 0, iwp = 1, it = 2, ip = 3;
         uint32_t wg = gpu_workgroup_1d(g);
-        push[0] = rows * (C / width);
-        ops_dispatch_elements(g, ops_texel_variant(g, "embedding_texel_fwd", width, 2, 0, 5, sizeof push, 1, &wg),
-                              targs, push, push[0], 1);
-        return;
+        k = ops_texel_variant(g, "embedding_texel_fwd", width, 2, 0, 5, sizeof push, 1, &wg);
+    } else {
+        width = 1;
+        k = ops_kernel(g, "embedding", 5, sizeof push, 1);
     }
-    ops_dispatch_elements(g, ops_kernel(g, "embedding", 5, sizeof push, 1), args, push, (size_t)rows * C, 1);
+    /* Ranges of rows within the output and id bindings; of table rows
+     * within the table bindings, each dispatch doing the rows whose token
+     * (and position) fall in its tables' ranges. */
+    size_t ub[5] = {0}, step;
+    ub[it] = ub[ip] = sizeof(int32_t), ub[io] = sizeof(float) * C;
+    size_t per_r = ops_range_units(g, k, args, ub, &step);
+    size_t per_v = table_rows(g, k, args, iw, V, sizeof(float) * C);
+    size_t per_p = wpe ? table_rows(g, k, args, iwp, P, sizeof(float) * C) : 1;
+    struct gpu_arg a[5];
+    for (size_t r0 = 0; r0 < rows; r0 += per_r) {
+        size_t nr = min_size(per_r, rows - r0);
+        for (int i = 0; i < 5; i++)
+            a[i] = ops_range_arg(g, k, i, args, r0, nr, rows, ub[i]);
+        push.n = (uint32_t)(nr * (C / width));
+        for (size_t v0 = 0; v0 < V; v0 += per_v) {
+            push.v0 = (uint32_t)v0, push.v1 = (uint32_t)min_size(V, v0 + per_v);
+            a[iw] = ops_range_arg(g, k, iw, args, v0, push.v1 - v0, V, sizeof(float) * C);
+            for (size_t p0 = 0; p0 < P; p0 += per_p) {
+                push.p0 = (uint32_t)p0, push.p1 = (uint32_t)min_size(P, p0 + per_p);
+                if (wpe)
+                    a[iwp] = ops_range_arg(g, k, iwp, args, p0, push.p1 - p0, P, sizeof(float) * C);
+                ops_dispatch_elements(g, k, a, &push, push.n, 1);
+            }
+        }
+    }
 }
 
 void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout,
@@ -53,33 +100,67 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     ops_check("embedding_backward", "output gradient", dout, sizeof(float) * rows * C);
     ops_check("embedding_backward", "table gradient", dtable, sizeof(float) * V * C);
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
-    int width = texel_width(g, C % 4 == 0, &dout, 1);
+    size_t ub[3] = {sizeof(int32_t), sizeof(float) * C, 0};
+    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
     struct gpu_kernel *k;
     if (width) {
         /* bindings: dout as texels, then ids, dtable; 8 column chunks per
          * workgroup, so a few groups keep every lavapipe thread busy */
         struct gpu_arg t = args[0];
         args[0] = args[1], args[1] = t;
-        k = ops_texel_variant(g, "embedding_texel_back", width, 1, 0, 3, 4 * sizeof(uint32_t), 0, NULL);
+        ub[0] = sizeof(float) * C, ub[1] = sizeof(int32_t);
+        k = ops_texel_variant(g, "embedding_texel_back", width, 1, 0, 3, 6 * sizeof(uint32_t), 0, NULL);
     } else {
-        k = ops_kernel(g, "embedding_back", 3, 4 * sizeof(uint32_t), 1);
+        k = ops_kernel(g, "embedding_back", 3, 6 * sizeof(uint32_t), 1);
     }
-    /* Rows in ranges within the device's loop limit, in order. */
-    uint32_t chunk = ops_loop_chunk(g);
-    for (uint32_t r0 = 0; r0 < rows; r0 += chunk) {
-        uint32_t push[4] = {r0, rows - r0 < chunk ? rows : r0 + chunk, C, V};
-        if (width)
-            gpu_dispatch(g, k, args, push, (C / width + 7) / 8, 1, 1);
-        else
-            ops_dispatch_elements(g, k, args, push, C, 0);
+    /* Rows in ranges within the id and gradient bindings, each walked in
+     * order in parts within the device's loop limit; the table in ranges
+     * of ids (each dispatch adds the rows whose id is in its range). Every
+     * table row gets its rows added in row order, as in one walk. */
+    size_t step, per_r = ops_range_units(g, k, args, ub, &step), chunk = ops_loop_chunk(g);
+    size_t per_v = table_rows(g, k, args, 2, V, sizeof(float) * C);
+    struct gpu_arg a[3];
+    for (size_t rr = 0; rr < rows; rr += per_r) {
+        size_t nr = min_size(per_r, rows - rr);
+        for (int i = 0; i < 2; i++)
+            a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
+        for (size_t r0 = 0; r0 < nr; r0 += chunk) {
+            for (size_t v0 = 0; v0 < V; v0 += per_v) {
+                uint32_t push[6] = {(uint32_t)r0, (uint32_t)min_size(nr, r0 + chunk), C, V, (uint32_t)v0,
+                                    (uint32_t)min_size(V, v0 + per_v)};
+                a[2] = ops_range_arg(g, k, 2, args, v0, push[5] - v0, V, sizeof(float) * C);
+                if (width)
+                    gpu_dispatch(g, k, a, push, (C / width + 7) / 8, 1, 1);
+                else
+                    ops_dispatch_elements(g, k, a, push, C, 0);
+            }
+        }
     }
 }
 
-void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta)
+/* One frequency after scaling, in float as transformers computes it. */
+static float rope_scaled(float inv_freq, const struct op_rope_scaling *s)
+{
+    if (!s || s->type == OP_ROPE_DEFAULT)
+        return inv_freq;
+    float factor = (float)s->factor;
+    if (s->type == OP_ROPE_LINEAR)
+        return inv_freq / factor;
+    float old = (float)s->original_max, lo = (float)s->low_freq_factor, hi = (float)s->high_freq_factor;
+    float wavelen = 2.0f * 3.14159265358979323846f / inv_freq;
+    if (wavelen > old / lo) /* low frequency: scaled */
+        return inv_freq / factor;
+    if (wavelen < old / hi) /* high frequency: kept */
+        return inv_freq;
+    float smooth = (old / wavelen - lo) / (hi - lo);
+    return (1.0f - smooth) * inv_freq / factor + smooth * inv_freq;
+}
+
+void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta, const struct op_rope_scaling *scaling)
 {
     /* inv_freq is rounded to float first, as Hugging Face computes it. */
     for (uint32_t j = 0; j < hd / 2; j++) {
-        float inv_freq = (float)(1.0 / pow(theta, (double)(2 * j) / hd));
+        float inv_freq = rope_scaled((float)(1.0 / pow(theta, (double)(2 * j) / hd)), scaling);
         for (uint32_t p = 0; p < max_pos; p++) {
             double a = (double)p * (double)inv_freq;
             table[((size_t)p * (hd / 2) + j) * 2 + 0] = (float)cos(a);
@@ -96,22 +177,41 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     ops_check("rope", "input", x, sizeof(float) * rows * H * hd);
     ops_check("rope", "positions", positions, sizeof(int32_t) * rows);
     ops_check("rope", "cos/sin table", table, sizeof(float) * max_pos * hd);
-    struct gpu_arg args[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
-    size_t n = (size_t)rows * H * (hd / 2);
+    size_t n = (size_t)rows * H * (hd / 2), row = (size_t)H * hd * sizeof(float), table_row = hd * sizeof(float);
     struct {
         uint32_t n, H, hd, max_pos;
         float sign;
-    } push = {(uint32_t)n, H, hd, max_pos, backward ? -1.0f : 1.0f};
-    struct gpu_buffer *in[2] = {table, x};
-    int width = texel_width(g, hd % 8 == 0, in, 2);
+        uint32_t p0, p1;
+    } push = {0, H, hd, max_pos, backward ? -1.0f : 1.0f, 0, 0};
+    /* x and the positions in ranges of rows (ops_elements), the table in
+     * ranges of positions: each dispatch rotates the rows whose position
+     * is in its range */
+    int width = texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
+    struct gpu_kernel *k;
+    struct gpu_arg args[4];
+    size_t ub[4], count = n, unit = (size_t)H * (hd / 2);
+    int it; /* the table's binding */
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */
-        struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
         uint32_t wg = gpu_workgroup_1d(g);
-        push.n = (uint32_t)(n / width);
-        ops_dispatch_elements(g, ops_texel_variant(g, "rope_texel", width, 2, 0, 4, sizeof push, 1, &wg), targs,
-                              &push, push.n, 1);
-        return;
+        k = ops_texel_variant(g, "rope_texel", width, 2, 0, 4, sizeof push, 1, &wg);
+        struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
+        const size_t tub[4] = {0, row, sizeof(int32_t), row};
+        memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
+        it = 0, count /= (size_t)width, unit /= (size_t)width;
+    } else {
+        k = ops_kernel(g, "rope", 3, sizeof push, 1);
+        struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
+        const size_t sub[3] = {sizeof(int32_t), 0, row};
+        memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);
+        it = 1;
     }
-    ops_dispatch_elements(g, ops_kernel(g, "rope", 3, sizeof push, 1), args, &push, n, 1);
+    size_t per_p = table_rows(g, k, args, it, max_pos, table_row);
+    struct gpu_arg a[4];
+    memcpy(a, args, sizeof a);
+    for (size_t p0 = 0; p0 < max_pos; p0 += per_p) {
+        push.p0 = (uint32_t)p0, push.p1 = (uint32_t)min_size(max_pos, p0 + per_p);
+        a[it] = ops_range_arg(g, k, it, args, p0, push.p1 - p0, max_pos, table_row);
+        ops_elements(g, k, a, ub, &push, count, unit, 1);
+    }
 }

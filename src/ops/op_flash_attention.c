@@ -26,17 +26,6 @@ struct flash_push {
 /* Head sizes up to this many floats keep their vectors in registers. */
 #define FLASH_MAX_HD 128
 
-/* One binding: floats [off + b0·per_seq, + nb·per_seq + tail) of buf serve
- * sequences b0 .. b0+nb−1; *base (when set) receives that first float's
- * index from the start of the binding. */
-struct flash_bind {
-    struct gpu_buffer *buf;
-    size_t off, per_seq;
-    long long tail;
-    int texel, write;
-    uint32_t *base;
-};
-
 static uint32_t walk_override;
 
 void op_flash_attention_set_walk(uint32_t n) { walk_override = n; }
@@ -51,69 +40,12 @@ static uint32_t walk_chunk(const struct gpu *g, uint32_t per_row)
     return n ? n : 1;
 }
 
-static int sliced(const struct gpu *g, const struct flash_bind *b)
-{
-    return !b->texel && gpu_buffer_size(b->buf) > ops_storage_limit(g);
-}
-
-static size_t offset_alignment(const struct gpu *g)
-{
-    size_t a = gpu_info(g)->min_storage_offset_alignment;
-    return a > 16 ? a : 16;
-}
-
-/* The most sequences one dispatch may cover: every sliced binding within
- * the storage range, the workgroups within the device's count. */
-static uint32_t sequences_per_dispatch(const struct gpu *g, const char *op, const struct flash_bind *binds, int n,
-                                       uint32_t B, size_t rows_per_seq)
-{
-    size_t limit = ops_storage_limit(g), align = offset_alignment(g);
-    size_t most = (size_t)gpu_info(g)->max_workgroup_count[0] * 64 / rows_per_seq;
-    for (int i = 0; i < n; i++) {
-        if (!sliced(g, &binds[i]) || binds[i].per_seq == 0) /* the same float for every sequence */
-            continue;
-        size_t per = binds[i].per_seq * sizeof(float), tail = binds[i].tail > 0 ? (size_t)binds[i].tail * 4 : 0;
-        size_t fit = limit > align + tail ? (limit - align - tail) / per : 0;
-        if (fit < most)
-            most = fit;
-    }
-    if (most == 0)
-        vkt_fatal("%s: one sequence of %zu rows does not fit this device's limits (storage range %zu bytes, "
-                  "%u workgroups); use a shorter max_seq_len",
-                  op, rows_per_seq, limit, gpu_info(g)->max_workgroup_count[0]);
-    return most < B ? (uint32_t)most : B;
-}
-
 /* Records kernel k over sequences [0, B) and the walk [0, walk) in parts;
  * rows_per_seq invocations per sequence. */
-static void flash_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, struct flash_bind *binds, int n,
+static void flash_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, struct attention_bind *binds, int n,
                            struct flash_push *push, size_t rows_per_seq, uint32_t walk, uint32_t chunk)
 {
-    uint32_t B = push->a.B, nb = sequences_per_dispatch(g, op, binds, n, B, rows_per_seq);
-    size_t align = offset_alignment(g);
-    struct gpu_arg args[GPU_MAX_BINDINGS];
-    for (uint32_t b0 = 0; b0 < B; b0 += nb) {
-        push->a.B = B - b0 < nb ? B - b0 : nb;
-        for (int i = 0; i < n; i++) {
-            const struct flash_bind *bd = &binds[i];
-            size_t first = bd->off + (size_t)b0 * bd->per_seq;
-            args[i] = (struct gpu_arg){.buf = bd->buf, .write = bd->write};
-            if (sliced(g, bd)) {
-                size_t end = first + (size_t)((long long)(push->a.B * bd->per_seq) + bd->tail);
-                args[i].offset = first * sizeof(float) / align * align;
-                args[i].range = end * sizeof(float) - args[i].offset;
-                first -= args[i].offset / sizeof(float);
-            }
-            if (bd->base)
-                *bd->base = (uint32_t)first;
-        }
-        for (uint32_t w0 = 0; w0 < walk; w0 += chunk) {
-            push->w0 = w0;
-            push->w1 = walk - w0 < chunk ? walk : w0 + chunk;
-            gpu_dispatch(g, k, args, push, (uint32_t)((push->a.B * rows_per_seq + 63) / 64), 1, 1);
-        }
-    }
-    push->a.B = B;
+    attention_dispatch(g, op, k, binds, n, &push->a, push, rows_per_seq, walk, chunk, &push->w0);
 }
 
 /* The kernel <stage>_<texel|storage>_<vec4|scalar>: bindings 0..n_in−1 are
@@ -134,15 +66,15 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *stage, int tex
 
 /* Vector width (4 or 1) and family (*texel) for these shapes and inputs. */
 static int flash_width(const struct gpu *g, const char *op, const struct attention_push *p,
-                       struct gpu_buffer *const *in, int n, int *texel)
+                       const struct attention_bind *in, int n, int *texel)
 {
     if (p->hd > FLASH_MAX_HD)
         vkt_fatal("%s: head size %u is over the %d this kernel keeps in registers", op, p->hd, FLASH_MAX_HD);
     int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
              p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
-    *texel = ops_texel_usable(g, GPU_BIND_TEXEL_F32, in, n);
+    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
     if (*texel)
-        return v4 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
+        return v4 && attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
     return v4 ? 4 : 1;
 }
 
@@ -163,15 +95,12 @@ static struct flash_push flash_begin(const char *op, const struct op_attention_s
 
 /* Bindings of q, k, v (texel views or storage) at b[0..2] and of the
  * document ids at b[doc_at] (out stands in, unread, without them). */
-static void bind_inputs(struct flash_bind *b, struct flash_push *push, struct gpu_buffer *q, struct gpu_buffer *k,
-                        struct gpu_buffer *v, struct gpu_buffer *doc, int doc_at, struct gpu_buffer *out, int texel)
+static void bind_inputs(struct attention_bind *b, struct flash_push *push, struct gpu_buffer *q, struct gpu_buffer *k,
+                        struct gpu_buffer *v, struct gpu_buffer *doc, int doc_at, struct gpu_buffer *out)
 {
     struct attention_push *a = &push->a;
-    long long q_tail = (long long)a->H * a->hd - a->q_stride, kv_tail = (long long)a->KVH * a->hd - a->kv_stride;
-    b[0] = (struct flash_bind){q, a->q_off, (size_t)a->T * a->q_stride, q_tail, texel, 0, &a->q_off};
-    b[1] = (struct flash_bind){k, a->k_off, (size_t)a->T * a->kv_stride, kv_tail, texel, 0, &a->k_off};
-    b[2] = (struct flash_bind){v, a->v_off, (size_t)a->T * a->kv_stride, kv_tail, texel, 0, &a->v_off};
-    b[doc_at] = (struct flash_bind){doc ? doc : out, 0, doc ? a->T : 0, doc ? 0 : 1, 0, 0, &push->doc_off};
+    attention_bind_qkv(b, a, q, k, v);
+    b[doc_at] = (struct attention_bind){doc ? doc : out, 0, doc ? a->T : 0, doc ? 0 : 1, 0, &push->doc_off};
 }
 
 void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -181,12 +110,11 @@ void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struc
     const char *op = "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
-    struct gpu_buffer *in[3] = {q, k, v};
-    int texel, width = flash_width(g, op, a, in, 3, &texel);
-    struct flash_bind b[6];
-    bind_inputs(b, &push, q, k, v, doc, 3, out, texel);
-    b[4] = (struct flash_bind){lse, 0, (size_t)a->T * a->H, 0, 0, 1, &push.l_off};
-    b[5] = (struct flash_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 0, 1, &push.o_off};
+    struct attention_bind b[6];
+    bind_inputs(b, &push, q, k, v, doc, 3, out);
+    int texel, width = flash_width(g, op, a, b, 3, &texel);
+    b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
+    b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
     flash_dispatch(g, op, flash_kernel(g, "fwd", texel, width, 3, 0, 6, s->hd), b, 6, &push,
                    (size_t)a->T * a->H, a->T, walk_chunk(g, 1));
 }
@@ -204,33 +132,32 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
     attention_check_views("flash_attention_backward (gradients)", a, dq, dk, dv);
     ops_check(op, "row statistics", stats, 2 * F * rows);
     ops_check(op, "output gradient", dout, F * rows * s->hd);
-    struct gpu_buffer *in[6] = {q, k, v, dout, out, stats};
-    int texel, width = flash_width(g, op, a, in, 6, &texel);
     size_t qs = (size_t)a->T * a->q_stride, kvs = (size_t)a->T * a->kv_stride, os = (size_t)a->T * a->H * a->hd;
     size_t rs = (size_t)a->T * a->H;
     long long q_tail = (long long)a->H * a->hd - a->q_stride, kv_tail = (long long)a->KVH * a->hd - a->kv_stride;
     uint32_t q_off = a->q_off, k_off = a->k_off, v_off = a->v_off;
 
     /* rows: stats = (lse, D = do·out) per row */
-    struct flash_bind r[4] = {
-        {out, 0, os, 0, texel, 0, &push.o_off},
-        {dout, 0, os, 0, texel, 0, NULL},
-        {lse, 0, rs, 0, 0, 0, &push.l_off},
-        {stats, 0, 2 * rs, 0, 0, 1, &push.x_off},
+    struct attention_bind r[4] = {
+        {out, 0, os, 0, 0, &push.o_off},
+        {dout, 0, os, 0, 0, &push.o_off}, /* indexed as out is */
+        {lse, 0, rs, 0, 0, &push.l_off},
+        {stats, 0, 2 * rs, 0, 1, &push.x_off},
     };
-    flash_dispatch(g, op, flash_kernel(g, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
-
     /* dq per query row walking the keys, then dk, dv per key row walking
      * the query rows of every head of its group */
-    struct flash_bind e[8];
-    bind_inputs(e, &push, q, k, v, doc, 5, out, texel);
-    e[3] = (struct flash_bind){dout, 0, os, 0, texel, 0, &push.o_off};
-    e[4] = (struct flash_bind){stats, 0, 2 * rs, 0, texel, 0, &push.x_off};
-    e[6] = (struct flash_bind){dq, q_off, qs, q_tail, 0, 1, &push.g1_off};
+    struct attention_bind e[8];
+    bind_inputs(e, &push, q, k, v, doc, 5, out);
+    e[3] = (struct attention_bind){dout, 0, os, 0, 0, &push.o_off};
+    e[4] = (struct attention_bind){stats, 0, 2 * rs, 0, 0, &push.x_off};
+    struct attention_bind in[6] = {e[0], e[1], e[2], e[3], e[4], r[0]};
+    int texel, width = flash_width(g, op, a, in, 6, &texel);
+    flash_dispatch(g, op, flash_kernel(g, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
+    e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
     flash_dispatch(g, op, flash_kernel(g, "dq", texel, width, 5, 1u << 4, 7, s->hd), e, 7, &push, rs, a->T,
                    walk_chunk(g, 1));
-    e[6] = (struct flash_bind){dk, k_off, kvs, kv_tail, 0, 1, &push.g1_off};
-    e[7] = (struct flash_bind){dv, v_off, kvs, kv_tail, 0, 1, &push.g2_off};
+    e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
+    e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
     flash_dispatch(g, op, flash_kernel(g, "dkv", texel, width, 5, 1u << 4, 8, s->hd), e, 8, &push,
                    (size_t)a->T * a->KVH, a->T, walk_chunk(g, a->H / a->KVH));
 }

@@ -161,6 +161,9 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
         };
         k = gpu_kernel_get(g, &d);
     } else {
+        if (info->shared_memory < 2 * 16 * 64 * sizeof(float)) /* its two tiles */
+            vkt_fatal("%s: the tiled kernel needs 8 KiB of shared memory, more than the %u bytes of %s", names[l],
+                      info->shared_memory, info->name);
         uint32_t wg_y = info->max_workgroup_invocations >= 256 ? 16 : 8;
         struct gpu_kernel_desc d = {
             .shader = "matmul_tiled",

@@ -3,7 +3,10 @@
  * one workgroup per row; column sums one invocation per column, rows in
  * order, so every result is deterministic. On CPU devices (texel family)
  * the kernels are norm_texel.comp and colsum_texel.comp: one invocation
- * per row or column chunk, inputs through texel views. Never allocates. */
+ * per row or column chunk, inputs through texel views. Rows go in ranges
+ * where the row buffers exceed a binding or the rows the workgroup count
+ * (ops_rows): the row kernels give the same bits, the column sums may
+ * round differently where a range ends inside one walk. Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
@@ -27,13 +30,13 @@ struct norm_texel_push {
 /* Texel width for rows of C floats over these buffers: 4 (RGBA32F), 1
  * (R32F) or 0 (the storage kernels). Per-row vectors (mean, rstd) are read
  * as R32F, so every buffer must also fit an R32F view. */
-static int texel_width(const struct gpu *g, uint32_t C, struct gpu_buffer *const *bufs, int n)
+static int texel_width(const struct gpu *g, uint32_t C)
 {
     if ((size_t)3 * C > ops_loop_chunk(g)) /* three passes over a row */
         return 0;
-    if (!ops_texel_usable(g, GPU_BIND_TEXEL_F32, bufs, n))
+    if (!ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, F * C))
         return 0;
-    return C % 4 == 0 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, bufs, n) ? 4 : 1;
+    return C % 4 == 0 && ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, F * C) ? 4 : 1;
 }
 
 static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
@@ -50,8 +53,7 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
 {
     ops_check(variant, "gradient", out, F * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
-    struct gpu_buffer *in[4] = {dy, x, mean, rstd};
-    int width = texel_width(g, C, in, 4);
+    int width = texel_width(g, C);
     struct gpu_kernel *k;
     if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
@@ -61,15 +63,22 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     } else {
         k = ops_kernel(g, variant, 5, sizeof(struct colsum_push), 1);
     }
-    /* Rows in ranges within the device's loop limit, in order: the sums
-     * accumulate, so the result is the same as one walk. */
-    uint32_t chunk = ops_loop_chunk(g);
-    for (uint32_t r0 = 0; r0 < rows; r0 += chunk) {
-        struct colsum_push push = {r0, rows - r0 < chunk ? rows : r0 + chunk, C};
-        if (width)
-            gpu_dispatch(g, k, args, &push, groups64(C / width), 1, 1);
-        else
-            ops_dispatch_elements(g, k, args, &push, C, 0);
+    /* Rows in ranges within the bindings, each walked in parts within the
+     * device's loop limit, in order: the sums accumulate into out. */
+    const size_t ub[5] = {F * C, F * C, F, F, 0};
+    size_t step, per = ops_range_units(g, k, args, ub, &step), chunk = ops_loop_chunk(g);
+    struct gpu_arg a[5];
+    for (size_t rr = 0; rr < rows; rr += per) {
+        size_t nr = rows - rr < per ? rows - rr : per;
+        for (int i = 0; i < 5; i++)
+            a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
+        for (size_t r0 = 0; r0 < nr; r0 += chunk) {
+            struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C};
+            if (width)
+                gpu_dispatch(g, k, a, &push, groups64(C / width), 1, 1);
+            else
+                ops_dispatch_elements(g, k, a, &push, C, 0);
+        }
     }
 }
 
@@ -81,16 +90,15 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     ops_check("rmsnorm", "output", y, F * rows * C);
     ops_check("rmsnorm", "rstd", rstd, F * rows);
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
-    struct gpu_buffer *in[2] = {x, w};
-    int width = texel_width(g, C, in, 2);
+    const size_t ub[4] = {F * C, 0, F * C, F};
+    int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
-        gpu_dispatch(g, texel_kernel(g, "norm_texel_rms", width, 2, 0, 4, sizeof tp), args, &tp, groups64(rows), 1,
-                     1);
+        ops_rows(g, texel_kernel(g, "norm_texel_rms", width, 2, 0, 4, sizeof tp), args, ub, &tp, 1, rows, 64);
         return;
     }
     struct norm_push push = {C, eps};
-    gpu_dispatch(g, ops_kernel(g, "rmsnorm", 4, sizeof push, 1), args, &push, rows, 1, 1);
+    ops_rows(g, ops_kernel(g, "rmsnorm", 4, sizeof push, 1), args, ub, &push, 0, rows, 1);
 }
 
 void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *w,
@@ -100,15 +108,15 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     ops_check("rmsnorm_backward", "output gradient", dy, F * rows * C);
     ops_check("rmsnorm_backward", "input gradient", dx, F * rows * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = rstd}, {.buf = dx, .write = 1}};
-    struct gpu_buffer *in[4] = {dy, x, w, rstd};
-    int width = texel_width(g, C, in, 4);
+    const size_t ub[5] = {F * C, F * C, 0, F, F * C};
+    int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, 0};
-        gpu_dispatch(g, texel_kernel(g, "norm_texel_rmsback", width, 4, 1u << 3, 5, sizeof tp), args, &tp,
-                     groups64(rows), 1, 1);
+        ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, 1u << 3, 5, sizeof tp), args, ub, &tp, 1, rows,
+                 64);
     } else {
         uint32_t push = C;
-        gpu_dispatch(g, ops_kernel(g, "rmsnorm_back", 5, sizeof push, 1), args, &push, rows, 1, 1);
+        ops_rows(g, ops_kernel(g, "rmsnorm_back", 5, sizeof push, 1), args, ub, &push, 0, rows, 1);
     }
     colsum(g, "colsum_rms", dy, x, rstd, rstd, dw, rows, C);
 }
@@ -125,16 +133,15 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
     ops_check("layernorm", "rstd", rstd, F * rows);
     struct gpu_arg args[6] = {{.buf = x}, {.buf = w}, {.buf = b}, {.buf = y, .write = 1}, {.buf = mean, .write = 1},
                               {.buf = rstd, .write = 1}};
-    struct gpu_buffer *in[3] = {x, w, b};
-    int width = texel_width(g, C, in, 3);
+    const size_t ub[6] = {F * C, 0, 0, F * C, F, F};
+    int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
-        gpu_dispatch(g, texel_kernel(g, "norm_texel_ln", width, 3, 0, 6, sizeof tp), args, &tp, groups64(rows), 1,
-                     1);
+        ops_rows(g, texel_kernel(g, "norm_texel_ln", width, 3, 0, 6, sizeof tp), args, ub, &tp, 1, rows, 64);
         return;
     }
     struct norm_push push = {C, eps};
-    gpu_dispatch(g, ops_kernel(g, "layernorm", 6, sizeof push, 1), args, &push, rows, 1, 1);
+    ops_rows(g, ops_kernel(g, "layernorm", 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
 }
 
 void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *w,
@@ -145,15 +152,15 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     ops_check("layernorm_backward", "input gradient", dx, F * rows * C);
     struct gpu_arg args[6] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = mean}, {.buf = rstd},
                               {.buf = dx, .write = 1}};
-    struct gpu_buffer *in[5] = {dy, x, w, mean, rstd};
-    int width = texel_width(g, C, in, 5);
+    const size_t ub[6] = {F * C, F * C, 0, F, F, F * C};
+    int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, 0};
-        gpu_dispatch(g, texel_kernel(g, "norm_texel_lnback", width, 5, 3u << 3, 6, sizeof tp), args, &tp,
-                     groups64(rows), 1, 1);
+        ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, 3u << 3, 6, sizeof tp), args, ub, &tp, 1, rows,
+                 64);
     } else {
         uint32_t push = C;
-        gpu_dispatch(g, ops_kernel(g, "layernorm_back", 6, sizeof push, 1), args, &push, rows, 1, 1);
+        ops_rows(g, ops_kernel(g, "layernorm_back", 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
     }
     colsum(g, "colsum_ln", dy, x, mean, rstd, dw, rows, C);
     colsum(g, "colsum_plain", dy, dy, dy, dy, db, rows, C);
@@ -166,18 +173,19 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     struct gpu_arg args[2] = {{.buf = bias}, {.buf = y, .write = 1}};
     struct {
         uint32_t n, C;
-    } push = {rows * C, C};
-    struct gpu_buffer *views[2] = {bias, y};
-    if (C % 4 == 0 && ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, views, 2)) {
+    } push = {0, C};
+    if (C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
         /* bias_add_texel.comp: vec4 chunks read through views, y written as storage */
         struct gpu_arg targs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
         enum gpu_binding_kind kinds[3] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
-        ops_dispatch_elements(g, ops_texel_kernel(g, "bias_add_texel", 3, kinds, sizeof push, 1, &wg), targs, &push,
-                              (size_t)rows * C / 4, 1);
+        const size_t tub[3] = {0, F * C, F * C};
+        ops_elements(g, ops_texel_kernel(g, "bias_add_texel", 3, kinds, sizeof push, 1, &wg), targs, tub, &push,
+                     (size_t)rows * C, C, 4);
         return;
     }
-    ops_dispatch_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, &push, (size_t)rows * C, 1);
+    const size_t ub[2] = {0, F * C}; /* y in ranges of rows */
+    ops_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, ub, &push, (size_t)rows * C, C, 1);
 }
 
 void op_bias_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *db, uint32_t rows, uint32_t C)

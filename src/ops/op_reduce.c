@@ -4,28 +4,49 @@
  * workgroup of WG invocations sums its chunk (Kahan per invocation, then a
  * fixed tree) into scratch[g]. Pass 2 sums the G partials the same way into
  * out[out_index]. G and WG depend only on n and the device, so the result
- * is bit-identical run to run. On CPU devices (texel family) pass 1 reads x
- * as vec4 texels (reduce_texel.comp; chunks rounded up to whole texels).
+ * is bit-identical run to run.
  *
  * Error bound (u = 2^-24, the float rounding unit): each invocation's Kahan
  * sum errs by at most 2u·Σ|x| (+O(n u²)), each tree level by u of its
  * partial sums, squaring by u per term, so
  *   |result − exact| ≤ (4 + log2 WG + log2 G)·u·Σ|x_i|   (Σ x_i² for sumsq),
- * about 1.3e-6·Σ|x_i| at WG = 256, G = 1024. tests/test_ops.c checks it. */
+ * about 1.3e-6·Σ|x_i| at WG = 256, G = 1024. tests/test_ops.c checks it.
+ *
+ * Within the device's limits: G grows past 1024 when a chunk would not fit
+ * one storage binding (so results change only on devices with a small
+ * storage range), and pass 1 runs as several dispatches of workgroups
+ * [g0, g1) within the workgroup count, each binding the range of x those
+ * chunks cover; each workgroup sums the same chunk either way.
+ *
+ * On CPU devices (texel family) pass 1 reads x as vec4 texels
+ * (reduce_texel.comp, chunks rounded up to whole texels) when x fits one
+ * texel view and the groups one dispatch. */
 #include <stdio.h>
 
+#include "ops_internal.h"
 #include "ops_texel.h"
-#include "vktrain/ops.h"
 #include "vktrain/util.h"
 
 struct reduce_push {
-    uint32_t n, chunk, out_index;
+    uint32_t n, chunk, out_index, group0, x0;
 };
+
+/* The lead-in before a chunk's first float from the aligned offset its
+ * binding starts at, at most. */
+static size_t lead_in(const struct gpu *g)
+{
+    size_t align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+    return align > sizeof(float) ? align - sizeof(float) : 0;
+}
 
 size_t op_reduce_scratch(const struct gpu *g, size_t n)
 {
     size_t wg = gpu_workgroup_1d(g), groups = (n + wg - 1) / wg;
-    return groups < 1024 ? (groups ? groups : 1) : 1024;
+    groups = groups < 1024 ? (groups ? groups : 1) : 1024;
+    size_t limit = ops_storage_limit(g), fit = limit > lead_in(g) ? (limit - lead_in(g)) / sizeof(float) : 0;
+    if (fit == 0)
+        vkt_fatal("reduce: the storage binding limit (%zu bytes) holds no float past its alignment", limit);
+    return groups * fit < n ? (n + fit - 1) / fit : groups;
 }
 
 static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch,
@@ -47,21 +68,37 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
     snprintf(shader, sizeof shader, "reduce_%s", variant);
     struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
                                 .push_size = sizeof(struct reduce_push), .n_spec = 1, .spec = {wg}};
-    struct gpu_arg a1[2] = {{.buf = x}, {.buf = scratch, .write = 1}};
-    struct reduce_push p1 = {(uint32_t)n, (uint32_t)((n + groups - 1) / groups), 0};
-    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, &x, 1)) {
+    struct gpu_kernel *k = gpu_kernel_get(g, &d);
+    size_t chunk = (n + groups - 1) / groups, limit = ops_storage_limit(g);
+    size_t per = (limit - lead_in(g)) / (chunk * sizeof(float)), most = gpu_info(g)->max_workgroup_count[0];
+    if (per > most)
+        per = most;
+    if (ops_texel_usable(g, GPU_BIND_TEXEL_VEC4, &x, 1) && groups <= most) {
         char texel[24];
         snprintf(texel, sizeof texel, "reduce_texel_%s", variant);
         enum gpu_binding_kind kinds[2] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
-        p1.chunk = (p1.chunk + 3) / 4 * 4;
+        struct gpu_arg a1[2] = {{.buf = x}, {.buf = scratch, .write = 1}};
+        struct reduce_push p1 = {(uint32_t)n, (uint32_t)((chunk + 3) / 4 * 4), 0, 0, 0};
         gpu_dispatch(g, ops_texel_kernel(g, texel, 2, kinds, sizeof p1, 1, &wg), a1, &p1, (uint32_t)groups, 1, 1);
+    } else if (gpu_buffer_size(x) <= limit && groups <= per) {
+        struct gpu_arg a1[2] = {{.buf = x}, {.buf = scratch, .write = 1}};
+        struct reduce_push p1 = {(uint32_t)n, (uint32_t)chunk, 0, 0, 0};
+        gpu_dispatch(g, k, a1, &p1, (uint32_t)groups, 1, 1);
     } else {
-        gpu_dispatch(g, gpu_kernel_get(g, &d), a1, &p1, (uint32_t)groups, 1, 1);
+        size_t align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+        for (size_t g0 = 0; g0 < groups; g0 += per) {
+            size_t g1 = g0 + per < groups ? g0 + per : groups;
+            size_t first = g0 * chunk * sizeof(float), end = (g1 * chunk < n ? g1 * chunk : n) * sizeof(float);
+            size_t off = first - first % align;
+            struct gpu_arg a1[2] = {{.buf = x, .offset = off, .range = end - off}, {.buf = scratch, .write = 1}};
+            struct reduce_push p1 = {(uint32_t)n, (uint32_t)chunk, 0, (uint32_t)g0, (uint32_t)(off / sizeof(float))};
+            gpu_dispatch(g, k, a1, &p1, (uint32_t)(g1 - g0), 1, 1);
+        }
     }
 
     d.shader = "reduce_sum";
     struct gpu_arg a2[2] = {{.buf = scratch}, {.buf = out, .write = 1}};
-    struct reduce_push p2 = {(uint32_t)groups, (uint32_t)groups, out_index};
+    struct reduce_push p2 = {(uint32_t)groups, (uint32_t)groups, out_index, 0, 0};
     gpu_dispatch(g, gpu_kernel_get(g, &d), a2, &p2, 1, 1, 1);
 }
 

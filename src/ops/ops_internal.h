@@ -7,6 +7,8 @@
 
 #include "vktrain/ops.h"
 
+size_t ops_gcd(size_t a, size_t b);
+
 /* Fatal unless buffer b holds at least `bytes`; names op and role. */
 void ops_check(const char *op, const char *role, const struct gpu_buffer *b, size_t bytes);
 
@@ -14,20 +16,55 @@ void ops_check(const char *op, const char *role, const struct gpu_buffer *b, siz
  * workgroup size when wg_spec is set. */
 struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size, int wg_spec);
 
-/* The largest storage binding (bytes) op_matmul plans its blocks for: the
- * device's maxStorageBufferRange, or less after ops_set_storage_limit.
- * Test-only knob: a small limit makes small shapes take the split path;
- * 0 restores the device limit. */
+/* The largest storage binding (bytes): the device's maxStorageBufferRange
+ * as in force (VKTRAIN_DEVICE_LIMITS, gpu_set_limits). */
 size_t ops_storage_limit(const struct gpu *g);
-void ops_set_storage_limit(size_t bytes);
 
 /* Test-only knob: op_flash_attention walks at most n keys (or query rows)
  * per dispatch, as under a small loop limit; 0 restores the device's. */
 void op_flash_attention_set_walk(uint32_t n);
 
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
- * capped at 4096 (elementwise shaders stride over the rest). */
+ * capped at 4096 and the device's count (elementwise shaders stride over
+ * the rest; a kernel that does not stride and would need more is fatal). */
 void ops_dispatch_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const void *push,
                            size_t n, int strided);
+
+/* Records kernel k over elements [0, n) in as few ranges as the device's
+ * binding limits allow, for kernels whose element i touches only what
+ * belongs to it. Elements come in units of `unit` (a vec4, a row); unit u
+ * of binding i is the unit_bytes[i] bytes at args[i].offset + u ·
+ * unit_bytes[i] of its buffer (unit_bytes[i] 0: every range binds args[i]
+ * as given: a table, a bias). A range starts at a unit whose offset in
+ * every such binding meets the alignment of its kind and binds at most
+ * the storage range (or texel limit) of each; the kernel sees its range as
+ * elements [0, count) from the start of its bindings, count in the first
+ * uint32 of push (which is changed). Each invocation handles
+ * per_invocation elements; invocations stride over the range, the grid
+ * within 4096 workgroups and the device's count. An element-wise kernel
+ * gives the same bits whatever the ranges. */
+void ops_elements(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *unit_bytes,
+                  void *push, size_t n, size_t unit, size_t per_invocation);
+
+/* The same for kernels that do not stride, over `rows` rows (unit_bytes:
+ * bytes per row): each workgroup does rows_per_group rows (1: one
+ * workgroup per row), so ranges also keep within the device's workgroup
+ * count; the range's row count goes in push's first uint32 when
+ * count_in_push is set. */
+void ops_rows(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, const size_t *row_bytes, void *push,
+              int count_in_push, size_t rows, size_t rows_per_group);
+
+/* Binding i of kernel k restricted to units [u0, u0 + nu) of `total`,
+ * unit_bytes each from args[i].offset (clamped to its buffer); args[i]
+ * itself when that is all of them and it fits its binding limit. */
+struct gpu_arg ops_range_arg(const struct gpu *g, const struct gpu_kernel *k, int i, const struct gpu_arg *args,
+                             size_t u0, size_t nu, size_t total, size_t unit_bytes);
+
+/* The most units of unit_bytes[i] bytes (0: not spanned; one entry per
+ * binding of k) that one range of the bindings of kernel k may hold (a
+ * multiple of the returned *step, the units between aligned offsets);
+ * fatal, naming the kernel and binding, when not even one step fits. */
+size_t ops_range_units(const struct gpu *g, const struct gpu_kernel *k, const struct gpu_arg *args,
+                       const size_t *unit_bytes, size_t *step);
 
 #endif

@@ -1,6 +1,7 @@
 /* ops_texel: see ops_texel.h. */
 #include <stdio.h>
 
+#include "ops_internal.h"
 #include "ops_texel.h"
 
 int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *const *bufs, int n)
@@ -12,6 +13,13 @@ int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu
         if (bufs[i] && gpu_buffer_size(bufs[i]) > limit)
             return 0;
     return 1;
+}
+
+int ops_texel_rows_fit(const struct gpu *g, enum gpu_binding_kind kind, size_t row_bytes)
+{
+    size_t align = gpu_binding_alignment(g, kind);
+    return gpu_kernel_class(g) == GPU_KERNELS_TEXEL &&
+           align / ops_gcd(align, row_bytes) * row_bytes <= gpu_texel_limit(g, kind);
 }
 
 struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,

@@ -18,6 +18,11 @@ uint32_t ops_loop_chunk(const struct gpu *g);
  * them, NULLs skipped) fits one texel view of `kind`. */
 int ops_texel_usable(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *const *bufs, int n);
 
+/* Nonzero when g runs the texel family and views of `kind` can hold rows
+ * of row_bytes in ranges (the rows between aligned offsets fit one view),
+ * for ops that bind their row buffers in ranges. */
+int ops_texel_rows_fit(const struct gpu *g, enum gpu_binding_kind kind, size_t row_bytes);
+
 /* The kernel `shader` with the given binding kinds; spec constants
  * spec[0..n_spec-1]. */
 struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,

@@ -4,6 +4,7 @@
 #include "vktrain/tokenizer.h"
 
 #include "tokenizer_hf.h"
+#include "vktrain/util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,20 +34,31 @@ void tokenizer_close(struct tokenizer *t)
     t->hf = NULL;
 }
 
-size_t tokenizer_encode(const struct tokenizer *t, const void *text, size_t n, vkt_token *out)
+size_t tokenizer_encode(const struct tokenizer *t, const void *text, size_t n, vkt_token *out, size_t cap)
 {
     if (t->hf)
-        return tokenizer_hf_encode(t->hf, text, n, out);
+        return tokenizer_hf_encode(t->hf, text, n, out, cap);
     const unsigned char *s = text;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && i < cap; i++)
         out[i] = s[i];
     return n;
 }
 
-size_t tokenizer_decode(const struct tokenizer *t, const vkt_token *ids, size_t n, char *out, size_t cap)
+size_t tokenizer_encode_all(const struct tokenizer *t, const void *text, size_t n, vkt_token **ids, size_t *cap)
+{
+    size_t k = tokenizer_encode(t, text, n, *ids, *cap);
+    if (k > *cap) {
+        *cap = k;
+        *ids = vkt_realloc(*ids, k * sizeof **ids, "token ids");
+        tokenizer_encode(t, text, n, *ids, *cap);
+    }
+    return k;
+}
+
+static size_t decode(const struct tokenizer *t, const vkt_token *ids, size_t n, bool at_start, char *out, size_t cap)
 {
     if (t->hf)
-        return tokenizer_hf_decode(t->hf, ids, n, out, cap);
+        return tokenizer_hf_decode(t->hf, ids, n, at_start, out, cap);
     static const char *const special[] = {"<|bos|>", "<|eos|>", "<|pad|>"};
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -68,4 +80,14 @@ size_t tokenizer_decode(const struct tokenizer *t, const vkt_token *ids, size_t 
     if (cap)
         out[len < cap ? len : cap - 1] = 0;
     return len;
+}
+
+size_t tokenizer_decode(const struct tokenizer *t, const vkt_token *ids, size_t n, char *out, size_t cap)
+{
+    return decode(t, ids, n, true, out, cap);
+}
+
+size_t tokenizer_decode_next(const struct tokenizer *t, const vkt_token *ids, size_t n, char *out, size_t cap)
+{
+    return decode(t, ids, n, false, out, cap);
 }

@@ -1,6 +1,6 @@
 /* grad_norm: the global gradient norm and the clipping factor of
- * torch.nn.utils.clip_grad_norm_ (DESIGN.md, "The normalization contract":
- * grad_norm is the L2 norm of g before clipping; clipping scales g by
+ * torch.nn.utils.clip_grad_norm_ (docs/normalization.md: grad_norm is the
+ * L2 norm of g before clipping; clipping scales g by
  * min(1, max_norm/(norm + 1e-6))).
  *
  * Owns the recording of one op_sumsq per gradient tensor into caller-owned

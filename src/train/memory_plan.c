@@ -28,12 +28,15 @@ static void plan_measure(struct gpu *g, const struct config *cfg, const struct d
     gpu_memory_plan(g, 1);
     trainer_buffers_create(&t);
     gpu_memory_stats(g, &out->dev);
+    out->host = t.n_grads * sizeof(float);
+    for (int i = 0; t.zero && i < model_param_count(t.model); i++)
+        if (trainer_updates(&t, i)) /* the reduce-scatter's shard */
+            out->host += model_param(t.model, i)->numel * sizeof(float);
     trainer_buffers_destroy(&t);
     gpu_memory_plan(g, 0);
     for (int c = 0; c < GPU_MEM_CATEGORIES; c++)
         out->dev.bytes[c] -= before.bytes[c];
     out->dev.total -= before.total;
-    out->host = t.n_grads * sizeof(float);
 }
 
 static int plan_fits(const struct gpu *g, const struct plan *p, uint64_t avail)
@@ -95,11 +98,15 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
         if (c == GPU_MEM_ACTIVATIONS)
             printf("  (one micro-batch: batch_size %d x max_seq_len %d)", t->cfg->batch_size,
                    t->cfg->model.max_seq_len);
+        if (c == GPU_MEM_OPTIMIZER && t->cfg->dist.zero && t->dist->world > 1)
+            printf("  (dist.zero: rank %d's shard of %d)", t->dist->rank, t->dist->world);
         printf("\n");
     }
     printf("  %-16s %12s  of %s available (%s)\n", "total", bytes_text(p->dev.total, a, sizeof a),
            bytes_text(avail, b, sizeof b), source);
-    printf("  %-16s %12s  (gradients staged for the all-reduce)\n", "host memory", bytes_text(p->host, a, sizeof a));
+    printf("  %-16s %12s  (%s)\n", "host memory", bytes_text(p->host, a, sizeof a),
+           t->cfg->dist.zero && t->dist->world > 1 ? "gradients staged for the reduce-scatter, and the shard's sums"
+                                                   : "gradients staged for the all-reduce");
     fflush(stdout);
 }
 

@@ -1,6 +1,9 @@
 /* metrics: output_dir/metrics.jsonl (one JSON object per logged step, rank 0
  * only) and the progress line on stdout: redrawn in place on a terminal,
- * one plain line per logged step when piped. */
+ * one plain line per logged step when piped. A non-finite value is written
+ * as null (JSON has no NaN), and a failed write (a full disk) ends the run
+ * naming the file. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +24,7 @@ static void truncate_after(const char *path, int64_t last)
     vkt_path(tmp, sizeof tmp, "%s.tmp", path);
     FILE *o = fopen(tmp, "w");
     if (!o)
-        vkt_fatal("cannot write %s", tmp);
+        vkt_fatal("cannot write %s: %s", tmp, strerror(errno));
     char line[4096];
     while (fgets(line, sizeof line, f)) {
         const char *s = strstr(line, "\"step\":");
@@ -30,18 +33,18 @@ static void truncate_after(const char *path, int64_t last)
     }
     fclose(f);
     if (fclose(o) || rename(tmp, path))
-        vkt_fatal("cannot rewrite %s", path);
+        vkt_fatal("cannot rewrite %s: %s", path, strerror(errno));
 }
 
 void metrics_open(struct trainer *t, int resumed)
 {
-    char path[4096];
-    vkt_path(path, sizeof path, "%s/metrics.jsonl", t->cfg->output_dir);
+    char *path = t->metrics_path;
+    vkt_path(path, sizeof t->metrics_path, "%s/metrics.jsonl", t->cfg->output_dir);
     if (resumed)
         truncate_after(path, t->step);
     t->metrics = fopen(path, resumed ? "a" : "w");
     if (!t->metrics)
-        vkt_fatal("cannot open %s for writing", path);
+        vkt_fatal("cannot open %s for writing: %s", path, strerror(errno));
     /* mpirun hands ranks a pseudo-terminal even when its output is a file:
      * redraw in place only in a one-process run on a terminal. */
     tty = isatty(STDOUT_FILENO) && t->dist->world == 1;
@@ -56,16 +59,31 @@ static void eta(char *buf, size_t n, double seconds)
         snprintf(buf, n, "%ldm%02lds", s / 60, s % 60);
 }
 
+/* A JSON number, or null for NaN and the infinities. */
+static void number(char *buf, size_t n, const char *fmt, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, n, fmt, v);
+    else
+        snprintf(buf, n, "null");
+}
+
 void metrics_log(struct trainer *t, const struct step_metrics *m)
 {
-    fprintf(t->metrics,
-            "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
-            "\"tokens_per_sec\": %.6g, \"step_ms\": %.6g",
-            (long long)m->step, m->loss, m->lr, m->grad_norm, m->tokens, m->tokens_per_sec, m->step_ms);
-    if (m->has_val)
-        fprintf(t->metrics, ", \"val_loss\": %.9g", m->val_loss);
-    fprintf(t->metrics, "}\n");
-    fflush(t->metrics);
+    char loss[32], lr[32], norm[32], tps[32], ms[32], val[32];
+    number(loss, sizeof loss, "%.9g", m->loss);
+    number(lr, sizeof lr, "%.9g", m->lr);
+    number(norm, sizeof norm, "%.9g", m->grad_norm);
+    number(tps, sizeof tps, "%.6g", m->tokens_per_sec);
+    number(ms, sizeof ms, "%.6g", m->step_ms);
+    number(val, sizeof val, "%.9g", m->val_loss);
+    int bad = fprintf(t->metrics,
+                      "{\"step\": %lld, \"loss\": %s, \"lr\": %s, \"grad_norm\": %s, \"tokens\": %.0f, "
+                      "\"tokens_per_sec\": %s, \"step_ms\": %s%s%s%s}\n",
+                      (long long)m->step, loss, lr, norm, m->tokens, tps, ms, m->has_val ? ", \"val_loss\": " : "",
+                      m->has_val ? val : "", m->skipped ? ", \"skipped\": true" : "") < 0;
+    if (bad || fflush(t->metrics))
+        vkt_fatal("cannot write %s: %s", t->metrics_path, strerror(errno));
 
     double elapsed = vkt_now() - t->t_start;
     double per_step = elapsed / (double)(m->step - t->first_step);
@@ -88,7 +106,7 @@ void metrics_close(struct trainer *t)
 {
     if (tty)
         printf("\n");
-    if (t->metrics)
-        fclose(t->metrics);
+    if (t->metrics && fclose(t->metrics))
+        vkt_fatal("cannot write %s: %s", t->metrics_path, strerror(errno));
     t->metrics = NULL;
 }

@@ -28,7 +28,7 @@ static void stage_state(struct trainer *t, int which, int upload)
     size_t off = 0;
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
-        struct gpu_buffer *b = which == 0 ? p->w : which == 1 ? t->adam_m[i] : t->adam_v[i];
+        struct gpu_buffer *b = trainer_state(t, which, i);
         if (upload)
             gpu_upload(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
         else
@@ -41,7 +41,9 @@ void replica_broadcast(struct trainer *t, int with_optimizer)
 {
     if (t->dist->world == 1)
         return;
-    for (int which = 0; which < (with_optimizer ? 3 : 1); which++) {
+    /* With dist.zero each rank holds only its shard of the optimizer state,
+     * which no other rank ever computes: only the weights are sent. */
+    for (int which = 0; which < (with_optimizer && !t->zero ? 3 : 1); which++) {
         stage_state(t, which, 0);
         dist_bcast(t->host_grads, t->n_grads * sizeof(float), 0);
         stage_state(t, which, 1);
@@ -98,10 +100,9 @@ int replica_check(struct trainer *t)
                 }
             if (bad)
                 vkt_warn("replica check after step %lld: rank %zu differs from rank 0 in %d of %d tensors "
-                         "(largest: %s, max |diff| %.3g); repaired by broadcasting rank 0's weights and "
-                         "optimizer state",
+                         "(largest: %s, max |diff| %.3g); repaired by broadcasting rank 0's weights%s",
                          (long long)t->step, r, bad, n, model_param(t->model, worst)->name,
-                         diffs[r * (size_t)n + (size_t)worst]);
+                         diffs[r * (size_t)n + (size_t)worst], t->zero ? "" : " and optimizer state");
         }
     stage_state(t, 0, 1);
     replica_broadcast(t, 1);

@@ -9,15 +9,20 @@
  *      after the last micro-batch each rank holds G_r/N;
  *   3. the gradients are summed over ranks (a SUM: no 1/W anywhere), so
  *      every rank holds g = Σ_r G_r / N exactly;
- *   4. global norm, clipping and AdamW run identically on every rank;
- *   5. the loss sums are all-reduced once: loss = Σ ℓ / N.
+ *   4. the loss sums are all-reduced once (loss = Σ ℓ / N) and the global
+ *      gradient norm is taken: both are the same on every rank, so a
+ *      non-finite one stops or skips the step everywhere (nonfinite.c);
+ *   5. clipping and AdamW run identically on every rank; with dist.zero
+ *      (ZeRO-1) step 3 is a reduce-scatter, each rank runs AdamW on the
+ *      tensors it owns and the new weights are all-gathered (grad_sync.c).
  * No step divides by a per-micro-batch or per-rank count, so any (W, A, B)
  * with the same W·A·B gives the same trajectory. */
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 
 #include "train_internal.h"
 #include "vktrain/ops.h"
@@ -25,41 +30,95 @@
 #include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
-static struct model_config model_config_of(const struct config_model *c)
+/* The recipe's model (with init_from, its config.json adds what the recipe
+ * has no keys for: biases, rope_scaling, GPT-2's position rows) and LoRA. */
+static struct model_config model_config_of(const struct config *cfg)
 {
-    return (struct model_config){
-        .arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)c->vocab_size,
-        .dim = (uint32_t)c->dim, .n_layers = (uint32_t)c->n_layers, .n_heads = (uint32_t)c->n_heads,
-        .n_kv_heads = (uint32_t)c->n_kv_heads, .hidden_dim = (uint32_t)c->hidden_dim,
-        .max_seq_len = (uint32_t)c->max_seq_len, .norm_eps = (float)c->norm_eps, .rope_theta = c->rope_theta,
-        .tie_embeddings = c->tie_embeddings, .init_std = (float)c->init_std,
-        .activation_checkpointing = c->activation_checkpointing,
-    };
+    struct model_config mc;
+    char err[1024];
+    if (model_config_from(&cfg->model, &mc, err, sizeof err))
+        vkt_fatal("model.init_from: %s", err);
+    mc.lora_rank = (uint32_t)cfg->lora.rank, mc.lora_alpha = (float)cfg->lora.alpha;
+    mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
+    return mc;
 }
 
+/* Per-parameter squared norms into t->norm_host, and their global norm.
+ * With dist.zero each rank holds the sums of its own tensors only: it
+ * records their norms, zeroes the others' slots, and a sum over ranks
+ * (each slot is x + 0 + ... + 0 = x exactly) gives every rank the same
+ * per-tensor floats, hence the same norm, as without it. */
 static double global_grad_norm(struct trainer *t)
 {
     int n = model_param_count(t->model);
-    grad_norm_record(t->g, t->grads, n, t->norm_scratch, t->norm_slots, 0);
-    float *slots = vkt_malloc(sizeof(float) * (size_t)n, "norm slots");
-    gpu_download(t->g, t->norm_slots, 0, slots, sizeof(float) * (size_t)n);
-    double norm = grad_norm_total(slots, n);
-    free(slots);
-    return norm;
+    for (int i = 0; i < n; i++)
+        if (trainer_updates(t, i))
+            grad_norm_record(t->g, &t->grads[i], 1, t->norm_scratch, t->norm_slots, (uint32_t)i);
+    gpu_download(t->g, t->norm_slots, 0, t->norm_host, sizeof(float) * (size_t)n);
+    if (t->zero) {
+        for (int i = 0; i < n; i++)
+            if (!trainer_updates(t, i))
+                t->norm_host[i] = 0.0f;
+        dist_sum_f32(t->norm_host, (size_t)n);
+    }
+    return grad_norm_total(t->norm_host, n);
 }
 
+/* AdamW on the parameters this rank updates (all, or with dist.zero its
+ * shard), then with dist.zero the owners' new weights sent to every rank:
+ * each weight is computed once, so the replicas are identical by
+ * construction. */
 static void optimizer_step(struct trainer *t, double lr, double grad_scale)
 {
     const struct config_optimizer *o = &t->cfg->optimizer;
-    int64_t step = t->step + 1; /* Adam's t counts from 1 */
+    int64_t step = t->opt_steps + 1; /* Adam's t counts from 1 */
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
         struct op_adamw_step a = {
-            .lr = lr, .beta1 = o->betas[0], .beta2 = o->betas[1], .eps = o->eps,
-            .weight_decay = p->decay ? o->weight_decay : 0.0, .t = step, .grad_scale = grad_scale,
+            .lr = lr,
+            .beta1 = o->betas[0],
+            .beta2 = o->betas[1],
+            .eps = o->eps,
+            .weight_decay = p->decay ? o->weight_decay : 0.0,
+            .t = step,
+            .grad_scale = grad_scale,
         };
-        op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
+        if (trainer_updates(t, i))
+            op_adamw(t->g, p->w, p->grad, t->adam_m[i], t->adam_v[i], p->numel, &a);
     }
+    gpu_submit(t->g);
+    t->opt_steps++;
+    if (t->zero) {
+        double c0 = vkt_now();
+        grad_sync_gather(t, 0);
+        t->comm_seconds += vkt_now() - c0;
+    }
+}
+
+/* The device counted `device` valid labels in this rank's micro-batches, the
+ * host `host`. They differ only when a label is neither -100 nor a token id
+ * below vocab_size (the cross-entropy ignores it) or the device lost work. */
+static void check_label_count(struct trainer *t, double device, int64_t host)
+{
+    /* A float sum of ones is exact up to 2^24; above, allow its rounding. */
+    double slack = host > (1 << 24) ? 1e-6 * (double)host : 0.5;
+    if (fabs(device - (double)host) <= slack)
+        return;
+    int V = t->cfg->model.vocab_size;
+    for (int m = 0; m < t->cfg->gradient_accumulation_steps; m++) {
+        const struct data_batch *b = &t->micro[m];
+        for (int i = 0; i < b->rows * b->T; i++) {
+            int32_t l = b->labels[i];
+            if (l != DATA_IGNORE && (l < 0 || l >= V))
+                vkt_fatal("step %lld: micro-batch %d, row %d, position %d holds label %d, outside [0, %d) "
+                          "(model.vocab_size): a label must be a token id below model.vocab_size or -100 "
+                          "(ignored); the device counted %.0f valid labels, the host %lld",
+                          (long long)t->step + 1, m, i / b->T, i % b->T, (int)l, V, device, (long long)host);
+        }
+    }
+    vkt_fatal("step %lld: the device counted %.0f valid labels, the host %lld, and every label is in range: the "
+              "device lost work (a driver or device fault)",
+              (long long)t->step + 1, device, (long long)host);
 }
 
 static double evaluate(struct trainer *t)
@@ -80,31 +139,65 @@ static double evaluate(struct trainer *t)
     return s[1] > 0 ? s[0] / s[1] : NAN;
 }
 
-/* One optimizer step; returns 0 when the global batch had no valid token. */
-static int train_step(struct trainer *t, struct step_metrics *out)
+void train_fail(const struct trainer *t, const char *fmt, ...)
+{
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (t->dist->rank == 0)
+        vkt_error_print("%s", msg);
+    dist_exit(1);
+}
+
+static void step_time(struct step_metrics *m, double t0)
+{
+    m->step_ms = (vkt_now() - t0) * 1e3;
+    m->tokens_per_sec = m->tokens / (m->step_ms * 1e-3);
+}
+
+enum step_result { STEP_APPLIED, STEP_NO_LABELS, STEP_SKIPPED, STEP_STOPPED };
+
+/* One step: the update is applied, or skipped for want of labels or for a
+ * non-finite loss or gradient norm (nan_policy: skip); or, when a rank was
+ * sent SIGINT or SIGTERM, not begun (t->stop_signal set on every rank). */
+static enum step_result train_step(struct trainer *t, struct step_metrics *out)
 {
     const struct config *cfg = t->cfg;
     int A = cfg->gradient_accumulation_steps;
     double t0 = vkt_now();
 
-    /* 1. N before any backward. */
-    int64_t N = 0;
+    /* 1. N before any backward. The same all-reduce counts the ranks that
+     *    were sent a signal during the previous step (signals.c), so every
+     *    rank stops here or none does. */
+    int64_t local = 0;
     for (int m = 0; m < A; m++) {
         data_train_batch(&t->data, &t->sampler, t->step, t->dist->rank, m, &t->micro[m]);
-        N += t->micro[m].n_valid;
+        local += t->micro[m].n_valid;
     }
-    dist_sum_i64(&N, 1);
+    faults_labels(t);
+    int sig = signals_received();
+    int64_t sums[3] = {local, sig == SIGINT, sig == SIGTERM};
+    dist_sum_i64(sums, 3);
+    if (sums[1] || sums[2]) {
+        t->stop_signal = sums[1] ? SIGINT : SIGTERM;
+        return STEP_STOPPED;
+    }
+    int64_t N = sums[0];
     if (N == 0) {
         if (t->dist->rank == 0)
             vkt_warn("step %lld: no valid label in the global batch; the optimizer step is skipped",
                      (long long)t->step + 1);
-        return 0;
+        return STEP_NO_LABELS;
     }
 
     /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N;
      * 3. on the last one, the buckets of finished gradients are summed over
      *    ranks while the backward goes on (grad_sync.c). */
     model_zero_grad(t->model);
+    faults_gradient(t);
+    faults_signal(t);
     model_loss_reset(t->model);
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
@@ -118,25 +211,29 @@ static int train_step(struct trainer *t, struct step_metrics *out)
             grad_sync_backward(t);
     }
 
-    /* 4. Norm, clipping, AdamW. */
+    /* 4. The loss of the global batch (the device's count of valid labels
+     *    checked against the host's) and the global gradient norm: both the
+     *    same on every rank, so every rank takes the same branch below. */
     gpu_profile_phase(t->g, "optimizer");
     double norm = global_grad_norm(t);
-    double clip = cfg->clip_grad_norm > 0 ? grad_clip_factor(norm, cfg->clip_grad_norm) : 1.0;
-    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps,
-                            t->total_steps, cfg->lr_scheduler.min_lr_ratio, t->step);
-    optimizer_step(t, lr, clip);
-    gpu_profile_phase(t->g, "other");
-
-    /* 5. The loss of the global batch. */
     double s[2];
     model_read_loss(t->model, &s[0], &s[1]);
+    check_label_count(t, s[1], local);
     dist_sum_f64(s, 1);
-    double ms = (vkt_now() - t0) * 1e3;
-    t->step_seconds += ms * 1e-3;
-    *out = (struct step_metrics){.step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm,
-                                 .tokens = (double)N, .tokens_per_sec = (double)N / (ms * 1e-3), .step_ms = ms};
+    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps, t->total_steps,
+                            cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
+    *out = (struct step_metrics){
+        .step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm, .tokens = (double)N};
+
+    /* 5. Clipping and AdamW, unless the step is not finite. */
+    step_time(out, t0); /* so far: the row of a step that stops the run shows it */
+    if (!nonfinite_check(t, out))
+        optimizer_step(t, lr, cfg->clip_grad_norm > 0 ? grad_clip_factor(norm, cfg->clip_grad_norm) : 1.0);
+    step_time(out, t0);
+    gpu_profile_phase(t->g, "other");
+    t->step_seconds += out->step_ms * 1e-3;
     t->tokens_seen += N;
-    return 1;
+    return out->skipped ? STEP_SKIPPED : STEP_APPLIED;
 }
 
 static void banner(struct trainer *t)
@@ -150,10 +247,13 @@ static void banner(struct trainer *t)
     printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv), hidden %u, vocab %u, context %u\n",
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, mc->hidden_dim,
            mc->vocab_size, mc->max_seq_len);
-    printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n",
-           (long long)G, t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size,
-           (long long)G * cfg->model.max_seq_len, (long long)t->total_steps,
-           t->step ? " (resumed)" : "");
+    if (mc->lora_rank)
+        printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen\n", mc->lora_rank,
+               (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,
+               100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model));
+    printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
+           t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
+           (long long)t->total_steps, t->step ? " (resumed)" : "");
     printf("  output: %s\n", cfg->output_dir);
     fflush(stdout);
 }
@@ -180,19 +280,21 @@ static void print_rank_map(struct trainer *t)
 void trainer_buffers_create(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
-    struct model_config mc = model_config_of(&cfg->model);
+    struct model_config mc = model_config_of(cfg);
     t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
+    grad_sync_layout(t);
     int n = model_param_count(t->model);
     t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
     t->adam_v = vkt_calloc((size_t)n, sizeof *t->adam_v, "optimizer state");
     enum gpu_mem_category was = gpu_memory_category(t->g, GPU_MEM_OPTIMIZER);
     for (int i = 0; i < n; i++) {
         struct model_param *p = model_param(t->model, i);
+        if (!trainer_updates(t, i)) /* dist.zero: another rank's */
+            continue;
         t->adam_m[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam m");
         t->adam_v[i] = gpu_buffer_create(t->g, p->numel * sizeof(float), "adam v");
         gpu_zero(t->g, t->adam_m[i]);
         gpu_zero(t->g, t->adam_v[i]);
-        t->n_grads += p->numel;
     }
     gpu_memory_category(t->g, GPU_MEM_WORKSPACE);
     t->norm_slots = gpu_buffer_create(t->g, sizeof(float) * (size_t)n, "grad norm slots");
@@ -213,6 +315,9 @@ void trainer_buffers_destroy(struct trainer *t)
     free(t->adam_m);
     free(t->adam_v);
     free(t->grads);
+    free(t->sync_order);
+    free(t->sync_off);
+    free(t->owner);
     gpu_buffer_destroy(t->g, t->norm_slots);
     gpu_buffer_destroy(t->g, t->norm_scratch);
     model_destroy(t->model);
@@ -228,15 +333,15 @@ static void setup(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
     char err[2048];
+    output_dir_check(t); /* written to only once the run has started */
     t->g = trainer_gpu(cfg, t->dist);
-    memory_plan_check(t); /* before anything is allocated or written */
-    if (t->dist->rank == 0 && vkt_mkdir_p(cfg->output_dir))
-        vkt_fatal("cannot create output_dir '%s': %s", cfg->output_dir, strerror(errno));
-    if (data_open(&t->data, cfg, err, sizeof err))
-        vkt_fatal("%s", err);
-    if (sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
-                     cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err))
-        vkt_fatal("%s", err);
+    memory_plan_check(t); /* before anything is allocated */
+    /* Every rank reads the same data: an error in it is printed once. */
+    int failed = data_open(&t->data, cfg, err, sizeof err) != 0;
+    dist_check(failed, err);
+    failed = sampler_init(&t->sampler, t->data.train.n_seq, (uint64_t)cfg->seed, cfg->dataset.shuffle, t->dist->world,
+                          cfg->gradient_accumulation_steps, cfg->batch_size, err, sizeof err) != 0;
+    dist_check(failed, err);
     t->total_steps = sampler_total_steps(&t->sampler, cfg);
     if (t->dist->rank == 0)
         data_report(&t->data, &t->sampler);
@@ -248,7 +353,12 @@ static void setup(struct trainer *t)
     } else {
         model_init_random(t->model, (uint64_t)cfg->seed);
     }
+    if (cfg->lora.rank && cfg->model.init_from)
+        model_init_adapters(t->model, (uint64_t)cfg->seed);
+    if (cfg->lora.init_from && model_adapter_load(t->model, cfg->lora.init_from, err, sizeof err))
+        vkt_fatal("lora.init_from: %s", err);
     t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
+    t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
     for (int m = 0; m < cfg->gradient_accumulation_steps; m++)
@@ -261,6 +371,7 @@ static void teardown(struct trainer *t)
         data_batch_free(&t->micro[m]);
     free(t->micro);
     free(t->host_grads);
+    free(t->norm_host);
     grad_sync_free(t);
     trainer_buffers_destroy(t);
     sampler_free(&t->sampler);
@@ -277,12 +388,49 @@ int train_dry_run(const struct config *cfg, const struct dist *d)
     return 0;
 }
 
+/* The checkpoint of the step reached, unless it is on disk already (the run
+ * resumed from it or saved it on the way). */
+static void save_step(struct trainer *t)
+{
+    if (t->last_checkpoint[0] && t->saved_step == t->step)
+        return;
+    char name[64];
+    snprintf(name, sizeof name, "step_%lld", (long long)t->step);
+    checkpoint_save(t, name);
+}
+
+/* After SIGINT or SIGTERM: the checkpoint of the last finished step, then
+ * 128 + the signal. Rank 0 writes while the others wait: under mpirun a
+ * rank that left early would make mpirun kill rank 0 mid-write. */
+static int stop_on_signal(struct trainer *t)
+{
+    const char *name = t->stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+    if (t->step > t->first_step) {
+        replica_check(t);
+        save_step(t);
+    }
+    dist_barrier();
+    if (t->dist->rank == 0) {
+        metrics_close(t);
+        if (t->step > t->first_step)
+            printf("stopped by %s after step %lld of %lld: the checkpoint %s; resume: true continues from it\n",
+                   name, (long long)t->step, (long long)t->total_steps, t->last_checkpoint);
+        else
+            printf("stopped by %s before the first step: nothing new to save%s%s\n", name,
+                   t->last_checkpoint[0] ? "; the checkpoint " : "", t->last_checkpoint);
+        fflush(stdout); /* mpirun, ending the job, may drop what comes later */
+    }
+    teardown(t);
+    return 128 + t->stop_signal;
+}
+
 int train_run(const struct config *cfg, const struct dist *d)
 {
     struct trainer t = {.cfg = cfg, .dist = d};
     setup(&t);
     int resumed = cfg->resume && checkpoint_resume(&t);
     replica_broadcast(&t, 1); /* replicas start from rank 0's state */
+    output_dir_prepare(&t);
     if (d->rank == 0)
         banner(&t);
     print_rank_map(&t);
@@ -291,51 +439,52 @@ int train_run(const struct config *cfg, const struct dist *d)
         metrics_open(&t, resumed);
     t.t_start = vkt_now();
     t.first_step = t.step;
-    const char *kill_env = getenv("VKTRAIN_KILL_AFTER_STEP");
-    int64_t kill_after = kill_env ? strtoll(kill_env, NULL, 10) : -1;
-    const char *kill_rank_env = getenv("VKTRAIN_KILL_RANK");
-    int kill_rank = kill_rank_env ? atoi(kill_rank_env) : -1;
+    faults_init(&t.faults);
+    signals_install(d->rank);
     while (t.step < t.total_steps) {
         profile_window(&t);
         struct step_metrics m;
-        int stepped = train_step(&t, &m);
+        enum step_result r = train_step(&t, &m);
+        if (r == STEP_STOPPED)
+            return stop_on_signal(&t);
         t.step++;
-        if (!stepped)
+        if (r == STEP_NO_LABELS)
             continue;
         int64_t s = t.step;
         if (cfg->eval_every_n_steps > 0 && (s % cfg->eval_every_n_steps == 0 || s == t.total_steps)) {
             m.val_loss = evaluate(&t);
             m.has_val = 1;
         }
-        if (d->rank == 0 && (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || s == t.first_step + 1))
+        if (d->rank == 0 &&
+            (s % cfg->log_every_n_steps == 0 || s == t.total_steps || m.has_val || m.skipped || s == t.first_step + 1))
             metrics_log(&t, &m);
         if (cfg->dist.check_every > 0 && s % cfg->dist.check_every == 0)
             replica_check(&t);
         if (cfg->save_every_n_steps > 0 && s % cfg->save_every_n_steps == 0 && s != t.total_steps) {
-            char name[64];
             replica_check(&t);
-            snprintf(name, sizeof name, "step_%lld", (long long)s);
-            checkpoint_save(&t, name);
+            save_step(&t);
         }
-        if (s == kill_after && (kill_rank < 0 || kill_rank == d->rank))
-            raise(SIGKILL); /* tests: die mid-run, as a crash or a scheduler would */
+        faults_after_step(&t);
     }
     profile_window(&t);
-    char name[64];
-    snprintf(name, sizeof name, "step_%lld", (long long)t.step);
     int was_identical = replica_check(&t);
     if (d->world > 1 && d->rank == 0)
         vkt_info("replicas: identical on all %d ranks at step %lld%s", d->world, (long long)t.step,
                  was_identical ? "" : " (after the repair above)");
-    checkpoint_save(&t, name);
+    save_step(&t);
     checkpoint_save_final(&t);
     if (d->rank == 0) {
         metrics_close(&t);
+        printf("saved: the %s in %s (%s), the checkpoint %s, the metrics %s\n", cfg->lora.rank ? "adapter" : "model",
+               cfg->output_dir,
+               !cfg->lora.rank           ? "model.safetensors, config.json"
+               : cfg->lora.merge_on_save ? "adapter_model.safetensors, adapter_config.json; merged/: the merged model"
+                                         : "adapter_model.safetensors, adapter_config.json",
+               t.last_checkpoint, t.metrics_path);
         if (d->world > 1 && t.step_seconds > 0)
             printf("communication: %.1f%% of step time (%.1f ms per step; %d bucket(s), overlap %s)\n",
-                   100.0 * t.comm_seconds / t.step_seconds,
-                   1e3 * t.comm_seconds / (double)(t.step - t.first_step), t.n_buckets,
-                   cfg->dist.overlap ? "on" : "off");
+                   100.0 * t.comm_seconds / t.step_seconds, 1e3 * t.comm_seconds / (double)(t.step - t.first_step),
+                   t.n_buckets, cfg->dist.overlap ? "on" : "off");
     }
     teardown(&t);
     return 0;

@@ -2,6 +2,7 @@
 #ifndef VKTRAIN_TRAIN_INTERNAL_H
 #define VKTRAIN_TRAIN_INTERNAL_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "vktrain/data.h"
@@ -9,6 +10,16 @@
 #include "vktrain/model.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/train.h"
+#include "vktrain/util.h"
+
+/* faults.c: failures injected by the tests (see the file). */
+enum fault_point { FAULT_CKPT_WRITE, FAULT_CKPT_RENAME, FAULT_CKPT_RENAMED };
+struct faults {
+    int64_t kill_after, nan_step, bad_label_step, ckpt_step, signal_step;
+    int kill_rank, nan_rank, ckpt_point, signal_rank;
+    int signals[4], n_signals;
+    char nan_tensor[160];
+};
 
 struct trainer {
     const struct config *cfg;
@@ -20,12 +31,27 @@ struct trainer {
     struct gpu_buffer **adam_m, **adam_v; /* per parameter */
     struct grad_tensor *grads;            /* every parameter gradient */
     struct gpu_buffer *norm_slots, *norm_scratch;
-    int64_t step;        /* optimizer steps done */
+    int64_t step;        /* steps done (batches consumed) */
+    int64_t opt_steps;   /* updates applied: AdamW's t and the schedule's step (skipped steps do not count) */
     int64_t total_steps;
+    int nan_skips;       /* non-finite steps skipped in a row */
+    float *norm_host;    /* per parameter: the squared norm of its gradient, this step */
+    char last_checkpoint[4096]; /* written or resumed from; "" when none */
+    int64_t saved_step;         /* the step of last_checkpoint */
+    int stop_signal;            /* SIGINT or SIGTERM: the run stops (signals.c) */
+    char metrics_path[4096];
+    struct faults faults;
     struct data_batch *micro; /* A micro-batches of this rank */
     float *host_grads;   /* all gradients, staged for the all-reduce */
     size_t n_grads;
     int *sync_order;     /* parameters in the order their gradients complete */
+    size_t *sync_off;    /* per parameter: its offset in that order's flat layout (host_grads) */
+    /* dist.zero on more than one rank: each parameter's gradient sum, AdamW
+     * moments and update belong to one rank, its owner; the owners' shards
+     * are contiguous runs of whole tensors in sync order, rank 0 first. */
+    int zero;
+    int *owner;          /* per parameter: its rank, or -1 (no dist.zero): every rank */
+    float *shard_host;   /* dist.zero: this rank's summed gradients, in sync order */
     struct bucket *buckets;
     int n_buckets;
     double comm_seconds, step_seconds; /* over the run, for the summary */
@@ -52,16 +78,37 @@ struct step_metrics {
     int64_t step;
     double loss, lr, grad_norm, tokens, tokens_per_sec, step_ms, val_loss;
     int has_val;
+    int skipped; /* non-finite: no update was applied */
 };
 void metrics_open(struct trainer *t, int resumed);
 void metrics_log(struct trainer *t, const struct step_metrics *m);
 void metrics_close(struct trainer *t);
 
 /* grad_sync.c: the backward of the step's last micro-batch with the
- * bucketed gradient all-reduce (overlapped when dist.overlap). */
+ * bucketed gradient all-reduce (overlapped when dist.overlap), or with
+ * dist.zero its reduce-scatter, and the all-gather of the owners' state.
+ * grad_sync_layout (from trainer_buffers_create) fills sync_order,
+ * sync_off, zero and owner; grad_sync_init cuts the buckets. */
+void grad_sync_layout(struct trainer *t);
 void grad_sync_init(struct trainer *t);
 void grad_sync_free(struct trainer *t);
 void grad_sync_backward(struct trainer *t);
+/* Collective (dist.zero): every rank's owned part of the weights (which =
+ * 0), AdamW m (1) or v (2) gathered into host_grads in sync order on every
+ * rank; for the weights each rank then uploads those it does not own. */
+void grad_sync_gather(struct trainer *t, int which);
+
+/* The weights (which = 0), AdamW m (1) or v (2) of parameter i. */
+static inline struct gpu_buffer *trainer_state(const struct trainer *t, int which, int i)
+{
+    return which == 0 ? model_param(t->model, i)->w : which == 1 ? t->adam_m[i] : t->adam_v[i];
+}
+
+/* Whether this rank updates parameter i (owns its AdamW state). */
+static inline int trainer_updates(const struct trainer *t, int i)
+{
+    return t->owner[i] < 0 || t->owner[i] == t->dist->rank;
+}
 
 /* replica.c: rank 0's weights (and optimizer state) to every rank; the
  * check returns 1 when all replicas were identical, else repairs them. */
@@ -72,10 +119,53 @@ int replica_check(struct trainer *t);
  * `profile: true` window or closes it and prints the table. */
 void profile_window(struct trainer *t);
 
+/* nonfinite.c: 0 when the step's loss and gradient norm are finite; 1 when
+ * it is to be skipped (nan_policy: skip), with m->skipped set; else ends
+ * the run on every rank (the error printed once, the metrics row logged). */
+int nonfinite_check(struct trainer *t, struct step_metrics *m);
+
+/* signals.c: SIGINT and SIGTERM set a flag (a second SIGINT exits at
+ * once); train_step agrees on it over ranks. */
+void signals_install(int rank);
+int signals_received(void); /* the first signal received, or 0 */
+
+void faults_init(struct faults *f);
+void faults_gradient(struct trainer *t);        /* after the gradients are zeroed */
+void faults_labels(struct trainer *t);          /* after the micro-batches are filled */
+void faults_after_step(const struct trainer *t); /* after a step's checkpoint */
+void faults_signal(const struct trainer *t);     /* in a step */
+void faults_checkpoint(const struct trainer *t, enum fault_point at); /* rank 0, in checkpoint_save */
+
+/* An error every rank meets at the same point (a recipe or a checkpoint
+ * that every rank read, a verdict every rank reached): rank 0 prints it
+ * once and every rank exits with status 1, without MPI_Abort. */
+_Noreturn void train_fail(const struct trainer *t, const char *fmt, ...) VKT_PRINTF(2, 3);
+
+/* output_dir.c: at start, refuses a folder holding an earlier run (unless
+ * resume or overwrite) or one that cannot be made; once started, removes
+ * the earlier run (overwrite), makes the folder, saves recipe.yaml. */
+void output_dir_check(struct trainer *t);
+void output_dir_prepare(struct trainer *t);
+
 /* checkpoint.c */
 void checkpoint_save(struct trainer *t, const char *dir_name);
-/* Loads the newest complete checkpoint; returns 0 if there is none. */
-int checkpoint_resume(struct trainer *t);
 void checkpoint_save_final(struct trainer *t);
+/* Sequences per optimizer step, W·A·B: what a resumed run must keep. */
+int64_t checkpoint_global_batch(const struct trainer *t);
+/* A whole file, NUL-terminated, in *n bytes (the NUL not counted); NULL
+ * with errno when it cannot be opened. */
+char *checkpoint_read_file(const char *path, size_t *n);
+/* checkpoint_resume.c: loads the newest checkpoint that reads whole
+ * (skipping damaged ones with a warning); returns 0 if there is none. */
+int checkpoint_resume(struct trainer *t);
+/* checkpoint_files.c: {name: {bytes, fnv}} of every file in dir but
+ * train_state.json, read back; and the check of a dir against it (0, or -1
+ * with what differs). */
+json_t *checkpoint_files_describe(const char *dir);
+int checkpoint_files_verify(const char *dir, const json_t *files, char *err, size_t n);
+/* Removes a directory of plain files; what cannot be removed stays. */
+void checkpoint_remove_dir(const char *dir);
+/* The resolved recipe as dir/recipe.yaml (rank 0). */
+void checkpoint_write_recipe(const struct trainer *t, const char *dir);
 
 #endif

@@ -47,6 +47,14 @@ void vkt_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+void vkt_error_print(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage("error: ", fmt, ap);
+    va_end(ap);
+}
+
 void vkt_fatal(const char *fmt, ...)
 {
     va_list ap;

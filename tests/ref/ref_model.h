@@ -1,6 +1,6 @@
 /*
  * ref_model.h — a whole-model reference in double precision, forward and
- * backward, for the two architectures of DESIGN.md ("Models"):
+ * backward, for the two architectures of docs/training.md ("Models"):
  *
  *   llama: embed_tokens → n_layers × [x += o_proj(attn(rope(q,k), v)) of
  *          RMSNorm(x); x += down(silu(gate(·)) ⊙ up(·)) of RMSNorm(x)]
@@ -39,7 +39,8 @@ struct ref_model_config {
     int tied;          // lm head = embedding (gpt2: must be 1)
 };
 
-/* How a parameter is initialized in training (DESIGN.md, issue 3). */
+/* How a parameter is initialized in training (docs/recipes.md,
+ * model.init_std): matrices normal(0, init_std), norm weights 1, biases 0. */
 enum ref_param_init { REF_INIT_NORMAL, REF_INIT_ONES, REF_INIT_ZEROS };
 
 struct ref_param {

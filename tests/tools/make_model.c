@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     struct model *m = model_create(g, &c, 1);
     model_init_random(m, argc == 4 ? strtoull(argv[3], NULL, 10) : 1);
     char err[4096];
-    int rc = model_save(m, argv[1], err, sizeof err);
+    int rc = model_save(m, argv[1], NULL, err, sizeof err);
     if (rc)
         fprintf(stderr, "make_model: %s\n", err);
     model_destroy(m);

@@ -10,6 +10,11 @@
  *   tokenize_driver classes - < CODE_POINTS
  *       prints the pre-tokenizer class (L, N, S, O) of each decimal code
  *       point read from stdin, one letter per line
+ *   tokenize_driver nfc IN OUT
+ *       writes the NFC of IN's bytes to OUT
+ *   tokenize_driver split gpt2|llama3|qwen2 FILE
+ *       prints the byte lengths of the pieces the split regex cuts FILE
+ *       into, one line
  *   tokenize_driver bench TOKENIZER_JSON FILE
  *       encodes FILE with a fresh tokenizer (cold cache) and again (warm),
  *       prints the MB/s of each
@@ -87,6 +92,33 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *mode = argv[1];
+    if (!strcmp(mode, "nfc") && argc == 4) {
+        size_t n;
+        char *text = slurp(argv[2], &n), *out = malloc(3 * n + 1);
+        spit(argv[3], out, tokenizer_hf_nfc(text, n, out));
+        free(text), free(out);
+        return 0;
+    }
+    if (!strcmp(mode, "split") && argc == 4) {
+        static const char *const names[] = {[HF_RE_GPT2] = "gpt2", [HF_RE_LLAMA3] = "llama3", [HF_RE_QWEN2] = "qwen2"};
+        int r = 0;
+        while (r < 3 && strcmp(names[r], argv[2]))
+            r++;
+        if (r == 3) {
+            fprintf(stderr, "tokenize_driver: no regex %s\n", argv[2]);
+            return 2;
+        }
+        size_t n;
+        char *text = slurp(argv[3], &n);
+        for (size_t i = 0; i < n;) {
+            size_t e = hf_regex_end((enum hf_regex)r, (const unsigned char *)text, i, n);
+            printf(i ? " %zu" : "%zu", e - i);
+            i = e;
+        }
+        printf("\n");
+        free(text);
+        return 0;
+    }
     if (!strcmp(mode, "classes")) {
         unsigned long cp;
         while (scanf("%lu", &cp) == 1)
@@ -101,8 +133,8 @@ int main(int argc, char **argv)
         for (int a = 3; a < argc; a++) {
             size_t n;
             char *text = slurp(argv[a], &n);
-            vkt_token *ids = malloc((n + 1) * sizeof *ids);
-            size_t k = tokenizer_encode(&t, text, n, ids);
+            vkt_token *ids = NULL;
+            size_t cap = 0, k = tokenizer_encode_all(&t, text, n, &ids, &cap);
             for (size_t i = 0; i < k; i++)
                 printf(i ? " %u" : "%u", (unsigned)ids[i]);
             printf("\n");
@@ -112,8 +144,8 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "roundtrip") && argc == 5) {
         size_t n, len;
         char *text = slurp(argv[3], &n);
-        vkt_token *ids = malloc((n + 1) * sizeof *ids);
-        size_t k = tokenizer_encode(&t, text, n, ids);
+        vkt_token *ids = NULL;
+        size_t cap = 0, k = tokenizer_encode_all(&t, text, n, &ids, &cap);
         char *back = decode_all(&t, ids, k, &len);
         spit(argv[4], back, len);
         printf("%zu bytes, %zu ids\n", n, k);
@@ -129,10 +161,11 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "bench") && argc == 4) {
         size_t n;
         char *text = slurp(argv[3], &n);
-        vkt_token *ids = malloc((n + 1) * sizeof *ids);
+        vkt_token *ids = NULL;
+        size_t cap = 0;
         for (int pass = 0; pass < 2; pass++) {
             double t0 = now();
-            size_t k = tokenizer_encode(&t, text, n, ids);
+            size_t k = tokenizer_encode_all(&t, text, n, &ids, &cap);
             double dt = now() - t0;
             printf("%s: %.1f MB, %zu ids, %.3f s, %.1f MB/s\n", pass ? "warm cache" : "cold cache", (double)n / 1e6, k,
                    dt, (double)n / 1e6 / dt);

@@ -1,0 +1,238 @@
+"""lora_parity: vktrain's LoRA against PEFT 0.12.0 on transformers 4.44.2
+(issue 12, items 1, 3, 5), run by test_lora.sh in the venv that
+scripts/deps.sh test makes.
+
+For a tiny llama (GQA 4/2, untied, q/k/v/o and MLP biases) and a tiny gpt2
+(Conv1D layers, tied), transformers builds a random base in float32 and
+PEFT wraps it with LoRA (r 4, alpha 8, every linear layer: llama
+q/k/v/o/gate/up/down_proj, gpt2 c_attn, c_proj (attention and MLP), c_fc).
+B is randomized too (PEFT starts it at zero, which would leave A's first
+gradient zero and hide a wrong dA), and the adapter is saved with
+save_pretrained. Both sides then start from the same base
+(model.init_from) and adapter (lora.init_from) and take 4 AdamW steps on
+the same 8 windows of 17 token ids (the whole training set as one global
+batch, split W x A x B = 1 x 2 x 4 in vktrain, and 2 x 2 x 2 under
+mpirun with dist.zero: 1; lr 1e-2 constant,
+betas (0.9, 0.95), eps 1e-8, weight decay 0.1 on the adapters, clip 1.0).
+Checked:
+  losses:   every step's loss, |vk - pt| / pt < 1e-5;
+  adapters: vktrain's adapter_model.safetensors against PyTorch's after
+            the 4 steps: per tensor, max |vk - pt| <= 2e-3 x max |pt - start|
+            (float32 rounding carried through AdamW; the movement is at
+            least 1e-3 so the bound cannot pass on an unchanged adapter);
+  resume:   from step 2's checkpoint, the final adapter bit for bit;
+  files:    adapter_config.json has r, lora_alpha, target_modules, and
+            fan_in_fan_out for gpt2, base_model_name_or_path the base;
+            the checkpoint holds the adapter and its AdamW state only;
+  round trip: PeftModel.from_pretrained(base, vktrain's output) gives, on
+            held-out windows, the logits transformers gives for vktrain's
+            merged model (lora.merge_on_save: output_dir/merged), max |diff| < 1e-4 x max |logit|;
+            and neither equals the base's logits (the adapter moved them).
+An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
+logits bit for bit, are checked on the device by test_lora_model (C)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import peft
+import torch
+import transformers
+from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+
+VKTRAIN = os.environ["VKTRAIN"]
+T, WINDOWS, VAL_WINDOWS, STEPS, VOCAB, RANK, ALPHA = 16, 8, 4, 4, 320, 4, 8
+TARGETS = {"llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+           "gpt2": ["c_attn", "c_proj", "c_fc"]}
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok: " if ok else "FAIL: ") + name + (f"  ({detail})" if detail else ""))
+    if not ok:
+        failures.append(name)
+
+
+def write_shard(path, ids):
+    header = np.zeros(256, np.int32)
+    header[0], header[1], header[2] = 20240520, 1, len(ids)
+    with open(path, "wb") as f:
+        f.write(header.tobytes())
+        f.write(np.asarray(ids, np.uint16).tobytes())
+
+
+def build_base(arch, d, gen):
+    if arch == "llama":
+        cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=100.0,
+                          tie_word_embeddings=False, attention_bias=True, mlp_bias=True)
+    else:
+        cfg = GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=T)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen) * 0.1
+            norm = p.dim() == 1 and ("norm" in name or ".ln_" in name) and name.endswith("weight")
+            p.copy_(noise + 1.0 if norm else noise)
+    model.save_pretrained(d)
+
+
+def load_base(d):
+    m = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager")
+    m.eval()  # no dropout anywhere (the configs' dropouts are 0.1 by default for gpt2)
+    return m
+
+
+def make_adapter(arch, base_dir, d, gen):
+    model = get_peft_model(load_base(base_dir), LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0,
+                                                           target_modules=TARGETS[arch], task_type="CAUSAL_LM"))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+    model.save_pretrained(d)
+
+
+def loss_of(model, x):
+    logits = model(input_ids=x[:, :-1]).logits
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+
+
+def torch_train(base_dir, adapter_dir, x):
+    model = PeftModel.from_pretrained(load_base(base_dir), adapter_dir, is_trainable=True)
+    model.eval()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = loss_of(model, x)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        losses.append(loss.item())
+    state = {k.replace(".default", ""): v.detach().clone() for k, v in model.named_parameters() if v.requires_grad}
+    return losses, state
+
+
+MPIRUN = ["timeout", "300", "mpirun", "--oversubscribe", "-np", "2"]
+
+
+def vk_run(arch, what, cmd, out, losses, start, state):
+    """One vktrain run: its losses against PEFT's, its final adapter against PyTorch's."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", LP_NUM_THREADS="1")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        check(f"{arch} {what}: vktrain train exits 0", False)
+        return False
+    metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
+    for s in range(STEPS):
+        vk = next(m["loss"] for m in metrics if m["step"] == s + 1)
+        rel = abs(vk - losses[s]) / losses[s]
+        check(f"{arch} {what}: step {s + 1} loss equals PEFT's", rel < 1e-5,
+              f"vk {vk:.8f} pt {losses[s]:.8f} rel {rel:.2e}")
+    vk = load_file(os.path.join(out, "adapter_model.safetensors"))
+    check(f"{arch} {what}: the adapter holds PEFT's tensor names", sorted(vk) == sorted(start) == sorted(state),
+          f"{sorted(vk)[:2]} ... vs {sorted(start)[:2]} ...")
+    worst, least = 0.0, 1e9
+    for k in sorted(set(vk) & set(state)):
+        moved = (state[k] - start[k]).abs().max().item()
+        err = (vk[k] - state[k]).abs().max().item()
+        worst, least = max(worst, err / moved), min(least, moved)
+    check(f"{arch} {what}: adapters within 2e-3 of their movement", worst <= 2e-3 and least > 1e-3,
+          f"worst ratio {worst:.2e}, least movement {least:.2e}")
+    return True
+
+
+def run_case(arch, work, gen):
+    src, ad, out = (os.path.join(work, arch + s) for s in ("-base", "-adapter", "-out"))
+    build_base(arch, src, gen)
+    make_adapter(arch, src, ad, gen)
+    stream = torch.randint(0, 256, (WINDOWS * T + 1,), generator=gen).tolist()
+    val = torch.randint(0, 256, (VAL_WINDOWS * T + 1,), generator=gen).tolist()
+    write_shard(os.path.join(work, arch + "-train.bin"), stream)
+    write_shard(os.path.join(work, arch + "-val.bin"), val)
+    recipe = os.path.join(work, arch + ".yaml")
+    with open(recipe, "w") as f:
+        f.write(f"""output_dir: {out}
+model: {{init_from: {src}, max_seq_len: {T}}}
+dataset: {{type: tokens, path: {work}/{arch}-train.bin, shuffle: false}}
+batch_size: {WINDOWS // 2}
+gradient_accumulation_steps: 2
+max_steps: {STEPS}
+optimizer: {{lr: 1.0e-2, betas: [0.9, 0.95], eps: 1.0e-8, weight_decay: 0.1}}
+lr_scheduler: {{type: constant}}
+clip_grad_norm: 1.0
+lora: {{init_from: {ad}, merge_on_save: true}}
+save_every_n_steps: 2
+""")
+    x = torch.tensor([stream[i * T:i * T + T + 1] for i in range(WINDOWS)])
+    losses, state = torch_train(src, ad, x)
+    start = load_file(os.path.join(ad, "adapter_model.safetensors"))
+    # W x A x B = 1 x 2 x 4, and 2 x 2 x 2 under mpirun with dist.zero.
+    if not vk_run(arch, "W=1", [VKTRAIN, "train", "--config", recipe], out, losses, start, state):
+        return
+    if not shutil.which("mpirun"):
+        check(f"{arch} W=2: mpirun found (apt-get install openmpi-bin)", False)
+    else:
+        vk_run(arch, "W=2 zero", MPIRUN + [VKTRAIN, "train", "--config", recipe, f"output_dir={out}-w2",
+                                           "batch_size=2", "dist.zero=1"], out + "-w2", losses, start, state)
+    vk = load_file(os.path.join(out, "adapter_model.safetensors"))
+
+    # Resume from step 2's checkpoint: the same adapter bit for bit.
+    shutil.copytree(out, out + "-resumed")
+    shutil.rmtree(os.path.join(out + "-resumed", "checkpoints", f"step_{STEPS}"))
+    r = subprocess.run([VKTRAIN, "train", "--config", recipe, f"output_dir={out}-resumed", "resume=true"],
+                       capture_output=True, text=True)
+    same = r.returncode == 0 and open(os.path.join(out, "adapter_model.safetensors"), "rb").read() == open(
+        os.path.join(out + "-resumed", "adapter_model.safetensors"), "rb").read()
+    check(f"{arch}: a resume from step 2 gives the same adapter bit for bit", same, r.stderr.strip()[-300:])
+
+    conf = json.load(open(os.path.join(out, "adapter_config.json")))
+    check(f"{arch}: adapter_config.json", conf.get("r") == RANK and conf.get("lora_alpha") == ALPHA and
+          sorted(conf.get("target_modules", [])) == sorted(TARGETS[arch]) and
+          conf.get("fan_in_fan_out") == (arch == "gpt2") and conf.get("peft_type") == "LORA" and
+          conf.get("base_model_name_or_path") == src, str(conf))
+    ckpt = os.path.join(out, "checkpoints", f"step_{STEPS}")
+    files = sorted(os.listdir(ckpt))
+    opt = load_file(os.path.join(ckpt, "optimizer.safetensors"))
+    check(f"{arch}: the checkpoint holds the adapter and its AdamW state only",
+          "model.safetensors" not in files and "adapter_model.safetensors" in files and
+          sorted(opt) == sorted(f"{s}.{k}" for k in vk for s in ("exp_avg", "exp_avg_sq")), str(files))
+
+    xv = torch.tensor([val[i * T:i * T + T] for i in range(VAL_WINDOWS)])
+    with torch.no_grad():
+        via_peft = PeftModel.from_pretrained(load_base(src), out)(input_ids=xv).logits
+        merged = load_base(os.path.join(out, "merged"))(input_ids=xv).logits
+        base = load_base(src)(input_ids=xv).logits
+    diff, scale = (via_peft - merged).abs().max().item(), merged.abs().max().item()
+    check(f"{arch}: PEFT loads vktrain's adapter and gives its merged model's logits", diff < 1e-4 * scale,
+          f"max |diff| {diff:.2e}, max |logit| {scale:.2f}")
+    check(f"{arch}: the adapter changes the base's logits", (merged - base).abs().max().item() > 1e-2)
+
+
+def main():
+    print(f"peft {peft.__version__}, transformers {transformers.__version__}, torch {torch.__version__}")
+    torch.manual_seed(12)  # PEFT's initialization of A
+    gen = torch.Generator().manual_seed(12)
+    with tempfile.TemporaryDirectory() as work:
+        for arch in ("llama", "gpt2"):
+            run_case(arch, work, gen)
+        # The llama adapter over the gpt2 base: refused at start, naming why.
+        r = subprocess.run([VKTRAIN, "train", "--config", os.path.join(work, "gpt2.yaml"),
+                            f"lora.init_from={work}/llama-adapter", f"output_dir={work}/mismatch"],
+                           capture_output=True, text=True)
+        check("a llama adapter over a gpt2 base is refused", r.returncode != 0 and
+              "names no linear layer of this gpt2 model" in r.stderr, r.stderr.strip()[-300:])
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+
+
+main()
