@@ -278,7 +278,8 @@ static void run_flash(struct gpu *g, struct out *o)
 
 static void run_matmul(struct gpu *g, struct out *o)
 {
-    uint32_t M = 300, N = 200, K = 68;
+    /* M = 520: five rows of 128-row texel tiles, more than workgroups=4 */
+    uint32_t M = 520, N = 200, K = 68;
     struct gpu_buffer *b[5] = {rand_buf(g, (size_t)M * K, 1, "x"), rand_buf(g, (size_t)N * K, 1, "w"),
                                rand_buf(g, (size_t)M * N, 1, "y"), rand_buf(g, (size_t)M * K, 1, "dx"),
                                rand_buf(g, (size_t)N * K, 1, "dw")};
