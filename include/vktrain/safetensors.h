@@ -49,6 +49,16 @@ int st_write(const char *path, const struct st_tensor *t, int n, const char *met
 int st_write_dtype(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16, char *err,
                    size_t errlen);
 
+/* Produces tensor i's st_numel floats into buf. */
+typedef void (*st_fill_fn)(void *ctx, int i, float *buf);
+/* st_write_dtype for tensors made one at a time: with fill set, t[i].data
+ * is not read and fill(ctx, i, buf) writes tensor i into a buffer of the
+ * largest tensor's size just before it goes to the file, so the host holds
+ * one tensor at a time (saving a model or its optimizer state from device
+ * memory). fill NULL: t[i].data, as st_write_dtype. */
+int st_write_fill(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16,
+                  st_fill_fn fill, void *ctx, char *err, size_t errlen);
+
 /* Writes the n chunks to path.tmp, flushes and fsyncs it, renames it to path
  * and fsyncs the directory, so path holds the old or the new content, never
  * a half-written file. On error path.tmp is removed. Returns 0 or -1. */

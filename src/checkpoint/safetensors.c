@@ -300,8 +300,9 @@ void st_free(struct st_file *f)
 
 /* ---- writing ---- */
 
+/* need_data: every tensor with elements must have data (no fill). */
 static json_t *header_build(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16,
-                            char *err, size_t errlen)
+                            int need_data, char *err, size_t errlen)
 {
     json_t *root = json_object();
     if (metadata_json) {
@@ -323,7 +324,7 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
                   json_object_get(root, name) || t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS;
         for (int d = 0; !bad && d < t[i].ndim; d++)
             bad = t[i].shape[d] < 0;
-        if (bad || (st_numel(&t[i]) && !t[i].data)) {
+        if (bad || (need_data && st_numel(&t[i]) && !t[i].data)) {
             vkt_error(err, errlen, "%s: tensor '%.*s': bad or duplicate name, shape or data", path, ST_NAME_MAX - 1, name);
             json_decref(root);
             return NULL;
@@ -364,9 +365,93 @@ int st_write(const char *path, const struct st_tensor *t, int n, const char *met
 int st_write_dtype(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16, char *err,
                    size_t errlen)
 {
+    return st_write_fill(path, t, n, metadata_json, bf16, NULL, NULL, err, errlen);
+}
+
+void (*ckpt_write_hook)(const char *path, int chunk);
+
+/* A file written atomically: chunks go to path.tmp, renamed at the end. */
+struct atomic_file {
+    const char *path;
+    char *tmp;
+    FILE *f;
+    int ok, chunk, e;
+};
+
+static int atomic_open(struct atomic_file *a, const char *path, char *err, size_t errlen)
+{
+    size_t plen = strlen(path);
+    *a = (struct atomic_file){.path = path, .tmp = vkt_malloc(plen + 5, "temporary path"), .ok = 1};
+    memcpy(a->tmp, path, plen);
+    memcpy(a->tmp + plen, ".tmp", 5);
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) {
+        vkt_error(err, errlen, "%s: cannot create %s: %s", path, a->tmp, strerror(errno));
+        free(a->tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Hands one chunk to the file (nothing after a failed one). */
+static void atomic_chunk(struct atomic_file *a, const void *buf, size_t len)
+{
+    if (!a->ok)
+        return;
+    a->ok = !len || fwrite(buf, 1, len, a->f) == len;
+    if (!a->ok)
+        a->e = errno;
+    if (ckpt_write_hook)
+        ckpt_write_hook(a->path, a->chunk);
+    a->chunk++;
+}
+
+/* Flushes, fsyncs and renames path.tmp to path, then fsyncs the directory;
+ * on any failure removes path.tmp. Returns 0 or -1. */
+static int atomic_finish(struct atomic_file *a, char *err, size_t errlen)
+{
+    int ok = a->ok && !fflush(a->f) && !fsync(fileno(a->f));
+    int e = a->ok ? errno : a->e;
+    if (fclose(a->f) && ok)
+        ok = 0, e = errno;
+    if (ok && rename(a->tmp, a->path))
+        ok = 0, e = errno;
+    if (!ok) {
+        vkt_error(err, errlen, "%s: write failed: %s", a->path, strerror(e));
+        unlink(a->tmp);
+        free(a->tmp);
+        return -1;
+    }
+    free(a->tmp);
+    /* Make the rename itself durable. */
+    char *dir = vkt_strdup(a->path), *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = 0;
+    int fd = open(slash ? dir : ".", O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+    return 0;
+}
+
+int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const size_t *lens, char *err, size_t errlen)
+{
+    struct atomic_file a;
+    if (atomic_open(&a, path, err, errlen))
+        return -1;
+    for (int i = 0; i < n; i++)
+        atomic_chunk(&a, bufs[i], lens[i]);
+    return atomic_finish(&a, err, errlen);
+}
+
+int st_write_fill(const char *path, const struct st_tensor *t, int n, const char *metadata_json, int bf16,
+                  st_fill_fn fill, void *ctx, char *err, size_t errlen)
+{
     if (!host_is_le())
         return vkt_error(err, errlen, "%s: safetensors needs a little-endian host", path);
-    json_t *root = header_build(path, t, n, metadata_json, bf16, err, errlen);
+    json_t *root = header_build(path, t, n, metadata_json, bf16, !fill, err, errlen);
     if (!root)
         return -1;
     char *json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -378,67 +463,32 @@ int st_write_dtype(const char *path, const struct st_tensor *t, int n, const cha
     memcpy(head + 8, json, jlen);
     memset(head + 8 + jlen, ' ', hlen - jlen);
     free(json);
-
-    const void **bufs = vkt_malloc(((size_t)n + 1) * sizeof *bufs, "safetensors chunks");
-    size_t *lens = vkt_malloc(((size_t)n + 1) * sizeof *lens, "safetensors chunks");
-    bufs[0] = head;
-    lens[0] = 8 + hlen;
-    for (int i = 0; i < n; i++) {
-        size_t numel = (size_t)st_numel(&t[i]);
-        bufs[i + 1] = bf16 ? (const void *)to_bf16(t[i].data, numel) : t[i].data;
-        lens[i + 1] = numel * (bf16 ? 2 : sizeof(float));
+    size_t most = 1;
+    for (int i = 0; fill && i < n; i++)
+        most = (size_t)st_numel(&t[i]) > most ? (size_t)st_numel(&t[i]) : most;
+    float *buf = fill ? vkt_malloc(most * sizeof(float), "tensor being written") : NULL;
+    struct atomic_file a;
+    int rc = atomic_open(&a, path, err, errlen);
+    if (!rc) {
+        atomic_chunk(&a, head, 8 + hlen);
+        for (int i = 0; i < n; i++) {
+            size_t numel = (size_t)st_numel(&t[i]);
+            const float *x = t[i].data;
+            if (fill && a.ok) {
+                fill(ctx, i, buf);
+                x = buf;
+            }
+            if (bf16) {
+                uint16_t *h = to_bf16(x, numel);
+                atomic_chunk(&a, h, numel * 2);
+                free(h);
+            } else {
+                atomic_chunk(&a, x, numel * sizeof(float));
+            }
+        }
+        rc = atomic_finish(&a, err, errlen);
     }
-    int rc = ckpt_write_atomic(path, n + 1, bufs, lens, err, errlen);
-    for (int i = 0; bf16 && i < n; i++)
-        free((void *)bufs[i + 1]);
-    free(lens);
-    free(bufs);
+    free(buf);
     free(head);
     return rc;
-}
-
-void (*ckpt_write_hook)(const char *path, int chunk);
-
-int ckpt_write_atomic(const char *path, int n, const void *const *bufs, const size_t *lens, char *err, size_t errlen)
-{
-    size_t plen = strlen(path);
-    char *tmp = vkt_malloc(plen + 5, "temporary path");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        vkt_error(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    int ok = 1;
-    for (int i = 0; ok && i < n; i++) {
-        ok = !lens[i] || fwrite(bufs[i], 1, lens[i], f) == lens[i];
-        if (ckpt_write_hook)
-            ckpt_write_hook(path, i);
-    }
-    ok = ok && !fflush(f) && !fsync(fileno(f));
-    int e = errno;
-    if (fclose(f) && ok)
-        ok = 0, e = errno;
-    if (ok && rename(tmp, path))
-        ok = 0, e = errno;
-    if (!ok) {
-        vkt_error(err, errlen, "%s: write failed: %s", path, strerror(e));
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    /* Make the rename itself durable. */
-    char *dir = vkt_strdup(path), *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = 0;
-    int fd = open(slash ? dir : ".", O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-    return 0;
 }

@@ -52,17 +52,49 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
     };
 }
 
-/* Writes tensors [first, last) as path; bf16 or F32. */
-static int write_shard(const char *path, struct st_tensor *t, int first, int last, int bf16, char *err, size_t errlen)
+/* The tensors of a save, made one at a time as they are written: tensor i
+ * is parameter param[i], downloaded, merged with its adapter when asked,
+ * and transposed to the Hugging Face shape (through tmp, room for the
+ * largest transposed one). first: the shard's first tensor. */
+struct save_fill {
+    struct model *m;
+    const struct model_save_options *o;
+    const int *param;
+    int first;
+    float *tmp;
+};
+
+static void merge_adapter(struct model *m, float *w, int ia, int ib);
+static int adapter_of(const struct model *m, int i, int *a, int *b);
+
+static void save_fill(void *ctx, int i, float *buf)
 {
-    return st_write_dtype(path, t + first, last - first, "{\"format\":\"pt\"}", bf16, err, errlen);
+    struct save_fill *s = ctx;
+    int k = s->param[s->first + i], ia, ib;
+    struct model_param *p = &s->m->params[k];
+    float *host = p->hf_transposed ? s->tmp : buf;
+    gpu_download(s->m->g, p->w, 0, host, p->numel * sizeof(float));
+    if (s->o->merged && adapter_of(s->m, k, &ia, &ib))
+        merge_adapter(s->m, host, ia, ib);
+    if (p->hf_transposed)
+        transpose(buf, host, p->shape[0], p->shape[1]);
+}
+
+/* Writes tensors [first, last) as path; bf16 or F32. */
+static int write_shard(const char *path, struct st_tensor *t, int first, int last, struct save_fill *fill, char *err,
+                       size_t errlen)
+{
+    fill->first = first;
+    return st_write_fill(path, t + first, last - first, "{\"format\":\"pt\"}", fill->o->bf16, save_fill, fill, err,
+                         errlen);
 }
 
 /* model.safetensors, or shards of at most shard_bytes (a larger tensor
  * alone) named as transformers names them, with model.safetensors.index.json. */
-static int write_tensors(const char *dir, struct st_tensor *t, int n, const struct model_save_options *o, char *err,
+static int write_tensors(const char *dir, struct st_tensor *t, int n, struct save_fill *fill, char *err,
                          size_t errlen)
 {
+    const struct model_save_options *o = fill->o;
     size_t elem = o->bf16 ? 2 : sizeof(float), total = 0;
     int *shard = vkt_malloc((size_t)n * sizeof *shard, "shard list"), shards = 0;
     size_t bytes = 0;
@@ -80,7 +112,7 @@ static int write_tensors(const char *dir, struct st_tensor *t, int n, const stru
     int rc = 0;
     if (shards <= 1) {
         unlink(index); /* an earlier sharded save would shadow this one */
-        rc = write_shard(path, t, 0, n, o->bf16, err, errlen);
+        rc = write_shard(path, t, 0, n, fill, err, errlen);
         free(shard);
         return rc;
     }
@@ -92,7 +124,7 @@ static int write_tensors(const char *dir, struct st_tensor *t, int n, const stru
         char name[64];
         snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
         vkt_path(path, sizeof path, "%s/%s", dir, name);
-        rc = write_shard(path, t, first, last, o->bf16, err, errlen);
+        rc = write_shard(path, t, first, last, fill, err, errlen);
         for (int i = first; i < last; i++)
             json_object_set_new(map, t[i].name, json_string(name));
         first = last;
@@ -154,31 +186,26 @@ int model_save(struct model *m, const char *dir, const struct model_save_options
     const struct model_save_options none = {.bos = -1, .eos = -1, .pad = -1};
     const struct model_save_options *o = opts ? opts : &none;
     struct st_tensor *t = vkt_calloc((size_t)m->n_params, sizeof *t, "tensor list");
-    int n = 0;
+    int *param = vkt_malloc((size_t)m->n_params * sizeof *param, "tensor list"), n = 0;
+    size_t most = 1;
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
         if (p->adapter)
             continue;
+        param[n] = i;
         struct st_tensor *s = &t[n++];
         snprintf(s->name, sizeof s->name, "%s", p->name);
         s->ndim = p->ndim;
         hf_shape(p, s->shape);
-        float *host = vkt_malloc(p->numel * sizeof(float), p->name);
-        gpu_download(m->g, p->w, 0, host, p->numel * sizeof(float));
-        int ia, ib;
-        if (o->merged && adapter_of(m, i, &ia, &ib))
-            merge_adapter(m, host, ia, ib);
-        if (p->hf_transposed) {
-            s->data = vkt_malloc(p->numel * sizeof(float), p->name);
-            transpose(s->data, host, p->shape[0], p->shape[1]);
-            free(host);
-        } else {
-            s->data = host;
-        }
+        if (p->hf_transposed && p->numel > most)
+            most = p->numel;
     }
-    int rc = write_tensors(dir, t, n, o, err, errlen);
-    for (int i = 0; i < n; i++)
-        free(t[i].data);
+    /* One tensor on the host at a time (the save of a large model would
+     * otherwise double the process's memory at its end). */
+    struct save_fill fill = {.m = m, .o = o, .param = param, .tmp = vkt_malloc(most * sizeof(float), "transpose")};
+    int rc = write_tensors(dir, t, n, &fill, err, errlen);
+    free(fill.tmp);
+    free(param);
     free(t);
     if (rc)
         return rc;

@@ -57,6 +57,25 @@ static void fsync_dir(const char *dir)
     }
 }
 
+struct optimizer_fill {
+    struct trainer *t;
+    const float *state;
+};
+
+/* Tensor j of the optimizer file: m (k = 0) or v (1) of parameter j / 2,
+ * made as it is written, so the host never holds the whole state. */
+static void optimizer_fill(void *ctx, int j, float *buf)
+{
+    struct optimizer_fill *f = ctx;
+    struct trainer *t = f->t;
+    int i = j / 2, k = j % 2;
+    size_t bytes = model_param(t->model, i)->numel * sizeof(float);
+    if (f->state)
+        memcpy(buf, f->state + (size_t)k * t->n_grads + t->sync_off[i], bytes);
+    else
+        gpu_download(t->g, trainer_state(t, 1 + k, i), 0, buf, bytes);
+}
+
 /* state: NULL, or with dist.zero the gathered m and v (sync-order layout,
  * grad_sync_gather) one after the other. */
 static void write_optimizer(struct trainer *t, const char *path, const float *state)
@@ -71,17 +90,11 @@ static void write_optimizer(struct trainer *t, const char *path, const float *st
             s->ndim = p->ndim;
             s->shape[0] = p->shape[0];
             s->shape[1] = p->shape[1];
-            s->data = vkt_malloc(p->numel * sizeof(float), "optimizer state");
-            if (state)
-                memcpy(s->data, state + (size_t)k * t->n_grads + t->sync_off[i], p->numel * sizeof(float));
-            else
-                gpu_download(t->g, trainer_state(t, 1 + k, i), 0, s->data, p->numel * sizeof(float));
         }
     }
     char err[1024];
-    int rc = st_write(path, ts, 2 * n, NULL, err, sizeof err);
-    for (int i = 0; i < 2 * n; i++)
-        free(ts[i].data);
+    struct optimizer_fill fill = {t, state};
+    int rc = st_write_fill(path, ts, 2 * n, NULL, 0, optimizer_fill, &fill, err, sizeof err);
     free(ts);
     if (rc)
         vkt_fatal("writing the checkpoint: %s", err);
