@@ -6,9 +6,13 @@
 //   tn: dW[N,K] (+)= dY[M,N]^T · X[M,K]    (linear backward, weight grad)
 // Inputs are read through uniform texel buffers: llvmpipe turns a texel
 // fetch into one vector gather, where a per-lane storage or shared load
-// becomes a loop of scalar loads (../notes/lavapipe.md). With VEC4 the
-// views are RGBA32F and every contiguous dimension read as vec4 must be a
-// multiple of 4; without it the views are R32F and any shape works.
+// becomes a loop of scalar loads. With VEC4 the views are RGBA32F and every
+// contiguous dimension read as vec4 must be a multiple of 4; without it the
+// views are R32F and any shape works. SHIFT_A (with VEC4, nn and tn only)
+// reads A, whose rows (N floats) need not be a multiple of 4, through an
+// RGBA32F view too: four floats at any offset are two texels shifted by
+// the offset's remainder (the LM head's dlogits, N = 50257 for GPT-2),
+// half the fetches of four R32F reads.
 //
 // Each invocation owns ROWS x COLS = 16 x 16 outputs; 8x8 invocations, so a
 // workgroup computes a 128 x 128 tile. On llvmpipe a texel fetch is a call
@@ -66,13 +70,22 @@ layout(binding = 1) uniform samplerBuffer B;
 layout(std430, binding = 2) buffer Out { float C[]; };
 
 // UNITS(e): e floats (a multiple of 4 with VEC4) as texels of a view;
-// UNITS4(c4): c4 groups of 4 floats as texels.
+// UNITS4(c4): c4 groups of 4 floats as texels. AUNITS, AUNITS4: the same
+// for A, whose offsets stay in floats with SHIFT_A.
 #if VEC4
 #define UNITS(e) ((e) >> 2)
 #define UNITS4(c4) (c4)
 #else
 #define UNITS(e) (e)
 #define UNITS4(c4) (4u * (c4))
+#endif
+
+#if SHIFT_A
+#define AUNITS(e) (e)
+#define AUNITS4(c4) (4u * (c4))
+#else
+#define AUNITS(e) UNITS(e)
+#define AUNITS4(c4) UNITS4(c4)
 #endif
 
 // Four consecutive floats starting at texel `at` of T, which holds column
@@ -90,6 +103,22 @@ vec4 load4(samplerBuffer T, uint at, uint c, uint cols)
         v[j] = c + j < cols ? texelFetch(T, int(at + cj - c)).x : 0.0;
     }
     return v;
+#endif
+}
+
+// Four consecutive floats of A starting at unit `at` (a float with
+// SHIFT_A, a texel otherwise), column c of a block row of `cols` columns;
+// with SHIFT_A the floats past the row's end read as 0 (they belong to the
+// next row) and `last` is A's last texel.
+vec4 load4a(uint at, uint c, uint cols, uint last)
+{
+#if SHIFT_A
+    uint t = at >> 2u, r = at & 3u;
+    vec4 lo = texelFetch(A, int(t)), hi = texelFetch(A, int(min(t + 1u, last)));
+    vec4 v = r == 0u ? lo : r == 1u ? vec4(lo.yzw, hi.x) : r == 2u ? vec4(lo.zw, hi.xy) : vec4(lo.w, hi.xyz);
+    return vec4(c < cols ? v.x : 0.0, c + 1u < cols ? v.y : 0.0, c + 2u < cols ? v.z : 0.0, c + 3u < cols ? v.w : 0.0);
+#else
+    return load4(A, at, c, cols);
 #endif
 }
 

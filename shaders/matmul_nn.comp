@@ -1,9 +1,10 @@
 #version 450
 // variant: vec4 -DVEC4=1
+// variant: shift -DVEC4=1 -DSHIFT_A=1
 // variant: scalar -DVEC4=0
 // dX[M,K] (+)= dY[M,N] · W[N,K], texel path (see matmul_common.glsl).
 // A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs N % 4 == 0
-// and K % 4 == 0.
+// and K % 4 == 0; SHIFT_A only K % 4 == 0.
 // Invocation: rows r0..r0+15 of dX and 4 vec4 columns, cb, cb+8, cb+16,
 // cb+24 (so the 8 lanes of a subgroup read 8 neighbouring texels of a row
 // of W); per step of 4 along N, one vec4 of dY per row times four rows of
@@ -21,7 +22,8 @@ void main()
     // texels of dY's rows and W's columns (clamped past M and K: outputs
     // that are not stored)
     uint yr[ROWS], wk[COLS4], kc[COLS4];
-    [[unroll]] for (uint i = 0u; i < ROWS; i++) yr[i] = UNITS(A0) + min(r0 + i, p.M - 1u) * UNITS(LDA);
+    [[unroll]] for (uint i = 0u; i < ROWS; i++) yr[i] = AUNITS(A0) + min(r0 + i, p.M - 1u) * AUNITS(LDA);
+    uint alast = uint(textureSize(A)) - 1u;
     [[unroll]] for (uint v = 0u; v < COLS4; v++) {
         uint c4 = min(cb + 8u * v, K4 - 1u);
         kc[v] = 4u * c4;
@@ -31,7 +33,7 @@ void main()
     [[unroll]] for (uint i = 0u; i < ROWS * COLS4; i++) acc[i] = vec4(0.0);
     for (uint nc = 0u; nc < N4; nc += CHUNK) {
         for (uint n4 = nc; live && n4 < min(nc + CHUNK, N4); n4++) {
-            uint n = 4u * n4, yn = UNITS4(n4);
+            uint n = 4u * n4, yn = AUNITS4(n4);
             // rows of W past N multiply dY elements that read as 0
             vec4 w[4u * COLS4];
             [[unroll]] for (uint q = 0u; q < 4u; q++) {
@@ -39,7 +41,7 @@ void main()
                 [[unroll]] for (uint v = 0u; v < COLS4; v++) w[q * COLS4 + v] = load4(B, wn + wk[v], kc[v], p.K);
             }
             [[unroll]] for (uint i = 0u; i < ROWS; i++) {
-                vec4 a = load4(A, yr[i] + yn, n, p.N);
+                vec4 a = load4a(yr[i] + yn, n, p.N, alast);
                 [[unroll]] for (uint v = 0u; v < COLS4; v++)
                     acc[i * COLS4 + v] +=
                         a.x * w[v] + a.y * w[COLS4 + v] + a.z * w[2u * COLS4 + v] + a.w * w[3u * COLS4 + v];

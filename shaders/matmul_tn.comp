@@ -1,9 +1,10 @@
 #version 450
 // variant: vec4 -DVEC4=1
+// variant: shift -DVEC4=1 -DSHIFT_A=1
 // variant: scalar -DVEC4=0
 // dW[N,K] (+)= dY[M,N]^T · X[M,K], texel path (see matmul_common.glsl).
 // A = dY, B = X, C = dW; the reduction runs over the M tokens. VEC4 needs
-// N % 4 == 0 and K % 4 == 0. A block of dW rows reads a block of dY
+// N % 4 == 0 and K % 4 == 0; SHIFT_A only K % 4 == 0. A block of dW rows reads a block of dY
 // columns: a0 is that block's first column, lda the full width of dY.
 // Invocation: rows n0..n0+15 of dW and 4 vec4 columns, cb, cb+8, cb+16,
 // cb+24 (the 8 lanes of a subgroup read neighbouring texels of a row of
@@ -22,9 +23,9 @@ vec4 acc[ROWS * COLS4];
     {                                                                                                 \
         vec4 x[T * COLS4], dy[T * 4u];                                                                \
         [[unroll]] for (uint u = 0u; u < T; u++) {                                                    \
-            uint xu = xt + u * UNITS(LDB), yu = yt + u * UNITS(LDA);                                  \
+            uint xu = xt + u * UNITS(LDB), yu = yt + u * AUNITS(LDA);                                 \
             [[unroll]] for (uint v = 0u; v < COLS4; v++) x[u * COLS4 + v] = load4(B, xu + xk[v], kc[v], p.K); \
-            [[unroll]] for (uint h = 0u; h < 4u; h++) dy[u * 4u + h] = load4(A, yu + yn[h], nc[h], p.N); \
+            [[unroll]] for (uint h = 0u; h < 4u; h++) dy[u * 4u + h] = load4a(yu + yn[h], nc[h], p.N, alast); \
         }                                                                                             \
         [[unroll]] for (uint h = 0u; h < 4u; h++)                                                     \
             [[unroll]] for (uint e = 0u; e < 4u; e++)                                                 \
@@ -53,16 +54,17 @@ void main()
     [[unroll]] for (uint h = 0u; h < 4u; h++) {
         uint a4 = min(n0 / 4u + h, N4 - 1u);
         nc[h] = 4u * a4;
-        yn[h] = UNITS4(a4);
+        yn[h] = AUNITS4(a4);
     }
+    uint alast = uint(textureSize(A)) - 1u;
     [[unroll]] for (uint i = 0u; i < ROWS * COLS4; i++) acc[i] = vec4(0.0);
-    uint M4 = p.M / 4u, xt = UNITS(B0), yt = UNITS(A0);
+    uint M4 = p.M / 4u, xt = UNITS(B0), yt = AUNITS(A0);
     for (uint mc = 0u; mc < M4; mc += CHUNK) {
-        for (uint m4 = mc; live && m4 < min(mc + CHUNK, M4); m4++, xt += 4u * UNITS(LDB), yt += 4u * UNITS(LDA))
+        for (uint m4 = mc; live && m4 < min(mc + CHUNK, M4); m4++, xt += 4u * UNITS(LDB), yt += 4u * AUNITS(LDA))
             TN_STEP(4u)
         barrier();
     }
-    for (uint m = 4u * M4; live && m < p.M; m++, xt += UNITS(LDB), yt += UNITS(LDA))
+    for (uint m = 4u * M4; live && m < p.M; m++, xt += UNITS(LDB), yt += AUNITS(LDA))
         TN_STEP(1u)
     if (!live)
         return;

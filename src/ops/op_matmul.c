@@ -105,7 +105,10 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
         ops_check(names[l], roles[i], bufs[i], end[i]);
     }
 
-    int aligned = K % 4 == 0 && (l == NT || N % 4 == 0) && o[0].off % 4 == 0 && o[1].off % 4 == 0;
+    /* vec4 views: A's and B's rows are whole texels; shift: B's are, A is
+     * read at any float offset (nn and tn, A = dY of N columns). */
+    int b4 = K % 4 == 0 && o[1].off % 4 == 0, a4 = (l == NT ? K : N) % 4 == 0 && o[0].off % 4 == 0;
+    int shift = b4 && !a4 && l != NT, aligned = (a4 && b4) || shift;
     enum gpu_binding_kind tk = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
     size_t tlimit = gpu_texel_limit(g, tk);
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit && end[1] <= tlimit;
@@ -139,7 +142,9 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
         if (cap[d] == size[d])
             continue;
         cap[d] -= cap[d] >= tile[d] ? cap[d] % tile[d] : cap[d] >= 4 ? cap[d] % 4 : 0;
-        if (texel && aligned && cap[d] % 4)
+        /* a block must start on a texel where d runs along a vec4 view's rows */
+        int whole = ((int)o[0].inner == d && a4 && !shift) || ((int)o[1].inner == d && b4);
+        if (texel && aligned && whole && cap[d] % 4)
             vkt_fatal("%s: 4 rows of the output '%s' exceed the storage binding limit (%zu bytes)", names[l],
                       gpu_buffer_name(c), limit);
     }
@@ -147,7 +152,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     struct gpu_kernel *k;
     if (texel) {
         char shader[32];
-        snprintf(shader, sizeof shader, "%s_%s", names[l], aligned ? "vec4" : "scalar");
+        snprintf(shader, sizeof shader, "%s_%s", names[l], shift ? "shift" : aligned ? "vec4" : "scalar");
         /* SPLIT (spec constant 0) = 1 when there is more than one block
          * or an input starts past its buffer's first element. */
         uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED] || o[0].off || o[1].off;
