@@ -129,13 +129,14 @@ MPIRUN = ["timeout", "300", "mpirun", "--oversubscribe", "-np", "2"]
 
 
 def vk_run(arch, what, cmd, out, losses, start, state):
-    """One vktrain run: its losses against PEFT's, its final adapter against PyTorch's."""
+    """One vktrain run: its losses against PEFT's, its final adapter against PyTorch's.
+    Returns the finished process (None when it failed)."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", LP_NUM_THREADS="1")
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode:
         print(r.stdout[-3000:], r.stderr[-3000:])
         check(f"{arch} {what}: vktrain train exits 0", False)
-        return False
+        return None
     metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     for s in range(STEPS):
         vk = next(m["loss"] for m in metrics if m["step"] == s + 1)
@@ -152,7 +153,7 @@ def vk_run(arch, what, cmd, out, losses, start, state):
         worst, least = max(worst, err / moved), min(least, moved)
     check(f"{arch} {what}: adapters within 2e-3 of their movement", worst <= 2e-3 and least > 1e-3,
           f"worst ratio {worst:.2e}, least movement {least:.2e}")
-    return True
+    return r
 
 
 def run_case(arch, work, gen):
@@ -228,9 +229,12 @@ def run_bf16_base(arch, work, src, ad, recipe, x, xv, start):
     src16, out = os.path.join(work, arch + "-base16"), os.path.join(work, arch + "-out16")
     load_base(src).to(torch.bfloat16).save_pretrained(src16)
     losses, state = torch_train(src16, ad, x)
-    if not vk_run(arch, "bf16 base", [VKTRAIN, "train", "--config", recipe, f"model.init_from={src16}",
-                                      "model.base_dtype=bf16", f"output_dir={out}"], out, losses, start, state):
+    r = vk_run(arch, "bf16 base", [VKTRAIN, "train", "--config", recipe, f"model.init_from={src16}",
+                                   "model.base_dtype=bf16", f"output_dir={out}"], out, losses, start, state)
+    if not r:
         return
+    check(f"{arch} bf16 base: vktrain keeps the base's matrices in bf16", "(its matrices in bf16)" in r.stdout,
+          r.stdout[:400])
     with torch.no_grad():
         via_peft = PeftModel.from_pretrained(load_base(src16), out)(input_ids=xv).logits
         merged = load_base(os.path.join(out, "merged"))(input_ids=xv).logits
