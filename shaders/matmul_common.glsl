@@ -66,7 +66,17 @@ layout(constant_id = 0) const uint SPLIT = 0u;
 #define LDB (SPLIT != 0u ? p.ldb : LDB_WHOLE)
 
 layout(binding = 0) uniform samplerBuffer A;
+// BF16_B (nt and nn): B, the weight, holds bf16 values (a frozen base,
+// model.base_dtype bf16), read through an R32G32_UINT view (VEC4: four
+// bf16 per texel, the first in the low half of .x) or an R16_UINT one. A
+// bf16 is the upper half of the fp32 of the same value, so a shift widens
+// it and the products are those of the fp32 kernel on the same weights
+// rounded to bf16, bit for bit.
+#if BF16_B
+layout(binding = 1) uniform usamplerBuffer B;
+#else
 layout(binding = 1) uniform samplerBuffer B;
+#endif
 layout(std430, binding = 2) buffer Out { float C[]; };
 
 // UNITS(e): e floats (a multiple of 4 with VEC4) as texels of a view;
@@ -103,6 +113,25 @@ vec4 load4(samplerBuffer T, uint at, uint c, uint cols)
         v[j] = c + j < cols ? texelFetch(T, int(at + cj - c)).x : 0.0;
     }
     return v;
+#endif
+}
+
+// load4 for B: the same four values, from bf16 with BF16_B.
+vec4 loadB4(uint at, uint c, uint cols)
+{
+#if BF16_B && VEC4
+    uvec2 u = texelFetch(B, int(at)).xy;
+    return vec4(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u), uintBitsToFloat(u.y << 16),
+                uintBitsToFloat(u.y & 0xffff0000u));
+#elif BF16_B
+    vec4 v;
+    [[unroll]] for (uint j = 0u; j < 4u; j++) {
+        uint cj = min(c + j, cols - 1u);
+        v[j] = c + j < cols ? uintBitsToFloat(texelFetch(B, int(at + cj - c)).x << 16) : 0.0;
+    }
+    return v;
+#else
+    return load4(B, at, c, cols);
 #endif
 }
 

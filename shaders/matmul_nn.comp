@@ -2,9 +2,12 @@
 // variant: vec4 -DVEC4=1
 // variant: shift -DVEC4=1 -DSHIFT_A=1
 // variant: scalar -DVEC4=0
+// variant: vec4_bf16 -DVEC4=1 -DBF16_B=1
+// variant: shift_bf16 -DVEC4=1 -DSHIFT_A=1 -DBF16_B=1
+// variant: scalar_bf16 -DVEC4=0 -DBF16_B=1
 // dX[M,K] (+)= dY[M,N] · W[N,K], texel path (see matmul_common.glsl).
 // A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs N % 4 == 0
-// and K % 4 == 0; SHIFT_A only K % 4 == 0.
+// and K % 4 == 0; SHIFT_A only K % 4 == 0. BF16_B: W holds bf16.
 // Invocation: rows r0..r0+15 of dX and 4 vec4 columns, cb, cb+8, cb+16,
 // cb+24 (so the 8 lanes of a subgroup read 8 neighbouring texels of a row
 // of W); per step of 4 along N, one vec4 of dY per row times four rows of
@@ -38,7 +41,7 @@ void main()
             vec4 w[4u * COLS4];
             [[unroll]] for (uint q = 0u; q < 4u; q++) {
                 uint wn = min(n + q, p.N - 1u) * UNITS(LDB);
-                [[unroll]] for (uint v = 0u; v < COLS4; v++) w[q * COLS4 + v] = load4(B, wn + wk[v], kc[v], p.K);
+                [[unroll]] for (uint v = 0u; v < COLS4; v++) w[q * COLS4 + v] = loadB4(wn + wk[v], kc[v], p.K);
             }
             [[unroll]] for (uint i = 0u; i < ROWS; i++) {
                 vec4 a = load4a(yr[i] + yn, n, p.N, alast);

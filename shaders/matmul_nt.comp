@@ -1,8 +1,10 @@
 #version 450
 // variant: vec4 -DVEC4=1
 // variant: scalar -DVEC4=0
+// variant: vec4_bf16 -DVEC4=1 -DBF16_B=1
+// variant: scalar_bf16 -DVEC4=0 -DBF16_B=1
 // Y[M,N] (+)= X[M,K] · W[N,K]^T, texel path (see matmul_common.glsl).
-// A = X, B = W, C = Y. VEC4 needs K % 4 == 0.
+// A = X, B = W, C = Y. VEC4 needs K % 4 == 0; BF16_B: W holds bf16.
 // Invocation: rows r0..r0+15 of Y, columns c0..c0+15; per step of 4 along
 // K, one vec4 of X per row and one of W per column, and each output adds
 // the dot product of its row's and column's vec4.
@@ -27,7 +29,7 @@ void main()
         for (uint k4 = kc; live && k4 < min(kc + CHUNK, K4); k4++) {
             uint k = 4u * k4, kt = UNITS4(k4);
             vec4 w[COLS];
-            [[unroll]] for (uint j = 0u; j < COLS; j++) w[j] = load4(B, wr[j] + kt, k, p.K);
+            [[unroll]] for (uint j = 0u; j < COLS; j++) w[j] = loadB4(wr[j] + kt, k, p.K);
             [[unroll]] for (uint i = 0u; i < ROWS; i++) {
                 vec4 x = load4(A, xr[i] + kt, k, p.K);
                 [[unroll]] for (uint j = 0u; j < COLS; j++) acc[i * COLS + j] += dot(x, w[j]);

@@ -12,12 +12,17 @@
 // element within the ranges bound for it; C's rows are ldc apart.
 // The workgroup is WG_X x WG_Y (specialization constants 0 and 1, chosen
 // by the host from the device limits); each invocation computes
-// (64/WG_Y) x (64/WG_X) outputs.
+// (64/WG_Y) x (64/WG_X) outputs. BF16_B (specialization constant 2): B
+// holds bf16 values (a frozen weight, model.base_dtype bf16), two per uint,
+// element e in the low half of uint e/2 when e is even; loadB widens one
+// by a shift, so the products are those of the fp32 kernel on the same
+// weights rounded to bf16, bit for bit.
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 0) const uint WG_X = 16;
 layout(constant_id = 1) const uint WG_Y = 16;
+layout(constant_id = 2) const uint BF16_B = 0;
 #define TM 64u
 #define TN 64u
 #define TK 16u
@@ -31,8 +36,16 @@ layout(push_constant) uniform Push {
 } p;
 
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
-layout(std430, binding = 1) readonly buffer BB { float B[]; };
+layout(std430, binding = 1) readonly buffer BB { uint B[]; };
 layout(std430, binding = 2) buffer BC { float C[]; };
+
+float loadB(uint e)
+{
+    if (BF16_B == 0u)
+        return uintBitsToFloat(B[e]);
+    uint u = B[e >> 1];
+    return uintBitsToFloat((e & 1u) != 0u ? u & 0xffff0000u : u << 16);
+}
 
 shared float As[TK][TM];
 shared float Bs[TK][TN];
@@ -55,7 +68,7 @@ void main()
         for (uint e = tid; e < TK * TN; e += nthreads) {
             uint kk = e / TN, nn = e % TN;
             uint n = n0 + nn, k = k0 + kk;
-            Bs[kk][nn] = (n < p.N && k < p.K) ? B[p.b0 + k * p.sbk + n * p.sbn] : 0.0;
+            Bs[kk][nn] = (n < p.N && k < p.K) ? loadB(p.b0 + k * p.sbk + n * p.sbn) : 0.0;
         }
         barrier();
         [[unroll]] for (uint kk = 0u; kk < TK; kk++) {

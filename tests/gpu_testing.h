@@ -37,6 +37,35 @@ static inline struct gpu_buffer *buffer_from_doubles(struct gpu *g, const double
     return b;
 }
 
+/* x rounded to bf16 in place (to nearest even, as the model's upload
+ * does), and a buffer holding those bf16 values, tagged bf16 and a whole
+ * number of uints long (what the model makes for a bf16 weight). */
+static inline void round_to_bf16(double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)x[i];
+        uint16_t h;
+        vkt_bf16_round(&h, &f, 1);
+        vkt_bf16_widen(&f, &h, 1);
+        x[i] = f;
+    }
+}
+static inline struct gpu_buffer *buffer_bf16_from_doubles(struct gpu *g, double *x, size_t n, const char *name)
+{
+    round_to_bf16(x, n);
+    uint16_t *h = vkt_calloc(n + 2, sizeof *h, name);
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)x[i];
+        vkt_bf16_round(&h[i], &f, 1);
+    }
+    size_t bytes = (n * 2 + 3) / 4 * 4;
+    struct gpu_buffer *b = gpu_buffer_create(g, bytes, name);
+    gpu_buffer_set_dtype(b, GPU_DTYPE_BF16);
+    gpu_upload(g, b, 0, h, bytes);
+    free(h);
+    return b;
+}
+
 /* n values uniform in [−scale, scale), each rounded to a float (what a
  * buffer will hold, so the reference sees the same inputs). */
 static inline double *random_floats(struct ref_rng *rng, size_t n, double scale)

@@ -28,6 +28,11 @@ Checked:
             held-out windows, the logits transformers gives for vktrain's
             merged model (lora.merge_on_save: output_dir/merged), max |diff| < 1e-4 x max |logit|;
             and neither equals the base's logits (the adapter moved them).
+bf16 base (llama): the base saved in bfloat16; PEFT trains over it loaded
+as float32 (the bf16 values exactly), vktrain with model.base_dtype: bf16
+(the frozen matrices stored in bf16 on the device): the same loss and
+adapter checks, and PEFT over the bf16 base with vktrain's adapter gives
+its merged model's logits (merged/ holds the base as loaded, bf16 values).
 An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
 logits bit for bit, are checked on the device by test_lora_model (C)."""
 import json
@@ -124,13 +129,14 @@ MPIRUN = ["timeout", "300", "mpirun", "--oversubscribe", "-np", "2"]
 
 
 def vk_run(arch, what, cmd, out, losses, start, state):
-    """One vktrain run: its losses against PEFT's, its final adapter against PyTorch's."""
+    """One vktrain run: its losses against PEFT's, its final adapter against PyTorch's.
+    Returns the finished process (None when it failed)."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", LP_NUM_THREADS="1")
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode:
         print(r.stdout[-3000:], r.stderr[-3000:])
         check(f"{arch} {what}: vktrain train exits 0", False)
-        return False
+        return None
     metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     for s in range(STEPS):
         vk = next(m["loss"] for m in metrics if m["step"] == s + 1)
@@ -147,7 +153,7 @@ def vk_run(arch, what, cmd, out, losses, start, state):
         worst, least = max(worst, err / moved), min(least, moved)
     check(f"{arch} {what}: adapters within 2e-3 of their movement", worst <= 2e-3 and least > 1e-3,
           f"worst ratio {worst:.2e}, least movement {least:.2e}")
-    return True
+    return r
 
 
 def run_case(arch, work, gen):
@@ -215,6 +221,26 @@ save_every_n_steps: 2
     check(f"{arch}: PEFT loads vktrain's adapter and gives its merged model's logits", diff < 1e-4 * scale,
           f"max |diff| {diff:.2e}, max |logit| {scale:.2f}")
     check(f"{arch}: the adapter changes the base's logits", (merged - base).abs().max().item() > 1e-2)
+    if arch == "llama":
+        run_bf16_base(arch, work, src, ad, recipe, x, xv, start)
+
+
+def run_bf16_base(arch, work, src, ad, recipe, x, xv, start):
+    src16, out = os.path.join(work, arch + "-base16"), os.path.join(work, arch + "-out16")
+    load_base(src).to(torch.bfloat16).save_pretrained(src16)
+    losses, state = torch_train(src16, ad, x)
+    r = vk_run(arch, "bf16 base", [VKTRAIN, "train", "--config", recipe, f"model.init_from={src16}",
+                                   "model.base_dtype=bf16", f"output_dir={out}"], out, losses, start, state)
+    if not r:
+        return
+    check(f"{arch} bf16 base: vktrain keeps the base's matrices in bf16", "(its matrices in bf16)" in r.stdout,
+          r.stdout[:400])
+    with torch.no_grad():
+        via_peft = PeftModel.from_pretrained(load_base(src16), out)(input_ids=xv).logits
+        merged = load_base(os.path.join(out, "merged"))(input_ids=xv).logits
+    diff, scale = (via_peft - merged).abs().max().item(), merged.abs().max().item()
+    check(f"{arch} bf16 base: PEFT over the bf16 base with vktrain's adapter gives its merged model's logits",
+          diff < 1e-4 * scale, f"max |diff| {diff:.2e}, max |logit| {scale:.2f}")
 
 
 def main():

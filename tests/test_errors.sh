@@ -151,6 +151,8 @@ entry out-of-range 1 "nan_max_skips: 0 is out of range (must be >= 1)" "A number
   train nan_max_skips=0
 entry resume-and-overwrite 1 "resume and overwrite" "Two keys that exclude each other." \
   train resume=true overwrite=true
+entry base-dtype-without-lora 1 "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them" \
+  "A bf16 base without LoRA: only frozen weights may be stored in bf16." train model.base_dtype=bf16
 
 section "Data" "The dataset files (docs/data.md); read before the model is built, so nothing is left behind."
 entry data-missing 1 "missing.txt" "A dataset path that does not exist." \

@@ -14,7 +14,8 @@
  *     input gradients, cross-entropy, attention and flash attention;
  *   within float rounding where a reduction is split or changes shape
  *     (sums, sums of squares, column sums behind the norm weight and bias
- *     gradients, matmul): max|a − b| ≤ 1e-5 · max|a| over the op's output.
+ *     gradients, matmul, also with a bf16 weight): max|a − b| ≤ 1e-5 · max|a|
+ *     over the op's output.
  *     An indexing mistake in a range gives errors of the size of the values.
  * Each case must also take more dispatches under the limits it is meant to
  * split by (the profiler counts them), so a split path that silently did
@@ -292,6 +293,22 @@ static void run_matmul(struct gpu *g, struct out *o)
     destroy(g, b, 5);
 }
 
+/* A bf16 weight (model.base_dtype bf16): nt and nn read it in ranges too
+ * (texel_elements=4096 sends them to the storage path). */
+static void run_matmul_bf16(struct gpu *g, struct out *o)
+{
+    uint32_t M = 520, N = 200, K = 68;
+    double *w = random_floats(&rng, (size_t)N * K, 1);
+    struct gpu_buffer *b[4] = {rand_buf(g, (size_t)M * K, 1, "x"), buffer_bf16_from_doubles(g, w, (size_t)N * K, "w"),
+                               rand_buf(g, (size_t)M * N, 1, "y"), rand_buf(g, (size_t)M * K, 1, "dx")};
+    op_matmul_nt(g, b[0], b[1], b[2], M, N, K, 1);
+    op_matmul_nn(g, b[2], b[1], b[3], M, N, K, 1);
+    take(g, o, ROUNDED, b[2], (size_t)M * N);
+    take(g, o, ROUNDED, b[3], (size_t)M * K);
+    destroy(g, b, 4);
+    free(w);
+}
+
 enum { SPLIT_TIGHT = 1, SPLIT_WORKGROUPS = 2 };
 static const struct {
     const char *name;
@@ -310,6 +327,7 @@ static const struct {
     {"attention", run_attention, SPLIT_TIGHT | SPLIT_WORKGROUPS},
     {"flash_attention", run_flash, SPLIT_TIGHT | SPLIT_WORKGROUPS},
     {"matmul", run_matmul, SPLIT_TIGHT | SPLIT_WORKGROUPS},
+    {"matmul_bf16", run_matmul_bf16, SPLIT_TIGHT | SPLIT_WORKGROUPS},
 };
 
 /* Runs case c under limits spec (NULL: none) from the same seed; returns

@@ -32,7 +32,22 @@ static double *random_doubles(size_t n)
 enum layout { NT, NN, TN };
 static const char *layout_name[] = {"nt", "nn", "tn"};
 
-static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
+static void matmul_run(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
+                       int M, int N, int K, int accumulate)
+{
+    if (l == NT)
+        op_matmul_nt(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    else if (l == NN)
+        op_matmul_nn(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    else
+        op_matmul_tn(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+}
+
+/* bf16 (nt, nn): the weight b is rounded to bf16 and given as a bf16
+ * buffer; with `same_order` (no limits that split the reduction, which
+ * may split at other places for a 2-byte weight) the result must also
+ * equal, bit for bit, the fp32 kernel's on the rounded weight. */
+static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int accumulate, int bf16, int same_order)
 {
     /* nt: a = X (M,K), b = W (N,K), c = Y (M,N)
      * nn: a = dY (M,N), b = W (N,K), c = dX (M,K)
@@ -40,6 +55,7 @@ static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int a
     size_t na = (size_t)M * (l == NT ? K : N), nb = (size_t)(l == TN ? M : N) * K;
     size_t nc = l == NT ? (size_t)M * N : l == NN ? (size_t)M * K : (size_t)N * K;
     double *a = random_doubles(na), *b = random_doubles(nb), *c0 = random_doubles(nc);
+    struct gpu_buffer *bb = bf16 ? buffer_bf16_from_doubles(g, b, nb, "b") : buffer_from_doubles(g, b, nb, "b");
     double *ref = vkt_calloc(nc, sizeof *ref, "reference");
     if (accumulate)
         memcpy(ref, c0, nc * sizeof *ref);
@@ -60,23 +76,39 @@ static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int a
         ref_matmul_backward(NULL, ref, NULL, a, b, NULL, M, K, N);
         break;
     }
-    struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a"), *bb = buffer_from_doubles(g, b, nb, "b");
+    struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a");
     struct gpu_buffer *bc = buffer_from_doubles(g, c0, nc, "c");
-    if (l == NT)
-        op_matmul_nt(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
-    else if (l == NN)
-        op_matmul_nn(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
-    else
-        op_matmul_tn(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    matmul_run(g, l, ba, bb, bc, M, N, K, accumulate);
     float *out = download_floats(g, bc, nc);
+    const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
     double err = normalized_error(out, ref, nc);
-    CHECK(err < 1e-10, "matmul_%s %s M=%d N=%d K=%d acc=%d: normalized error %.3g", layout_name[l],
-          gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", M, N, K, accumulate, err);
+    CHECK(err < 1e-10, "matmul_%s%s %s M=%d N=%d K=%d acc=%d: normalized error %.3g", layout_name[l],
+          bf16 ? " (bf16 weight)" : "", family, M, N, K, accumulate, err);
+    if (bf16 && same_order) {
+        struct gpu_buffer *b32 = buffer_from_doubles(g, b, nb, "b fp32"), *c32 = buffer_from_doubles(g, c0, nc, "c");
+        matmul_run(g, l, ba, b32, c32, M, N, K, accumulate);
+        float *want = download_floats(g, c32, nc);
+        size_t differ = 0;
+        for (size_t i = 0; i < nc; i++)
+            differ += memcmp(&out[i], &want[i], sizeof *out) != 0;
+        CHECK(differ == 0,
+              "matmul_%s %s M=%d N=%d K=%d: %zu of %zu outputs of the bf16 weight differ from the fp32 "
+              "kernel's on the same rounded weight (bitwise expected)",
+              layout_name[l], family, M, N, K, differ, nc);
+        free(want);
+        gpu_buffer_destroy(g, b32);
+        gpu_buffer_destroy(g, c32);
+    }
     free(out);
     gpu_buffer_destroy(g, ba);
     gpu_buffer_destroy(g, bb);
     gpu_buffer_destroy(g, bc);
     free(a), free(b), free(c0), free(ref), free(tmp);
+}
+
+static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
+{
+    matmul_case(g, l, M, N, K, accumulate, 0, 0);
 }
 
 static void test_elementwise(struct gpu *g, size_t n)
@@ -177,6 +209,20 @@ int main(void)
         test_matmul(g, TN, 140003, 5, 6, 1);
         test_matmul(g, NT, 3, 5, 270001, 0);
         test_matmul(g, NN, 3, 270004, 4, 1);
+        /* A bf16 weight (model.base_dtype bf16) in nt and nn: against the
+         * reference on the rounded weight, and bit for bit against the fp32
+         * kernel on it; vec4, scalar and (nn, N % 4 != 0) shift views. Then
+         * split by the storage limits, against the reference only. */
+        static const int bf16_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {129, 33, 65}, {130, 37, 68}, {33, 18, 20}};
+        for (size_t s = 0; s < sizeof bf16_shapes / sizeof bf16_shapes[0]; s++)
+            for (int l = 0; l < 2; l++)
+                matmul_case(g, (enum layout)l, bf16_shapes[s][0], bf16_shapes[s][1], bf16_shapes[s][2], l, 1, 1);
+        for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
+            gpu_set_limits(g, limits[li]);
+            for (int l = 0; l < 2; l++)
+                matmul_case(g, (enum layout)l, 261, 203, 67, 1, 1, 0);
+            gpu_set_limits(g, NULL);
+        }
     }
     /* Elementwise ops on both families: exact C bits; odd lengths leave a
      * tail of n % 4 after the texel kernels' vec4 chunks. */

@@ -22,6 +22,7 @@ enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
 enum save_dtype { SAVE_FP32, SAVE_BF16 };
+enum base_dtype { BASE_FP32, BASE_BF16 };
 
 struct config_model {
     enum config_arch arch;
@@ -38,6 +39,7 @@ struct config_model {
     double init_std;
     char *init_from; /* NULL: random init */
     bool activation_checkpointing;
+    enum base_dtype base_dtype; /* bf16: LoRA's frozen base weights stored in bf16 */
 };
 
 struct config_tokenizer {

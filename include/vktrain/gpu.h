@@ -52,6 +52,7 @@ struct gpu_device_info {
     uint64_t max_allocation_size;      /* maxMemoryAllocationSize (Vulkan 1.1 maintenance3) */
     uint32_t max_allocation_count;     /* maxMemoryAllocationCount */
     int float16, int64, texel_vec4;    /* shaderFloat16, shaderInt64, RGBA32F uniform texel buffers */
+    int texel_bf16;                    /* R16_UINT and R32G32_UINT uniform texel buffers (bf16 views) */
     /* Loop iterations one invocation may run in total, 0 = no limit. Mesa's
      * llvmpipe ends any loop after 65,535 iterations (a guard against
      * endless shaders), so ops split longer walks into several dispatches. */
@@ -111,6 +112,12 @@ struct gpu_buffer *gpu_buffer_create(struct gpu *g, size_t bytes, const char *na
 void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b);
 size_t gpu_buffer_size(const struct gpu_buffer *b);
 const char *gpu_buffer_name(const struct gpu_buffer *b);
+/* What a buffer's elements are, for the ops that read either kind (the
+ * matmul's weight operand): fp32 unless set. A tag only: sizes stay in
+ * bytes, and the caller converts what it uploads and downloads. */
+enum gpu_dtype { GPU_DTYPE_F32, GPU_DTYPE_BF16 };
+void gpu_buffer_set_dtype(struct gpu_buffer *b, enum gpu_dtype t);
+enum gpu_dtype gpu_buffer_dtype(const struct gpu_buffer *b);
 
 /* Device memory. Buffers are sub-allocated from a few large blocks per
  * memory type (src/gpu/gpu_alloc.c). Each buffer belongs to the category in
@@ -165,6 +172,10 @@ enum gpu_binding_kind {
     GPU_BIND_STORAGE,    /* std430 storage buffer */
     GPU_BIND_TEXEL_VEC4, /* uniform texel buffer, VK_FORMAT_R32G32B32A32_SFLOAT */
     GPU_BIND_TEXEL_F32,  /* uniform texel buffer, VK_FORMAT_R32_SFLOAT */
+    /* bf16 elements read as uints (the shader widens them by a shift) */
+    GPU_BIND_TEXEL_BF16X4, /* uniform texel buffer, VK_FORMAT_R32G32_UINT: 4 bf16 per texel */
+    GPU_BIND_TEXEL_BF16,   /* uniform texel buffer, VK_FORMAT_R16_UINT: 1 bf16 per texel */
+    GPU_BIND_KINDS
 };
 #define GPU_MAX_BINDINGS 8
 #define GPU_MAX_SPEC 8

@@ -56,6 +56,11 @@ struct model_config {
     float lora_alpha;
     int lora_n_targets;
     const char *const *lora_targets;
+    /* model.base_dtype bf16 (needs lora_rank): the frozen linear weights
+     * (and an untied LM head) live on the device as bf16, rounded to
+     * nearest even from what is uploaded; the matmuls widen them. The
+     * embedding tables, norms and biases stay fp32. */
+    int base_bf16;
 };
 
 /* INIT_LORA_A: uniform in ±1/sqrt(in), what PEFT's kaiming_uniform_(a=√5) gives. */
@@ -71,6 +76,7 @@ struct model_param {
     enum model_init init;
     int stage;                   /* its gradient is complete after this backward stage */
     int adapter;                 /* a LoRA A or B: named as PEFT saves it, not part of the model's files */
+    int bf16;                    /* w holds bf16 (a frozen weight with base_bf16): read it with model_param_download */
     struct gpu_buffer *w, *grad; /* grad NULL: frozen (LoRA's base), or a weights-only model */
 };
 
@@ -123,6 +129,12 @@ struct model_param *model_tensor(struct model *m, int i);
 struct model_param *model_param_find(struct model *m, const char *hf_name);
 size_t model_numel(const struct model *m); /* the whole table */
 size_t model_trained_numel(const struct model *m);
+
+/* A tensor's values to and from the host as numel floats, converting where
+ * it is stored as bf16 (the upload rounds to nearest even, so a bf16
+ * checkpoint's values arrive exactly; the download widens exactly). */
+void model_param_upload(struct model *m, struct model_param *p, const float *host);
+void model_param_download(struct model *m, const struct model_param *p, float *host);
 
 /* normal(0, init_std) for matrices and embeddings, ones for norm weights,
  * zeros for biases and LoRA's B, INIT_LORA_A for LoRA's A, from a generator seeded by (seed, parameter name): the

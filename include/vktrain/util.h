@@ -50,6 +50,12 @@ int vkt_mkdir_p(const char *path);
  * same stream on every platform. Init, data order and sampling use it. */
 uint64_t vkt_splitmix64(uint64_t *state);
 
+/* bfloat16, the upper half of an fp32: vkt_bf16_round rounds n floats to
+ * nearest even as torch's .to(torch.bfloat16) does (NaN stays NaN), and
+ * vkt_bf16_widen gives back each value exactly. */
+void vkt_bf16_round(uint16_t *out, const float *x, size_t n);
+void vkt_bf16_widen(float *out, const uint16_t *h, size_t n);
+
 /* Monotonic clock in seconds. */
 double vkt_now(void);
 

@@ -52,14 +52,6 @@ static float f16_to_f32(uint16_t h)
     return f;
 }
 
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 /* ---- reading ---- */
 
 enum st_dtype { DT_F32, DT_F16, DT_BF16, DT_OTHER };
@@ -176,7 +168,10 @@ static int read_tensor(FILE *f, const char *path, uint64_t data_start, const str
     const uint8_t *p = raw;
     for (size_t i = 0; !rc && e->dt != DT_F32 && i < n; i++) {
         uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
-        t->data[i] = e->dt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        if (e->dt == DT_F16)
+            t->data[i] = f16_to_f32(h);
+        else
+            vkt_bf16_widen(&t->data[i], &h, 1);
     }
     if (raw != (void *)t->data)
         free(raw);
@@ -342,21 +337,6 @@ static json_t *header_build(const char *path, const struct st_tensor *t, int n, 
     return root;
 }
 
-/* f32 -> bf16, rounding to nearest even as torch's .to(torch.bfloat16); NaN stays NaN. */
-static uint16_t *to_bf16(const float *x, size_t n)
-{
-    uint16_t *out = vkt_malloc((n ? n : 1) * sizeof *out, "bf16 tensor");
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        if ((u & 0x7fffffffu) > 0x7f800000u)
-            out[i] = (uint16_t)((u >> 16) | 0x40);
-        else
-            out[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-    }
-    return out;
-}
-
 int st_write(const char *path, const struct st_tensor *t, int n, const char *metadata_json, char *err, size_t errlen)
 {
     return st_write_dtype(path, t, n, metadata_json, 0, err, errlen);
@@ -479,7 +459,8 @@ int st_write_fill(const char *path, const struct st_tensor *t, int n, const char
                 x = buf;
             }
             if (bf16) {
-                uint16_t *h = to_bf16(x, numel);
+                uint16_t *h = vkt_malloc((numel ? numel : 1) * sizeof *h, "bf16 tensor");
+                vkt_bf16_round(h, x, numel);
                 atomic_chunk(&a, h, numel * 2);
                 free(h);
             } else {

@@ -69,8 +69,8 @@ int cli_devices(int argc, char **argv)
         if (x->max_loop_iterations)
             printf("    loop limit           %u iterations per invocation (kernels split longer loops)\n",
                    x->max_loop_iterations);
-        printf("    features             float16 %s, int64 %s, RGBA32F texel buffers %s\n", yes(x->float16),
-               yes(x->int64), yes(x->texel_vec4));
+        printf("    features             float16 %s, int64 %s, RGBA32F texel buffers %s, bf16 texel views %s\n",
+               yes(x->float16), yes(x->int64), yes(x->texel_vec4), yes(x->texel_bf16));
         for (uint32_t h = 0; h < x->heap_count; h++)
             printf("    memory heap %u        %.1f GiB%s\n", h, (double)x->heap_size[h] / (1 << 30),
                    x->heap_device_local[h] ? " device-local" : "");

@@ -376,6 +376,10 @@ int config_resolve(struct config_ctx *ctx)
         return -1;
     if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_lora(ctx) || check_sizes(ctx))
         return -1;
+    if (ctx->cfg->model.base_dtype == BASE_BF16 && !ctx->cfg->lora.rank)
+        return config_fail(ctx, K("model.base_dtype"),
+                           "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them: add a lora "
+                           "section (lora.rank or lora.init_from), or use fp32");
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),
                            "resume and overwrite: resume: true continues the run in output_dir, overwrite: "

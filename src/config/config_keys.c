@@ -21,7 +21,7 @@ static const char *const chat_template_names[] = {"auto", "llama3", "chatml", "l
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
-static const char *const save_dtype_names[] = {"fp32", "bf16", NULL};
+static const char *const dtype_names[] = {"fp32", "bf16", NULL}; /* save_dtype, base_dtype */
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
@@ -42,6 +42,8 @@ const struct config_key config_keys[] = {
     {"model.init_from", KT_STR, OFF(model.init_from), 0, 0, KF_NULL | KF_PATH, NULL},
     /* Not hashed: the same gradients bit for bit, so a run may resume with it toggled. */
     {"model.activation_checkpointing", KT_BOOL, OFF(model.activation_checkpointing), 0, 0, KF_NOHASH, NULL},
+    /* Hashed only at bf16 (it rounds the base), so earlier recipes keep their hash. */
+    {"model.base_dtype", KT_ENUM, OFF(model.base_dtype), 0, 0, 0, dtype_names},
     {"tokenizer.type", KT_ENUM, OFF(tokenizer.type), 0, 0, 0, tokenizer_names},
     {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL | KF_PATH, NULL},
     {"tokenizer.chat_template", KT_ENUM, OFF(tokenizer.chat_template), 0, 0, 0, chat_template_names},
@@ -75,7 +77,7 @@ const struct config_key config_keys[] = {
     {"resume", KT_BOOL, OFF(resume), 0, 0, KF_NOHASH, NULL},
     {"overwrite", KT_BOOL, OFF(overwrite), 0, 0, KF_NOHASH, NULL},
     /* Not hashed: how the final model is written, not what is trained. */
-    {"save_dtype", KT_ENUM, OFF(save_dtype), 0, 0, KF_NOHASH, save_dtype_names},
+    {"save_dtype", KT_ENUM, OFF(save_dtype), 0, 0, KF_NOHASH, dtype_names},
     {"save_shard_mb", KT_INT, OFF(save_shard_mb), 1, IMAX, KF_NOHASH, NULL},
     /* Not hashed: a run stopped by a non-finite step may resume with skip. */
     {"nan_policy", KT_ENUM, OFF(nan_policy), 0, 0, KF_NOHASH, nan_policy_names},
@@ -430,11 +432,13 @@ void config_print(const struct config *cfg, FILE *f)
     }
 }
 
-/* Whether key k enters the hash: not KF_NOHASH, and the lora keys only with
- * LoRA on (off, they are all at their defaults), so the recipes of earlier
- * versions keep their hash. */
+/* Whether key k enters the hash: not KF_NOHASH, the lora keys only with
+ * LoRA on (off, they are all at their defaults), model.base_dtype only at
+ * bf16, so the recipes of earlier versions keep their hash. */
 static int hashed(const struct config *cfg, int k)
 {
+    if (!strcmp(config_keys[k].name, "model.base_dtype"))
+        return cfg->model.base_dtype != BASE_FP32;
     return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(config_keys[k].name, "lora.", 5));
 }
 

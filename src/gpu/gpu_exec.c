@@ -106,10 +106,24 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
     return k;
 }
 
+/* Bytes of one texel, and the view's format, of a texel binding kind. */
+static size_t texel_bytes(enum gpu_binding_kind kind)
+{
+    static const size_t bytes[GPU_BIND_KINDS] = {
+        [GPU_BIND_TEXEL_VEC4] = 16, [GPU_BIND_TEXEL_F32] = 4, [GPU_BIND_TEXEL_BF16X4] = 8, [GPU_BIND_TEXEL_BF16] = 2};
+    return bytes[kind];
+}
+static VkFormat texel_format(enum gpu_binding_kind kind)
+{
+    static const VkFormat formats[GPU_BIND_KINDS] = {
+        [GPU_BIND_TEXEL_VEC4] = VK_FORMAT_R32G32B32A32_SFLOAT, [GPU_BIND_TEXEL_F32] = VK_FORMAT_R32_SFLOAT,
+        [GPU_BIND_TEXEL_BF16X4] = VK_FORMAT_R32G32_UINT, [GPU_BIND_TEXEL_BF16] = VK_FORMAT_R16_UINT};
+    return formats[kind];
+}
+
 size_t gpu_texel_limit(const struct gpu *g, enum gpu_binding_kind kind)
 {
-    size_t texel = kind == GPU_BIND_TEXEL_VEC4 ? 16 : 4;
-    return (size_t)g->info.max_texel_buffer_elements * texel;
+    return (size_t)g->info.max_texel_buffer_elements * texel_bytes(kind);
 }
 
 size_t gpu_binding_limit(const struct gpu *g, enum gpu_binding_kind kind)
@@ -186,8 +200,8 @@ void gpu_hazard(struct gpu *g, struct gpu_buffer *const *bufs, const int *write,
 static VkBufferView make_view(struct gpu *g, const struct gpu_kernel *k, int i, struct gpu_buffer *b,
                               enum gpu_binding_kind kind, size_t offset, size_t range)
 {
-    VkFormat fmt = kind == GPU_BIND_TEXEL_VEC4 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R32_SFLOAT;
-    size_t texel = kind == GPU_BIND_TEXEL_VEC4 ? 16 : 4;
+    VkFormat fmt = texel_format(kind);
+    size_t texel = texel_bytes(kind);
     range = (range + texel - 1) / texel * texel;
     if (range / texel > g->info.max_texel_buffer_elements)
         vkt_fatal("kernel '%s': binding %d views %zu bytes of buffer '%s' as texels, over maxTexelBufferElements "
@@ -215,7 +229,7 @@ static VkBufferView texel_view(struct gpu *g, const struct gpu_kernel *k, int i,
     enum gpu_binding_kind kind = k->bindings[i];
     size_t range = a->range ? a->range : a->buf->size - a->offset;
     if (a->offset == 0 && range == a->buf->size) {
-        VkBufferView *cached = kind == GPU_BIND_TEXEL_VEC4 ? &a->buf->view_vec4 : &a->buf->view_f32;
+        VkBufferView *cached = &a->buf->views[kind];
         if (!*cached)
             *cached = make_view(g, k, i, a->buf, kind, 0, range);
         return *cached;

@@ -26,8 +26,8 @@ struct gpu_buffer {
     size_t accounted;       /* bytes counted in its category (0: host memory) */
     enum gpu_mem_category category;
     void *mapped;           /* non-NULL when host-visible */
-    VkBufferView view_vec4; /* created on first texel use */
-    VkBufferView view_f32;
+    VkBufferView views[GPU_BIND_KINDS]; /* whole-buffer texel views by kind, made on first use */
+    enum gpu_dtype dtype;
     char name[64];
     uint32_t written_epoch; /* barrier epoch of the last write / read */
     uint32_t read_epoch;

@@ -106,11 +106,11 @@ struct gpu_buffer *gpu_buffer_create(struct gpu *g, size_t bytes, const char *na
 
 void gpu_buffer_views_destroy(struct gpu *g, struct gpu_buffer *b)
 {
-    if (b->view_vec4)
-        vkDestroyBufferView(g->device, b->view_vec4, NULL);
-    if (b->view_f32)
-        vkDestroyBufferView(g->device, b->view_f32, NULL);
-    b->view_vec4 = b->view_f32 = VK_NULL_HANDLE;
+    for (int k = 0; k < GPU_BIND_KINDS; k++) {
+        if (b->views[k])
+            vkDestroyBufferView(g->device, b->views[k], NULL);
+        b->views[k] = VK_NULL_HANDLE;
+    }
 }
 
 void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b)
@@ -132,6 +132,8 @@ void gpu_buffer_destroy(struct gpu *g, struct gpu_buffer *b)
 size_t gpu_buffer_size(const struct gpu_buffer *b) { return b->size; }
 const void *gpu_buffer_host(const struct gpu_buffer *b) { return b->mapped; }
 const char *gpu_buffer_name(const struct gpu_buffer *b) { return b->name; }
+void gpu_buffer_set_dtype(struct gpu_buffer *b, enum gpu_dtype t) { b->dtype = t; }
+enum gpu_dtype gpu_buffer_dtype(const struct gpu_buffer *b) { return b->dtype; }
 
 static void check_range(const struct gpu_buffer *b, size_t offset, size_t bytes, const char *verb)
 {

@@ -36,8 +36,14 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->stage = m->building_stage;
     p->adapter = m->adding_adapter;
     int trained = !m->c.lora_rank || p->adapter;
+    /* base_dtype bf16: the frozen matrices the matmuls read (not the
+     * embedding tables, added at stage n_layers + 1, which the embedding
+     * kernels read as fp32); whole uints, as the tiled matmul reads them. */
+    p->bf16 = m->c.base_bf16 && !trained && p->ndim == 2 && p->stage <= (int)m->c.n_layers;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
-    p->w = gpu_buffer_create(m->g, p->numel * sizeof(float), p->name);
+    p->w = gpu_buffer_create(m->g, p->bf16 ? (p->numel * 2 + 3) / 4 * 4 : p->numel * sizeof(float), p->name);
+    if (p->bf16)
+        gpu_buffer_set_dtype(p->w, GPU_DTYPE_BF16);
     gpu_memory_category(m->g, GPU_MEM_GRADIENTS);
     p->grad = m->max_rows && trained ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
     gpu_memory_category(m->g, was);
@@ -350,6 +356,8 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "%u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
     if (c->lora_rank && !(c->lora_alpha > 0))
         return vkt_error(err, errlen, "LoRA needs lora_alpha > 0");
+    if (c->base_bf16 && !c->lora_rank)
+        return vkt_error(err, errlen, "a bf16 base needs LoRA: only frozen weights may be stored in bf16");
     if (c->n_layers > MODEL_MAX_LAYERS)
         return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
     uint64_t rows = (uint64_t)batch * c->max_seq_len;
@@ -501,9 +509,33 @@ static void init_random(struct model *m, uint64_t seed, int adapters_only)
             double u2 = (double)(vkt_splitmix64(&s) >> 11) * 0x1.0p-53;
             host[j] = (float)(m->c.init_std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
         }
-        gpu_upload(m->g, p->w, 0, host, p->numel * sizeof(float));
+        model_param_upload(m, p, host);
         free(host);
     }
+}
+
+void model_param_upload(struct model *m, struct model_param *p, const float *host)
+{
+    if (!p->bf16) {
+        gpu_upload(m->g, p->w, 0, host, p->numel * sizeof(float));
+        return;
+    }
+    uint16_t *h = vkt_malloc(p->numel * sizeof *h, p->name);
+    vkt_bf16_round(h, host, p->numel);
+    gpu_upload(m->g, p->w, 0, h, p->numel * sizeof *h);
+    free(h);
+}
+
+void model_param_download(struct model *m, const struct model_param *p, float *host)
+{
+    if (!p->bf16) {
+        gpu_download(m->g, p->w, 0, host, p->numel * sizeof(float));
+        return;
+    }
+    uint16_t *h = vkt_malloc(p->numel * sizeof *h, p->name);
+    gpu_download(m->g, p->w, 0, h, p->numel * sizeof *h);
+    vkt_bf16_widen(host, h, p->numel);
+    free(h);
 }
 
 void model_init_random(struct model *m, uint64_t seed)

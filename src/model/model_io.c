@@ -73,7 +73,7 @@ static void save_fill(void *ctx, int i, float *buf)
     int k = s->param[s->first + i], ia, ib;
     struct model_param *p = &s->m->params[k];
     float *host = p->hf_transposed ? s->tmp : buf;
-    gpu_download(s->m->g, p->w, 0, host, p->numel * sizeof(float));
+    model_param_download(s->m, p, host);
     if (s->o->merged && adapter_of(s->m, k, &ia, &ib))
         merge_adapter(s->m, host, ia, ib);
     if (p->hf_transposed)
@@ -168,8 +168,8 @@ static void merge_adapter(struct model *m, float *w, int ia, int ib)
     const struct model_param *pa = &m->params[ia], *pb = &m->params[ib];
     uint32_t r = pa->shape[0], in = pa->shape[1], out = pb->shape[0];
     float *a = vkt_malloc(pa->numel * sizeof(float), pa->name), *b = vkt_malloc(pb->numel * sizeof(float), pb->name);
-    gpu_download(m->g, pa->w, 0, a, pa->numel * sizeof(float));
-    gpu_download(m->g, pb->w, 0, b, pb->numel * sizeof(float));
+    model_param_download(m, pa, a);
+    model_param_download(m, pb, b);
     for (uint32_t o = 0; o < out; o++)
         for (uint32_t i = 0; i < in; i++) {
             double d = 0;
@@ -244,7 +244,7 @@ int model_adapter_save(struct model *m, const char *dir, const char *base, char 
         s->ndim = 2;
         s->shape[0] = p->shape[0], s->shape[1] = p->shape[1];
         s->data = vkt_malloc(p->numel * sizeof(float), p->name);
-        gpu_download(m->g, p->w, 0, s->data, p->numel * sizeof(float));
+        model_param_download(m, p, s->data);
     }
     for (int k = 0; k < c->lora_n_targets; k++)
         json_array_append_new(targets, json_string(c->lora_targets[k]));
@@ -294,7 +294,7 @@ int model_adapter_load(struct model *m, const char *dir, char *err, size_t errle
         else if (found[p - m->params]++)
             rc = vkt_error(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
         else
-            gpu_upload(m->g, p->w, 0, t->data, p->numel * sizeof(float));
+            model_param_upload(m, p, t->data);
     }
     for (int i = 0; i < m->n_params && !rc; i++)
         if (m->params[i].adapter && !found[i])
@@ -358,10 +358,10 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
         if (p->hf_transposed) {
             float *tmp = vkt_malloc(p->numel * sizeof(float), p->name);
             transpose(tmp, t->data, (uint32_t)want[0], (uint32_t)want[1]);
-            gpu_upload(m->g, p->w, 0, tmp, p->numel * sizeof(float));
+            model_param_upload(m, p, tmp);
             free(tmp);
         } else {
-            gpu_upload(m->g, p->w, 0, t->data, p->numel * sizeof(float));
+            model_param_upload(m, p, t->data);
         }
         found[p - m->params] = 1;
     }

@@ -14,7 +14,13 @@
  * specialized for blocks (SPLIT = 1), so the one-dispatch case keeps its
  * unsplit inner loops. On a device with a loop limit (llvmpipe ends a loop
  * after 65,535 iterations) a reduction too long for one invocation's walk
- * is split into accumulating blocks as well. Never allocates. */
+ * is split into accumulating blocks as well.
+ *
+ * The weight operand of nt and nn (W) may hold bf16 values (a frozen base
+ * with model.base_dtype bf16, tagged by gpu_buffer_set_dtype): the kernels
+ * then read it through bf16 views (texel) or as uints (tiled) and widen
+ * each value to fp32 by a shift, so they compute exactly what the fp32
+ * kernels compute on the same weights rounded to bf16. Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
@@ -65,16 +71,18 @@ static size_t block_extent(const struct operand *o, const size_t *n)
     return (n[o->outer] - 1) * o->ld + n[o->inner];
 }
 
-/* The storage binding of operand o's block: from the aligned offset at or
- * before its first element to its last; *base = the first element's index
- * within the binding. */
+/* The storage binding of operand o's block, of elements of `elem` bytes:
+ * from the aligned offset at or before its first element to its last (to
+ * the end of its last 4 bytes, which a bf16 operand's kernel reads as a
+ * uint); *base = the first element's index within the binding. */
 static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct operand *o, const size_t *s,
-                                  const size_t *n, size_t align, uint32_t *base)
+                                  const size_t *n, size_t align, size_t elem, uint32_t *base)
 {
-    size_t first = block_first(o, s) * sizeof(float);
-    size_t end = first + block_extent(o, n) * sizeof(float);
+    size_t first = block_first(o, s) * elem;
+    size_t end = first + block_extent(o, n) * elem;
+    end += (4 - end % 4) % 4;
     size_t off = first - first % align;
-    *base = (uint32_t)((first - off) / sizeof(float));
+    *base = (uint32_t)((first - off) / elem);
     return (struct gpu_arg){.buf = b, .write = write, .offset = off, .range = end - off};
 }
 
@@ -97,35 +105,47 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     };
     struct operand *o = opd[l];
     struct gpu_buffer *bufs[3] = {a, b, c};
+    int bf16 = gpu_buffer_dtype(b) == GPU_DTYPE_BF16;
+    for (int i = 0; i < 3; i++)
+        if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32 && !(i == 1 && l != TN))
+            vkt_fatal("%s: the %s '%s' holds bf16 values; only the weight of nt and nn may", names[l], roles[i],
+                      gpu_buffer_name(bufs[i]));
+    if (bf16 && gpu_buffer_size(b) % 4)
+        vkt_fatal("%s: the bf16 weight '%s' has %zu bytes, not a multiple of 4 (the tiled kernel reads uints)",
+                  names[l], gpu_buffer_name(b), gpu_buffer_size(b));
+    const size_t elem[3] = {sizeof(float), bf16 ? 2 : sizeof(float), sizeof(float)};
     size_t bytes[3], end[3]; /* an operand's bytes; its end in its buffer */
     for (int i = 0; i < 3; i++) {
         o[i].off = off ? off[i] : 0;
-        bytes[i] = size[o[i].outer] * o[i].ld * sizeof(float);
-        end[i] = o[i].off * sizeof(float) + bytes[i];
+        bytes[i] = size[o[i].outer] * o[i].ld * elem[i];
+        end[i] = o[i].off * elem[i] + bytes[i];
         ops_check(names[l], roles[i], bufs[i], end[i]);
     }
+    const struct gpu_device_info *info = gpu_info(g);
 
     /* vec4 views: A's and B's rows are whole texels; shift: B's are, A is
      * read at any float offset (nn and tn, A = dY of N columns). */
     int b4 = K % 4 == 0 && o[1].off % 4 == 0, a4 = (l == NT ? K : N) % 4 == 0 && o[0].off % 4 == 0;
     int shift = b4 && !a4 && l != NT, aligned = (a4 && b4) || shift;
-    enum gpu_binding_kind tk = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
-    size_t tlimit = gpu_texel_limit(g, tk);
-    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit && end[1] <= tlimit;
+    enum gpu_binding_kind tf = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
+    enum gpu_binding_kind tk[2] = {tf, !bf16 ? tf : aligned ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16};
+    size_t tlimit[2] = {gpu_texel_limit(g, tk[0]), gpu_texel_limit(g, tk[1])};
+    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit[0] && end[1] <= tlimit[1] &&
+                (!bf16 || info->texel_bf16);
 
     /* Block sizes: every storage binding fits the limit with up to align-4
-     * bytes of lead-in before its aligned offset; rows and columns are
-     * whole tiles (or multiples of 4, which vec4 views need) when split. */
-    const struct gpu_device_info *info = gpu_info(g);
-    size_t align = info->min_storage_offset_alignment ? info->min_storage_offset_alignment : 1;
-    size_t limit = ops_storage_limit(g), lead = align > 4 ? align - 4 : 0;
+     * bytes of lead-in before its aligned offset (and 2 bytes after a bf16
+     * block's end); rows and columns are whole tiles (or multiples of 4,
+     * which vec4 views need) when split. */
+    size_t align = info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
+    size_t limit = ops_storage_limit(g), lead = align - 4 + (bf16 ? 2 : 0);
     size_t tile[2] = {texel ? 128 : 64, texel ? 128 : 64};
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
                      min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
     for (int i = texel ? 2 : 0; i < 3; i++) {
         if (bytes[i] <= limit)
             continue;
-        size_t fit = limit > lead ? (limit - lead) / (o[i].ld * sizeof(float)) : 0;
+        size_t fit = limit > lead ? (limit - lead) / (o[i].ld * elem[i]) : 0;
         if (fit == 0)
             vkt_fatal("%s: one row of the %s '%s' (%u floats) exceeds the storage binding limit (%zu bytes)", names[l],
                       roles[i], gpu_buffer_name(bufs[i]), o[i].ld, limit);
@@ -152,14 +172,18 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     struct gpu_kernel *k;
     if (texel) {
         char shader[32];
-        snprintf(shader, sizeof shader, "%s_%s", names[l], shift ? "shift" : aligned ? "vec4" : "scalar");
+        snprintf(shader, sizeof shader, "%s_%s%s", names[l],
+                 shift     ? "shift"
+                 : aligned ? "vec4"
+                           : "scalar",
+                 bf16 ? "_bf16" : "");
         /* SPLIT (spec constant 0) = 1 when there is more than one block
          * or an input starts past its buffer's first element. */
         uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED] || o[0].off || o[1].off;
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
-            .bindings = {tk, tk, GPU_BIND_STORAGE},
+            .bindings = {tk[0], tk[1], GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_texel),
             .n_spec = 1,
             .spec = {split},
@@ -175,8 +199,8 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
             .n_bindings = 3,
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
-            .n_spec = 2,
-            .spec = {16, wg_y},
+            .n_spec = 3,
+            .spec = {16, wg_y, (uint32_t)bf16}, /* BF16_B: B holds bf16 */
         };
         k = gpu_kernel_get(g, &d);
     }
@@ -205,8 +229,8 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                     p.K = (uint32_t)(l == NT ? n[RED] : n[COL]);
                     for (int i = 0; i < 2; i++)
                         args[i] = (struct gpu_arg){.buf = bufs[i],
-                                                   .range = gpu_buffer_size(bufs[i]) <= tlimit ? 0 : end[i]};
-                    args[2] = storage_arg(c, 1, &o[2], s, n, align, &p.c0);
+                                                   .range = gpu_buffer_size(bufs[i]) <= tlimit[i] ? 0 : end[i]};
+                    args[2] = storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 } else {
                     /* A(m,k), B(k,n) by strides; C(m,n) rows ldc apart. */
@@ -221,9 +245,9 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                         .sbn = o[1].outer == COL ? o[1].ld : 1,
                         .ldc = o[2].ld,
                     };
-                    args[0] = storage_arg(a, 0, &o[0], s, n, align, &p.a0);
-                    args[1] = storage_arg(b, 0, &o[1], s, n, align, &p.b0);
-                    args[2] = storage_arg(c, 1, &o[2], s, n, align, &p.c0);
+                    args[0] = storage_arg(a, 0, &o[0], s, n, align, elem[0], &p.a0);
+                    args[1] = storage_arg(b, 0, &o[1], s, n, align, elem[1], &p.b0);
+                    args[2] = storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 }
             }

@@ -40,6 +40,7 @@ static struct model_config model_config_of(const struct config *cfg)
         vkt_fatal("model.init_from: %s", err);
     mc.lora_rank = (uint32_t)cfg->lora.rank, mc.lora_alpha = (float)cfg->lora.alpha;
     mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
+    mc.base_bf16 = cfg->model.base_dtype == BASE_BF16;
     return mc;
 }
 
@@ -248,9 +249,10 @@ static void banner(struct trainer *t)
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, mc->hidden_dim,
            mc->vocab_size, mc->max_seq_len);
     if (mc->lora_rank)
-        printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen\n", mc->lora_rank,
+        printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen%s\n", mc->lora_rank,
                (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,
-               100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model));
+               100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model),
+               mc->base_bf16 ? " (its matrices in bf16)" : "");
     printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
            t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
            (long long)t->total_steps, t->step ? " (resumed)" : "");

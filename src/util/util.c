@@ -145,6 +145,26 @@ int vkt_mkdir_p(const char *path)
     return 0;
 }
 
+void vkt_bf16_round(uint16_t *out, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+            out[i] = (uint16_t)((u >> 16) | 0x40);
+        else
+            out[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    }
+}
+
+void vkt_bf16_widen(float *out, const uint16_t *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)h[i] << 16;
+        memcpy(&out[i], &bits, 4);
+    }
+}
+
 uint64_t vkt_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
