@@ -113,6 +113,20 @@ static void layer_backward(struct model *m, uint32_t l)
     }
 }
 
+/* LoRA dropout of layer l's adapter s over x (rows, in) into y, or added
+ * into y: the mask of the last forward's counter, the same in the forward,
+ * its recompute and the backward. */
+static void lora_dropout(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *y,
+                         uint32_t in, int accumulate)
+{
+    const struct model_batch *b = &m->last;
+    struct op_dropout d = {.key = op_dropout_key(b->seed, b->step, l * LS_N + (uint32_t)s),
+                           .sample0 = b->sample0,
+                           .T = b->T,
+                           .p = m->c.lora_dropout};
+    op_dropout(m->g, &d, x, y, b->B * b->T, in, accumulate);
+}
+
 void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *y,
                         uint32_t out, uint32_t in)
 {
@@ -121,6 +135,10 @@ void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gp
         return;
     struct gpu_buffer *u = model_layer_acts(m, l)->lora_u[s];
     uint32_t R = m->last.B * m->last.T, r = m->c.lora_rank;
+    if (m->lora_drop) { /* the adapter reads drop(x) */
+        lora_dropout(m, l, s, x, m->lora_xd, in, 0);
+        x = m->lora_xd;
+    }
     op_matmul_nt(m->g, x, W(m, p->lora_a[s]), u, R, r, in, 0); /* u = x·Aᵀ (R, r) */
     op_scale(m->g, u, m->lora_scale, (size_t)R * r);
     if (!y)
@@ -141,8 +159,17 @@ void model_lora_backward(struct model *m, uint32_t l, enum lora_slot s, struct g
     op_matmul_tn(g, dy, u, G(m, b), R, out, r, 1);  /* dB += dyᵀ·u */
     op_matmul_nn(g, dy, W(m, b), du, R, out, r, 0); /* du = dy·B, then ·alpha/rank */
     op_scale(g, du, m->lora_scale, (size_t)R * r);
-    op_matmul_tn(g, du, x, G(m, a), R, r, in, 1);  /* dA += duᵀ·x */
-    op_matmul_nn(g, du, W(m, a), dx, R, r, in, 1); /* dx += du·A */
+    if (!m->lora_drop) {
+        op_matmul_tn(g, du, x, G(m, a), R, r, in, 1);  /* dA += duᵀ·x */
+        op_matmul_nn(g, du, W(m, a), dx, R, r, in, 1); /* dx += du·A */
+        return;
+    }
+    /* The mask recomputed: dA += duᵀ·drop(x), dx += drop(du·A). */
+    struct gpu_buffer *xd = m->lora_xd;
+    lora_dropout(m, l, s, x, xd, in, 0);
+    op_matmul_tn(g, du, xd, G(m, a), R, r, in, 1);
+    op_matmul_nn(g, du, W(m, a), xd, R, r, in, 0);
+    lora_dropout(m, l, s, xd, dx, in, 1);
 }
 
 int model_backward_stages(const struct model *m)

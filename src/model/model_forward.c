@@ -107,6 +107,7 @@ void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
 void model_forward(struct model *m, const struct model_batch *b, float scale)
 {
     upload_batch(m, b);
+    m->lora_drop = m->c.lora_dropout > 0 && scale != 0.0f; /* training only */
     const struct model_config *c = &m->c;
     struct gpu *g = m->g;
     uint32_t R = b->B * b->T, C = c->dim, V = c->vocab_size;

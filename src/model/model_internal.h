@@ -56,6 +56,8 @@ struct model {
     int *trained, n_trained;           /* the trained parameters' indices (LoRA: the adapters) */
     float lora_scale;                  /* alpha / rank */
     struct gpu_buffer *lora_du;        /* LoRA backward scratch (rows, rank) */
+    struct gpu_buffer *lora_xd;        /* LoRA dropout: the dropped input, or dx's part (rows, widest input) */
+    int lora_drop;                     /* the last forward applies LoRA dropout (training, rate > 0) */
     struct gpu_buffer *frozen_sink[2]; /* the norm backward's weight gradients of a frozen norm (C floats) */
     int building_stage;                /* backward stage of the parameters being added */
     int adding_adapter;                /* the parameters being added are LoRA's */
