@@ -371,7 +371,7 @@ static void setup(struct trainer *t)
         model_init_adapters(t->model, (uint64_t)cfg->seed);
     if (cfg->lora.init_from && model_adapter_load(t->model, cfg->lora.init_from, err, sizeof err))
         vkt_fatal("lora.init_from: %s", err);
-    t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
+    t->host_flat = vkt_malloc(t->n_flat * sizeof(float), "host staging");
     t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
@@ -384,7 +384,7 @@ static void teardown(struct trainer *t)
     for (int m = 0; m < t->cfg->gradient_accumulation_steps; m++)
         data_batch_free(&t->micro[m]);
     free(t->micro);
-    free(t->host_grads);
+    free(t->host_flat);
     free(t->norm_host);
     grad_sync_free(t);
     trainer_buffers_destroy(t);
