@@ -354,10 +354,10 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)
         return vkt_error(err, errlen, "%u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
-    if (c->lora_rank && !(c->lora_alpha > 0))
-        return vkt_error(err, errlen, "LoRA needs lora_alpha > 0");
     if (!(c->lora_dropout >= 0 && c->lora_dropout < 1))
         return vkt_error(err, errlen, "LoRA dropout %g is outside [0, 1)", (double)c->lora_dropout);
+    if (c->lora_rank && !(c->lora_alpha > 0))
+        return vkt_error(err, errlen, "LoRA needs lora_alpha > 0");
     if (c->n_layers > MODEL_MAX_LAYERS)
         return vkt_error(err, errlen, "n_layers %u is more than %d", c->n_layers, MODEL_MAX_LAYERS);
     uint64_t rows = (uint64_t)batch * c->max_seq_len;
