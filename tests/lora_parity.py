@@ -28,17 +28,16 @@ Checked:
             held-out windows, the logits transformers gives for vktrain's
             merged model (lora.merge_on_save: output_dir/merged), max |diff| < 1e-4 x max |logit|;
             and neither equals the base's logits (the adapter moved them).
-  dropout:  with lora.dropout 0.1 (issue 12, item 1), PyTorch applies the
-            mask of a Python port of vktrain's counter-based hash
-            (op_dropout.c: seed, step, sample index in the global batch,
-            position, layer, adapted layer, feature) through a module put
-            in place of PEFT's lora_dropout; the losses and adapters must
-            agree as above under 1 x 2 x 4 and 2 x 2 x 2 (the mask does not
-            depend on the split), the losses must differ from those
-            without dropout, a resume must give the same adapter bit for
-            bit, and adapter_config.json must hold lora_dropout 0.1.
 An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
-logits bit for bit, are checked on the device by test_lora_model (C)."""
+logits bit for bit, are checked on the device by test_lora_model (C).
+Dropout: with lora.dropout 0.1 (issue 12, item 1), PyTorch applies the
+mask of a Python port of vktrain's counter-based hash (op_dropout.c: seed,
+step, sample index in the global batch, position, layer, adapted layer,
+feature) through a module put in place of PEFT's lora_dropout; the losses
+and adapters must agree as above under 1 x 2 x 4 and 2 x 2 x 2 (the mask
+does not depend on the split), the losses must differ from those without
+dropout, a resume must give the same adapter bit for bit, and
+adapter_config.json must hold lora_dropout 0.1."""
 import json
 import os
 import shutil
@@ -215,6 +214,31 @@ def vk_run(arch, what, cmd, out, losses, start, state):
     return True
 
 
+def run_dropout(arch, work, src, ad, recipe, x, start, plain_losses):
+    """The same training with lora.dropout 0.1 against PyTorch with vktrain's mask."""
+    out = os.path.join(work, arch + "-drop")
+    losses, state = torch_train(src, ad, x, dropout=True)
+    rel = max(abs(a - b) / b for a, b in zip(losses, plain_losses))
+    check(f"{arch} dropout: PyTorch's losses differ from those without dropout", rel > 1e-4, f"max rel {rel:.2e}")
+    drop = f"lora.dropout={DROPOUT}"
+    if not vk_run(arch, "dropout W=1", [VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}"], out, losses,
+                  start, state):
+        return
+    if shutil.which("mpirun"):
+        vk_run(arch, "dropout W=2", MPIRUN + [VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}-w2",
+                                              "batch_size=2"], out + "-w2", losses, start, state)
+    shutil.copytree(out, out + "-resumed")
+    shutil.rmtree(os.path.join(out + "-resumed", "checkpoints", f"step_{STEPS}"))
+    r = subprocess.run([VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}-resumed", "resume=true"],
+                       capture_output=True, text=True)
+    same = r.returncode == 0 and open(os.path.join(out, "adapter_model.safetensors"), "rb").read() == open(
+        os.path.join(out + "-resumed", "adapter_model.safetensors"), "rb").read()
+    check(f"{arch} dropout: a resume from step 2 gives the same adapter bit for bit", same, r.stderr.strip()[-300:])
+    conf = json.load(open(os.path.join(out, "adapter_config.json")))
+    check(f"{arch} dropout: adapter_config.json has lora_dropout {DROPOUT}",
+          abs(conf.get("lora_dropout", -1) - DROPOUT) < 1e-6, str(conf.get("lora_dropout")))
+
+
 def run_case(arch, work, gen):
     src, ad, out = (os.path.join(work, arch + s) for s in ("-base", "-adapter", "-out"))
     build_base(arch, src, gen)
@@ -250,6 +274,7 @@ save_every_n_steps: 2
         vk_run(arch, "W=2 zero", MPIRUN + [VKTRAIN, "train", "--config", recipe, f"output_dir={out}-w2",
                                            "batch_size=2", "dist.zero=1"], out + "-w2", losses, start, state)
     vk = load_file(os.path.join(out, "adapter_model.safetensors"))
+    run_dropout(arch, work, src, ad, recipe, x, start, losses)
 
     # Resume from step 2's checkpoint: the same adapter bit for bit.
     shutil.copytree(out, out + "-resumed")
@@ -281,32 +306,6 @@ save_every_n_steps: 2
     check(f"{arch}: PEFT loads vktrain's adapter and gives its merged model's logits", diff < 1e-4 * scale,
           f"max |diff| {diff:.2e}, max |logit| {scale:.2f}")
     check(f"{arch}: the adapter changes the base's logits", (merged - base).abs().max().item() > 1e-2)
-    run_dropout(arch, work, src, ad, recipe, x, start, losses)
-
-
-def run_dropout(arch, work, src, ad, recipe, x, start, plain_losses):
-    """The same training with lora.dropout 0.1 against PyTorch with vktrain's mask."""
-    out = os.path.join(work, arch + "-drop")
-    losses, state = torch_train(src, ad, x, dropout=True)
-    rel = max(abs(a - b) / b for a, b in zip(losses, plain_losses))
-    check(f"{arch} dropout: PyTorch's losses differ from those without dropout", rel > 1e-4, f"max rel {rel:.2e}")
-    drop = f"lora.dropout={DROPOUT}"
-    if not vk_run(arch, "dropout W=1", [VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}"], out, losses,
-                  start, state):
-        return
-    if shutil.which("mpirun"):
-        vk_run(arch, "dropout W=2", MPIRUN + [VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}-w2",
-                                              "batch_size=2"], out + "-w2", losses, start, state)
-    shutil.copytree(out, out + "-resumed")
-    shutil.rmtree(os.path.join(out + "-resumed", "checkpoints", f"step_{STEPS}"))
-    r = subprocess.run([VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}-resumed", "resume=true"],
-                       capture_output=True, text=True)
-    same = r.returncode == 0 and open(os.path.join(out, "adapter_model.safetensors"), "rb").read() == open(
-        os.path.join(out + "-resumed", "adapter_model.safetensors"), "rb").read()
-    check(f"{arch} dropout: a resume from step 2 gives the same adapter bit for bit", same, r.stderr.strip()[-300:])
-    conf = json.load(open(os.path.join(out, "adapter_config.json")))
-    check(f"{arch} dropout: adapter_config.json has lora_dropout {DROPOUT}",
-          abs(conf.get("lora_dropout", -1) - DROPOUT) < 1e-6, str(conf.get("lora_dropout")))
 
 
 def main():
