@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     int32_t *tok = vkt_malloc(n * 4, "tokens"), *lab = vkt_malloc(n * 4, "labels"), *pos = vkt_malloc(n * 4, "pos");
     for (size_t i = 0; i < n; i++)
         tok[i] = (int32_t)(i * 31 % 256), lab[i] = (int32_t)((i * 17 + 5) % 256), pos[i] = (int32_t)(i % T);
-    struct model_batch b = {B, T, tok, lab, pos, NULL};
+    struct model_batch b = {.B = B, .T = T, .tokens = tok, .labels = lab, .positions = pos};
     printf("device: %s; llama dim %u, %u layers, hidden %u, batch %u x %u, %.2fM parameters\n", gpu_info(g)->name, C,
            L, c.hidden_dim, B, T, model_numel(m) / 1e6);
     double fwd = 0, bwd = 0;

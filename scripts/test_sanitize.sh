@@ -42,7 +42,7 @@ export VKTRAIN_VALIDATE=0 LP_NUM_THREADS="${LP_NUM_THREADS:-2}"
 
 # The unit tests, run as ctest would (tests/CMakeLists.txt).
 tests=(test_config test_data_order test_data_sft test_data_text test_data_tokens test_generate test_gpu_profile
-       test_hfconfig test_limits_ops test_lora_model test_memory test_model test_model_io test_ops_nn test_optim test_ref_forward
+       test_hfconfig test_limits_ops test_lora_dropout test_lora_model test_memory test_model test_model_io test_ops_nn test_optim test_ref_forward
        test_ref_gradcheck test_safetensors test_tokenizer test_tokenizer_hf_unit)
 failed=()
 for t in "${tests[@]}"; do

@@ -34,7 +34,15 @@ as float32 (the bf16 values exactly), vktrain with model.base_dtype: bf16
 adapter checks, and PEFT over the bf16 base with vktrain's adapter gives
 its merged model's logits (merged/ holds the base as loaded, bf16 values).
 An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
-logits bit for bit, are checked on the device by test_lora_model (C)."""
+logits bit for bit, are checked on the device by test_lora_model (C).
+Dropout: with lora.dropout 0.1 (issue 12, item 1), PyTorch applies the
+mask of a Python port of vktrain's counter-based hash (op_dropout.c: seed,
+step, sample index in the global batch, position, layer, adapted layer,
+feature) through a module put in place of PEFT's lora_dropout; the losses
+and adapters must agree as above under 1 x 2 x 4 and 2 x 2 x 2 (the mask
+does not depend on the split), the losses must differ from those without
+dropout, a resume must give the same adapter bit for bit, and
+adapter_config.json must hold lora_dropout 0.1."""
 import json
 import os
 import shutil
@@ -52,6 +60,7 @@ from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
 
 VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS, VOCAB, RANK, ALPHA = 16, 8, 4, 4, 320, 4, 8
+SEED, DROPOUT = 5, 0.1
 TARGETS = {"llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
            "gpt2": ["c_attn", "c_proj", "c_fc"]}
 failures = []
@@ -108,13 +117,68 @@ def loss_of(model, x):
     return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
 
 
-def torch_train(base_dir, adapter_dir, x):
+M32 = 0xFFFFFFFF
+
+
+def hash32(v):
+    """lowbias32, as op_dropout.c and shaders/lora_dropout.comp (v: int or uint64 array)."""
+    v = v ^ (v >> 16)
+    v = (v * 0x7FEB352D) & M32
+    v = v ^ (v >> 15)
+    v = (v * 0x846CA68B) & M32
+    return v ^ (v >> 16)
+
+
+def dropout_key(seed, step, stream):
+    h = hash32(0x9E3779B9 ^ (seed & M32))
+    for word in (seed >> 32, step & M32, step >> 32, stream):
+        h = hash32(h ^ word)
+    return h
+
+
+# vktrain's slot of each adapted layer (enum lora_slot in src/model/model_internal.h)
+SLOTS = {"q_proj": 0, "k_proj": 1, "v_proj": 2, "c_attn": 3, "o_proj": 4, "attn.c_proj": 4, "gate_proj": 5,
+         "up_proj": 6, "c_fc": 6, "down_proj": 7, "mlp.c_proj": 7}
+
+
+class HashDropout(torch.nn.Module):
+    """Inverted dropout with vktrain's mask: x (B, T, in), sample b of the global batch at position t."""
+    step = 0
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    def forward(self, x):
+        p = float(np.float32(DROPOUT))
+        B, T_, n = x.shape
+        s = np.arange(B, dtype=np.uint64)[:, None, None]
+        t = np.arange(T_, dtype=np.uint64)[None, :, None]
+        c = np.arange(n, dtype=np.uint64)[None, None, :]
+        h = hash32(hash32(hash32(np.uint64(dropout_key(SEED, HashDropout.step, self.stream)) ^ s) ^ t) ^ c)
+        keep = torch.from_numpy(((h >> np.uint64(8)) >= np.uint64(int(p * 16777216 + 0.5))).astype(np.float32))
+        return x * keep * float(np.float32(1.0 / (1.0 - p)))
+
+
+def put_dropout(model):
+    for name, mod in model.named_modules():
+        if hasattr(mod, "lora_dropout") and "default" in mod.lora_dropout:
+            parts = name.split(".")
+            layer = next(int(parts[i + 1]) for i in range(len(parts)) if parts[i] in ("layers", "h"))
+            key = parts[-1] if parts[-1] != "c_proj" else ".".join(parts[-2:])
+            mod.lora_dropout["default"] = HashDropout(layer * 8 + SLOTS[key])
+
+
+def torch_train(base_dir, adapter_dir, x, dropout=False):
     model = PeftModel.from_pretrained(load_base(base_dir), adapter_dir, is_trainable=True)
     model.eval()
+    if dropout:
+        put_dropout(model)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-2, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     losses = []
-    for _ in range(STEPS):
+    for s in range(STEPS):
+        HashDropout.step = s
         opt.zero_grad()
         loss = loss_of(model, x)
         loss.backward()
@@ -156,6 +220,31 @@ def vk_run(arch, what, cmd, out, losses, start, state):
     return r
 
 
+def run_dropout(arch, work, src, ad, recipe, x, start, plain_losses):
+    """The same training with lora.dropout 0.1 against PyTorch with vktrain's mask."""
+    out = os.path.join(work, arch + "-drop")
+    losses, state = torch_train(src, ad, x, dropout=True)
+    rel = max(abs(a - b) / b for a, b in zip(losses, plain_losses))
+    check(f"{arch} dropout: PyTorch's losses differ from those without dropout", rel > 1e-4, f"max rel {rel:.2e}")
+    drop = f"lora.dropout={DROPOUT}"
+    if not vk_run(arch, "dropout W=1", [VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}"], out, losses,
+                  start, state):
+        return
+    if shutil.which("mpirun"):
+        vk_run(arch, "dropout W=2", MPIRUN + [VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}-w2",
+                                              "batch_size=2"], out + "-w2", losses, start, state)
+    shutil.copytree(out, out + "-resumed")
+    shutil.rmtree(os.path.join(out + "-resumed", "checkpoints", f"step_{STEPS}"))
+    r = subprocess.run([VKTRAIN, "train", "--config", recipe, drop, f"output_dir={out}-resumed", "resume=true"],
+                       capture_output=True, text=True)
+    same = r.returncode == 0 and open(os.path.join(out, "adapter_model.safetensors"), "rb").read() == open(
+        os.path.join(out + "-resumed", "adapter_model.safetensors"), "rb").read()
+    check(f"{arch} dropout: a resume from step 2 gives the same adapter bit for bit", same, r.stderr.strip()[-300:])
+    conf = json.load(open(os.path.join(out, "adapter_config.json")))
+    check(f"{arch} dropout: adapter_config.json has lora_dropout {DROPOUT}",
+          abs(conf.get("lora_dropout", -1) - DROPOUT) < 1e-6, str(conf.get("lora_dropout")))
+
+
 def run_case(arch, work, gen):
     src, ad, out = (os.path.join(work, arch + s) for s in ("-base", "-adapter", "-out"))
     build_base(arch, src, gen)
@@ -166,7 +255,8 @@ def run_case(arch, work, gen):
     write_shard(os.path.join(work, arch + "-val.bin"), val)
     recipe = os.path.join(work, arch + ".yaml")
     with open(recipe, "w") as f:
-        f.write(f"""output_dir: {out}
+        f.write(f"""seed: {SEED}
+output_dir: {out}
 model: {{init_from: {src}, max_seq_len: {T}}}
 dataset: {{type: tokens, path: {work}/{arch}-train.bin, shuffle: false}}
 batch_size: {WINDOWS // 2}
@@ -190,6 +280,7 @@ save_every_n_steps: 2
         vk_run(arch, "W=2 zero", MPIRUN + [VKTRAIN, "train", "--config", recipe, f"output_dir={out}-w2",
                                            "batch_size=2", "dist.zero=1"], out + "-w2", losses, start, state)
     vk = load_file(os.path.join(out, "adapter_model.safetensors"))
+    run_dropout(arch, work, src, ad, recipe, x, start, losses)
 
     # Resume from step 2's checkpoint: the same adapter bit for bit.
     shutil.copytree(out, out + "-resumed")

@@ -287,8 +287,11 @@ static void test_lora(void)
     CHECK(c.lora.alpha == 1 && c.lora.n_targets == 1 && !strcmp(c.lora.targets[0], "c_attn"), "gpt2 lora targets");
     config_free(&c);
     expect_error(TEST_RECIPE "lora:\n  alpha: 4\n", 0, NULL, "lora.alpha: LoRA is off (lora.rank is 0)");
-    expect_error(TEST_RECIPE "lora:\n  rank: 4\n  dropout: 0.1\n", 0, NULL,
-                 "lora.dropout: 0.1, but only 0 is implemented");
+    char *drop[] = {"lora.rank=4", "lora.dropout=0.1"};
+    CHECK(load(&c, TEST_RECIPE, 2, drop) == 0 && c.lora.dropout == 0.1, "lora.dropout 0.1: %s", err);
+    config_free(&c);
+    expect_error(TEST_RECIPE "lora:\n  rank: 4\n  dropout: 1\n", 0, NULL,
+                 "lora.dropout: 1 is out of range (must be >= 0 and < 1)");
 
     char dir[2048], path[4096];
     snprintf(dir, sizeof dir, "%s/adapter", test_tmpdir());

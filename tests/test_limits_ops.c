@@ -9,7 +9,8 @@
  *
  * Expected results (the contract of docs/devices.md):
  *   bit for bit where only rows, columns, elements or sequences are split:
- *     element-wise ops, AdamW, activations, bias add, embedding (tables in
+ *     element-wise ops, AdamW, activations, bias add, LoRA dropout (its
+ *     mask follows the rows of each range), embedding (tables in
  *     vocabulary ranges) and its backward, RoPE, norms forward and their
  *     input gradients, cross-entropy, attention and flash attention;
  *   within float rounding where a reduction is split or changes shape
@@ -85,6 +86,19 @@ static void run_elementwise(struct gpu *g, struct out *o)
     for (int i = 2; i < 5; i++)
         take(g, o, EXACT, b[i], n);
     destroy(g, b, 5);
+}
+
+static void run_dropout(struct gpu *g, struct out *o)
+{
+    uint32_t rows = 301, cols = 100; /* 120 KB: ranges of rows under storage_range */
+    size_t n = (size_t)rows * cols;
+    struct gpu_buffer *b[3] = {rand_buf(g, n, 1, "x"), gpu_buffer_create(g, 4 * n, "y"), rand_buf(g, n, 1, "dx")};
+    struct op_dropout d = {.key = op_dropout_key(3, 1, 2), .sample0 = 4, .T = 7, .p = 0.25f};
+    op_dropout(g, &d, b[0], b[1], rows, cols, 0);
+    op_dropout(g, &d, b[1], b[2], rows, cols, 1);
+    take(g, o, EXACT, b[1], n);
+    take(g, o, EXACT, b[2], n);
+    destroy(g, b, 3);
 }
 
 static void run_adamw(struct gpu *g, struct out *o)
@@ -316,6 +330,7 @@ static const struct {
     unsigned splits; /* the profiles that must take more dispatches */
 } cases[] = {
     {"elementwise", run_elementwise, SPLIT_TIGHT},
+    {"dropout", run_dropout, SPLIT_TIGHT},
     {"adamw", run_adamw, SPLIT_TIGHT},
     {"activations", run_activations, SPLIT_TIGHT},
     {"bias", run_bias, SPLIT_TIGHT},

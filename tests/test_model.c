@@ -93,7 +93,8 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
     ref_model_forward(&r, B, T, tokens, labels, positions, with_doc ? doc : NULL, scale, &ref_loss, &ref_count);
     ref_model_backward(&r);
 
-    struct model_batch b = {B, T, tokens, labels, positions, with_doc ? doc : NULL};
+    struct model_batch b = {
+        .B = B, .T = T, .tokens = tokens, .labels = labels, .positions = positions, .doc_ids = with_doc ? doc : NULL};
     model_zero_grad(m);
     model_loss_reset(m);
     model_forward(m, &b, (float)scale);

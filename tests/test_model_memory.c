@@ -54,7 +54,8 @@ static struct result run(const struct model_config *c, uint32_t t, int with_doc,
         doc[i] = with_doc && i % (int)t >= 5;
         positions[i] = doc[i] ? i % (int)t - 5 : i % (int)t;
     }
-    struct model_batch b = {B, t, tokens, labels, positions, with_doc ? doc : NULL};
+    struct model_batch b = {
+        .B = B, .T = t, .tokens = tokens, .labels = labels, .positions = positions, .doc_ids = with_doc ? doc : NULL};
     model_forward(m, &b, 1.0f / 17);
     for (int s = 0; s < model_backward_stages(m) - !embed_backward; s++)
         model_backward_stage(m, s);

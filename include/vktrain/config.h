@@ -86,7 +86,7 @@ struct config_dist {
 struct config_lora {
     int rank;
     double alpha;   /* scale alpha/rank; null: 2·rank */
-    double dropout; /* only 0 is implemented */
+    double dropout; /* on the adapters' input in training, [0, 1) */
     char **targets; /* module names or suffixes (PEFT's target_modules); default: llama q_proj, v_proj; gpt2 c_attn */
     int n_targets;
     char *init_from;    /* a PEFT adapter folder to start from */

@@ -96,6 +96,10 @@ struct data_pos sampler_pos(const struct sampler *s, int64_t step);
 int64_t sampler_step(const struct sampler *s, struct data_pos pos);
 /* The B sequence indices of micro-batch `micro` of `rank` at global step s. */
 void sampler_batch(struct sampler *s, int64_t step, int rank, int micro, int64_t *seq);
+/* The index in the step's global batch (0 .. W·A·B − 1) of the first of
+ * those sequences: the same sequence has the same index under any
+ * (W, A, B). */
+uint32_t sampler_first(const struct sampler *s, int rank, int micro);
 /* Steps the recipe runs: max_steps, or epochs * steps_per_epoch. */
 int64_t sampler_total_steps(const struct sampler *s, const struct config *cfg);
 

@@ -6,7 +6,8 @@
  * batch_size x max_seq_len; and the recording of a whole forward (with the
  * masked cross-entropy) and backward for one micro-batch. It never submits
  * except where it reads results back (model_read_loss), and never knows
- * about ranks, steps or files.
+ * about ranks or files (a batch names its step and first sequence only as
+ * the counter of LoRA dropout's mask).
  *
  * Linear weights are stored (out, in) internally for every architecture;
  * GPT-2's Conv1D tensors are (in, out) in Hugging Face files, and the
@@ -54,6 +55,11 @@ struct model_config {
      * only trained parameters (model_param_count/model_param). */
     uint32_t lora_rank;
     float lora_alpha;
+    /* Dropout on each adapter's input in training forwards (scale > 0;
+     * docs/lora.md): its mask comes from the batch's seed, step and
+     * sample0, the layer, the adapted linear layer, the position and the
+     * feature, so it is the same for any split of the global batch. */
+    float lora_dropout;
     int lora_n_targets;
     const char *const *lora_targets;
     /* model.base_dtype bf16 (needs lora_rank): the frozen linear weights
@@ -82,10 +88,15 @@ struct model_param {
 
 /* One micro-batch on the host: B sequences of T tokens (row-major B x T).
  * positions restart per packed document; doc_ids NULL = one document per
- * sequence; labels use -100 for positions that do not enter the loss. */
+ * sequence; labels use -100 for positions that do not enter the loss.
+ * LoRA dropout's counter: the run's seed, the step, and the index of the
+ * first sequence in the step's global batch (sampler_first). */
 struct model_batch {
     uint32_t B, T;
     const int32_t *tokens, *labels, *positions, *doc_ids;
+    uint64_t seed;
+    int64_t step;
+    uint32_t sample0;
 };
 
 struct model;

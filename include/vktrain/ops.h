@@ -153,4 +153,22 @@ void op_gelu_backward(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *dy
 void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, uint32_t rows, uint32_t C);
 void op_bias_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *db, uint32_t rows, uint32_t C);
 
+/* Dropout on LoRA's input, inverted as torch.nn.Dropout in training:
+ * over x (rows, cols), y = x·keep/(1 − p), or y += that (accumulate: the
+ * backward, where x is the gradient). Row r is position r % T of sample
+ * sample0 + r / T; keep is a counter-based hash of (key, sample, position,
+ * feature) against p, so the mask is recomputed, never stored, and is the
+ * same whatever split of the rows. key = op_dropout_key(seed, step,
+ * stream), stream naming the layer and the adapted linear layer. */
+struct op_dropout {
+    uint32_t key, sample0, T;
+    float p;
+};
+uint32_t op_dropout_key(uint64_t seed, int64_t step, uint32_t stream);
+/* Whether the element (sample, position, feature) is kept: the same
+ * arithmetic as shaders/lora_dropout.comp. */
+int op_dropout_keep(const struct op_dropout *d, uint32_t sample, uint32_t position, uint32_t feature);
+void op_dropout(struct gpu *g, const struct op_dropout *d, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows,
+                uint32_t cols, int accumulate);
+
 #endif

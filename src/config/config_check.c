@@ -267,7 +267,9 @@ static int same_targets(char **a, int na, json_t *b)
 }
 
 /* lora.init_from's adapter_config.json gives rank, alpha and targets; keys
- * the recipe sets must agree with it. Only plain LoRA is read. */
+ * the recipe sets must agree with it. Its lora_dropout, a training
+ * setting, is taken unless the recipe sets lora.dropout. Only plain LoRA
+ * is read. */
 static int read_lora_init(struct config_ctx *ctx)
 {
     struct config_lora *l = &ctx->cfg->lora;
@@ -280,7 +282,7 @@ static int read_lora_init(struct config_ctx *ctx)
         return config_fail(ctx, ki, "lora.init_from: %s: %s", file, je.text);
     const char *type = json_string_value(json_object_get(j, "peft_type"));
     json_t *r = json_object_get(j, "r"), *alpha = json_object_get(j, "lora_alpha");
-    json_t *targets = json_object_get(j, "target_modules");
+    json_t *targets = json_object_get(j, "target_modules"), *dropout = json_object_get(j, "lora_dropout");
     int rc = 0;
     size_t i;
     json_t *v;
@@ -297,6 +299,9 @@ static int read_lora_init(struct config_ctx *ctx)
                          "lora.init_from: %s: DoRA, rsLoRA and per-module rank or alpha patterns are not "
                          "supported (plain LoRA only)",
                          file);
+    else if (dropout && !json_is_null(dropout) &&
+             !(json_is_number(dropout) && json_number_value(dropout) >= 0 && json_number_value(dropout) < 1))
+        rc = config_fail(ctx, ki, "lora.init_from: %s: lora_dropout must be a number in [0, 1)", file);
     else if (!json_is_array(targets) || !json_array_size(targets))
         rc = config_fail(ctx, ki,
                          "lora.init_from: %s: target_modules must be a list of module names (a regular "
@@ -316,6 +321,8 @@ static int read_lora_init(struct config_ctx *ctx)
     if (!rc) {
         l->rank = (int)json_integer_value(r);
         l->alpha = json_number_value(alpha);
+        if (!is_set(ctx, "lora.dropout") && json_is_number(dropout))
+            l->dropout = json_number_value(dropout);
         if (!is_set(ctx, "lora.targets")) {
             l->targets = vkt_calloc(json_array_size(targets) + 1, sizeof *l->targets, "lora targets");
             json_array_foreach(targets, i, v) l->targets[l->n_targets++] = vkt_strdup(json_string_value(v));
@@ -340,8 +347,6 @@ static int check_lora(struct config_ctx *ctx)
             return config_fail(ctx, K(bad), "%s: LoRA is off (lora.rank is 0); set lora.rank or lora.init_from", bad);
         return 0;
     }
-    if (l->dropout != 0)
-        return config_fail(ctx, K("lora.dropout"), "lora.dropout: %g, but only 0 is implemented", l->dropout);
     if (!is_set(ctx, "lora.alpha") && !l->init_from)
         l->alpha = 2.0 * l->rank;
     if (!l->n_targets) {

@@ -79,13 +79,18 @@ static void permute(struct sampler *s, int64_t epoch)
     s->perm_epoch = epoch;
 }
 
+uint32_t sampler_first(const struct sampler *s, int rank, int micro)
+{
+    return (uint32_t)(((int64_t)micro * s->world + rank) * s->batch);
+}
+
 void sampler_batch(struct sampler *s, int64_t step, int rank, int micro, int64_t *seq)
 {
     struct data_pos pos = sampler_pos(s, step);
     if (pos.epoch != s->perm_epoch)
         permute(s, pos.epoch);
     int64_t G = (int64_t)s->world * s->accum * s->batch;
-    int64_t base = pos.step * G + (int64_t)micro * s->world * s->batch + (int64_t)rank * s->batch;
+    int64_t base = pos.step * G + sampler_first(s, rank, micro);
     for (int b = 0; b < s->batch; b++)
         seq[b] = s->perm[base + b];
 }

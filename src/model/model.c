@@ -299,6 +299,12 @@ static void build_activations(struct model *m, uint32_t batch)
     m->dup = act(m, R * F, "dup");
     if (c->lora_rank) {
         m->lora_du = act(m, R * c->lora_rank, "lora du");
+        if (c->lora_dropout > 0) {
+            int down = 0; /* the widest adapted input: hidden_dim for down_proj, else dim */
+            for (uint32_t l = 0; l < c->n_layers; l++)
+                down |= m->lp[l].lora_a[LS_DOWN] >= 0;
+            m->lora_xd = act(m, R * (down && F > C ? F : C), "lora dropout");
+        }
         m->frozen_sink[0] = act(m, C, "frozen norm gradient");
         m->frozen_sink[1] = act(m, C, "frozen norm gradient");
     }
@@ -354,6 +360,8 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)
         return vkt_error(err, errlen, "%u position rows are fewer than max_seq_len %u", c->pos_rows, c->max_seq_len);
+    if (!(c->lora_dropout >= 0 && c->lora_dropout < 1))
+        return vkt_error(err, errlen, "LoRA dropout %g is outside [0, 1)", (double)c->lora_dropout);
     if (c->lora_rank && !(c->lora_alpha > 0))
         return vkt_error(err, errlen, "LoRA needs lora_alpha > 0");
     if (c->base_bf16 && !c->lora_rank)
@@ -424,7 +432,8 @@ void model_destroy(struct model *m)
                                    m->row_loss,   m->row_count, m->stats,     m->loss_acc,       m->scratch,
                                    m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
                                    m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
-                                   m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1]};
+                                   m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1],
+                                   m->lora_xd};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
     free(m->lp);

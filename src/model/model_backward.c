@@ -21,52 +21,52 @@ static void layer_backward(struct model *m, uint32_t l)
         model_layer_forward(m, l, NULL);
 
     /* MLP: out = x2 + h·Wdownᵀ (+ b); dres is d(out). */
-    op_matmul_nn(g, m->dres, W(m, p->down), m->dh, R, C, F, 0);
+    op_matmul_nn(g, m->dres, weight(m, p->down), m->dh, R, C, F, 0);
     model_lora_backward(m, l, LS_DOWN, a->h, m->dres, m->dh, C, F);
-    if (G(m, p->down))
-        op_matmul_tn(g, m->dres, a->h, G(m, p->down), R, C, F, 1);
+    if (grad(m, p->down))
+        op_matmul_tn(g, m->dres, a->h, grad(m, p->down), R, C, F, 1);
     if (p->bdown >= 0)
-        if (G(m, p->bdown))
-            op_bias_backward(g, m->dres, G(m, p->bdown), R, C);
+        if (grad(m, p->bdown))
+            op_bias_backward(g, m->dres, grad(m, p->bdown), R, C);
     gpu_zero(g, m->dup);
     if (c->arch == MODEL_LLAMA) {
         gpu_zero(g, m->dgate);
         op_swiglu_backward(g, a->gate, a->up, m->dh, m->dgate, m->dup, RF);
         if (p->bgate >= 0) {
-            if (G(m, p->bgate))
-                op_bias_backward(g, m->dgate, G(m, p->bgate), R, F);
-            if (G(m, p->bup))
-                op_bias_backward(g, m->dup, G(m, p->bup), R, F);
+            if (grad(m, p->bgate))
+                op_bias_backward(g, m->dgate, grad(m, p->bgate), R, F);
+            if (grad(m, p->bup))
+                op_bias_backward(g, m->dup, grad(m, p->bup), R, F);
         }
-        op_matmul_nn(g, m->dgate, W(m, p->gate), m->dxn, R, F, C, 0);
-        op_matmul_nn(g, m->dup, W(m, p->up), m->dxn, R, F, C, 1);
+        op_matmul_nn(g, m->dgate, weight(m, p->gate), m->dxn, R, F, C, 0);
+        op_matmul_nn(g, m->dup, weight(m, p->up), m->dxn, R, F, C, 1);
         model_lora_backward(m, l, LS_GATE, a->xn2, m->dgate, m->dxn, F, C);
         model_lora_backward(m, l, LS_UP, a->xn2, m->dup, m->dxn, F, C);
-        if (G(m, p->gate))
-            op_matmul_tn(g, m->dgate, a->xn2, G(m, p->gate), R, F, C, 1);
-        if (G(m, p->up))
-            op_matmul_tn(g, m->dup, a->xn2, G(m, p->up), R, F, C, 1);
-        op_rmsnorm_backward(g, m->dxn, a->x2, W(m, p->norm2), a->rstd2, m->dres, G_norm(m, p->norm2, 0), R, C);
+        if (grad(m, p->gate))
+            op_matmul_tn(g, m->dgate, a->xn2, grad(m, p->gate), R, F, C, 1);
+        if (grad(m, p->up))
+            op_matmul_tn(g, m->dup, a->xn2, grad(m, p->up), R, F, C, 1);
+        op_rmsnorm_backward(g, m->dxn, a->x2, weight(m, p->norm2), a->rstd2, m->dres, norm_grad(m, p->norm2, 0), R, C);
     } else {
         op_gelu_backward(g, a->up, m->dh, m->dup, RF);
-        if (G(m, p->bup))
-            op_bias_backward(g, m->dup, G(m, p->bup), R, F);
-        op_matmul_nn(g, m->dup, W(m, p->up), m->dxn, R, F, C, 0);
+        if (grad(m, p->bup))
+            op_bias_backward(g, m->dup, grad(m, p->bup), R, F);
+        op_matmul_nn(g, m->dup, weight(m, p->up), m->dxn, R, F, C, 0);
         model_lora_backward(m, l, LS_UP, a->xn2, m->dup, m->dxn, F, C);
-        if (G(m, p->up))
-            op_matmul_tn(g, m->dup, a->xn2, G(m, p->up), R, F, C, 1);
-        op_layernorm_backward(g, m->dxn, a->x2, W(m, p->norm2), a->mean2, a->rstd2, m->dres, G_norm(m, p->norm2, 0),
-                              G_norm(m, p->norm2_b, 1), R, C);
+        if (grad(m, p->up))
+            op_matmul_tn(g, m->dup, a->xn2, grad(m, p->up), R, F, C, 1);
+        op_layernorm_backward(g, m->dxn, a->x2, weight(m, p->norm2), a->mean2, a->rstd2, m->dres,
+                              norm_grad(m, p->norm2, 0), norm_grad(m, p->norm2_b, 1), R, C);
     }
 
     /* Attention: x2 = x + att·Woᵀ (+ b); dres is now d(x2). */
-    op_matmul_nn(g, m->dres, W(m, p->wo), m->datt, R, C, C, 0);
+    op_matmul_nn(g, m->dres, weight(m, p->wo), m->datt, R, C, C, 0);
     model_lora_backward(m, l, LS_O, a->att, m->dres, m->datt, C, C);
-    if (G(m, p->wo))
-        op_matmul_tn(g, m->dres, a->att, G(m, p->wo), R, C, C, 1);
+    if (grad(m, p->wo))
+        op_matmul_tn(g, m->dres, a->att, grad(m, p->wo), R, C, C, 1);
     if (p->bo >= 0)
-        if (G(m, p->bo))
-            op_bias_backward(g, m->dres, G(m, p->bo), R, C);
+        if (grad(m, p->bo))
+            op_bias_backward(g, m->dres, grad(m, p->bo), R, C);
     struct op_attention_shape s = model_attention_shape(m);
     struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
     if (c->arch == MODEL_LLAMA) {
@@ -78,39 +78,53 @@ static void layer_backward(struct model *m, uint32_t l)
         op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
         op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
         if (p->bq >= 0) { /* the biases are added before RoPE: their gradients are the rotated-back ones */
-            if (G(m, p->bq))
-                op_bias_backward(g, m->dq, G(m, p->bq), R, C);
-            if (G(m, p->bk))
-                op_bias_backward(g, m->dk, G(m, p->bk), R, kv);
-            if (G(m, p->bv))
-                op_bias_backward(g, m->dv, G(m, p->bv), R, kv);
+            if (grad(m, p->bq))
+                op_bias_backward(g, m->dq, grad(m, p->bq), R, C);
+            if (grad(m, p->bk))
+                op_bias_backward(g, m->dk, grad(m, p->bk), R, kv);
+            if (grad(m, p->bv))
+                op_bias_backward(g, m->dv, grad(m, p->bv), R, kv);
         }
-        op_matmul_nn(g, m->dq, W(m, p->wq), m->dxn, R, C, C, 0);
-        op_matmul_nn(g, m->dk, W(m, p->wk), m->dxn, R, kv, C, 1);
-        op_matmul_nn(g, m->dv, W(m, p->wv), m->dxn, R, kv, C, 1);
+        op_matmul_nn(g, m->dq, weight(m, p->wq), m->dxn, R, C, C, 0);
+        op_matmul_nn(g, m->dk, weight(m, p->wk), m->dxn, R, kv, C, 1);
+        op_matmul_nn(g, m->dv, weight(m, p->wv), m->dxn, R, kv, C, 1);
         model_lora_backward(m, l, LS_Q, a->xn, m->dq, m->dxn, C, C);
         model_lora_backward(m, l, LS_K, a->xn, m->dk, m->dxn, kv, C);
         model_lora_backward(m, l, LS_V, a->xn, m->dv, m->dxn, kv, C);
-        if (G(m, p->wq))
-            op_matmul_tn(g, m->dq, a->xn, G(m, p->wq), R, C, C, 1);
-        if (G(m, p->wk))
-            op_matmul_tn(g, m->dk, a->xn, G(m, p->wk), R, kv, C, 1);
-        if (G(m, p->wv))
-            op_matmul_tn(g, m->dv, a->xn, G(m, p->wv), R, kv, C, 1);
-        op_rmsnorm_backward(g, m->dxn, a->x, W(m, p->norm1), a->rstd1, m->dres, G_norm(m, p->norm1, 0), R, C);
+        if (grad(m, p->wq))
+            op_matmul_tn(g, m->dq, a->xn, grad(m, p->wq), R, C, C, 1);
+        if (grad(m, p->wk))
+            op_matmul_tn(g, m->dk, a->xn, grad(m, p->wk), R, kv, C, 1);
+        if (grad(m, p->wv))
+            op_matmul_tn(g, m->dv, a->xn, grad(m, p->wv), R, kv, C, 1);
+        op_rmsnorm_backward(g, m->dxn, a->x, weight(m, p->norm1), a->rstd1, m->dres, norm_grad(m, p->norm1, 0), R, C);
     } else {
         gpu_zero(g, m->dqkv);
         op_flash_attention_backward(g, &s, a->qkv, a->qkv, a->qkv, doc, a->att, a->lse, m->datt, m->att_stats, m->dqkv,
                                     m->dqkv, m->dqkv);
-        if (G(m, p->bqkv))
-            op_bias_backward(g, m->dqkv, G(m, p->bqkv), R, 3 * C);
-        op_matmul_nn(g, m->dqkv, W(m, p->wqkv), m->dxn, R, 3 * C, C, 0);
+        if (grad(m, p->bqkv))
+            op_bias_backward(g, m->dqkv, grad(m, p->bqkv), R, 3 * C);
+        op_matmul_nn(g, m->dqkv, weight(m, p->wqkv), m->dxn, R, 3 * C, C, 0);
         model_lora_backward(m, l, LS_QKV, a->xn, m->dqkv, m->dxn, 3 * C, C);
-        if (G(m, p->wqkv))
-            op_matmul_tn(g, m->dqkv, a->xn, G(m, p->wqkv), R, 3 * C, C, 1);
-        op_layernorm_backward(g, m->dxn, a->x, W(m, p->norm1), a->mean1, a->rstd1, m->dres, G_norm(m, p->norm1, 0),
-                              G_norm(m, p->norm1_b, 1), R, C);
+        if (grad(m, p->wqkv))
+            op_matmul_tn(g, m->dqkv, a->xn, grad(m, p->wqkv), R, 3 * C, C, 1);
+        op_layernorm_backward(g, m->dxn, a->x, weight(m, p->norm1), a->mean1, a->rstd1, m->dres,
+                              norm_grad(m, p->norm1, 0), norm_grad(m, p->norm1_b, 1), R, C);
     }
+}
+
+/* LoRA dropout of layer l's adapter s over x (rows, in) into y, or added
+ * into y: the mask of the last forward's counter, the same in the forward,
+ * its recompute and the backward. */
+static void lora_dropout(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *y,
+                         uint32_t in, int accumulate)
+{
+    const struct model_batch *b = &m->last;
+    struct op_dropout d = {.key = op_dropout_key(b->seed, b->step, l * LS_N + (uint32_t)s),
+                           .sample0 = b->sample0,
+                           .T = b->T,
+                           .p = m->c.lora_dropout};
+    op_dropout(m->g, &d, x, y, b->B * b->T, in, accumulate);
 }
 
 void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *y,
@@ -121,11 +135,15 @@ void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gp
         return;
     struct gpu_buffer *u = model_layer_acts(m, l)->lora_u[s];
     uint32_t R = m->last.B * m->last.T, r = m->c.lora_rank;
-    op_matmul_nt(m->g, x, W(m, p->lora_a[s]), u, R, r, in, 0); /* u = x·Aᵀ (R, r) */
+    if (m->lora_drop) { /* the adapter reads drop(x) */
+        lora_dropout(m, l, s, x, m->lora_xd, in, 0);
+        x = m->lora_xd;
+    }
+    op_matmul_nt(m->g, x, weight(m, p->lora_a[s]), u, R, r, in, 0); /* u = x·Aᵀ (R, r) */
     op_scale(m->g, u, m->lora_scale, (size_t)R * r);
     if (!y)
         return;
-    op_matmul_nt(m->g, u, W(m, p->lora_b[s]), y, R, out, r, 1); /* y += u·Bᵀ */
+    op_matmul_nt(m->g, u, weight(m, p->lora_b[s]), y, R, out, r, 1); /* y += u·Bᵀ */
 }
 
 void model_lora_backward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *dy,
@@ -138,11 +156,20 @@ void model_lora_backward(struct model *m, uint32_t l, enum lora_slot s, struct g
     struct gpu_buffer *u = model_layer_acts(m, l)->lora_u[s], *du = m->lora_du;
     uint32_t R = m->last.B * m->last.T, r = m->c.lora_rank;
     int a = p->lora_a[s], b = p->lora_b[s];
-    op_matmul_tn(g, dy, u, G(m, b), R, out, r, 1);  /* dB += dyᵀ·u */
-    op_matmul_nn(g, dy, W(m, b), du, R, out, r, 0); /* du = dy·B, then ·alpha/rank */
+    op_matmul_tn(g, dy, u, grad(m, b), R, out, r, 1);    /* dB += dyᵀ·u */
+    op_matmul_nn(g, dy, weight(m, b), du, R, out, r, 0); /* du = dy·B, then ·alpha/rank */
     op_scale(g, du, m->lora_scale, (size_t)R * r);
-    op_matmul_tn(g, du, x, G(m, a), R, r, in, 1);  /* dA += duᵀ·x */
-    op_matmul_nn(g, du, W(m, a), dx, R, r, in, 1); /* dx += du·A */
+    if (!m->lora_drop) {
+        op_matmul_tn(g, du, x, grad(m, a), R, r, in, 1);    /* dA += duᵀ·x */
+        op_matmul_nn(g, du, weight(m, a), dx, R, r, in, 1); /* dx += du·A */
+        return;
+    }
+    /* The mask recomputed: dA += duᵀ·drop(x), dx += drop(du·A). */
+    struct gpu_buffer *xd = m->lora_xd;
+    lora_dropout(m, l, s, x, xd, in, 0);
+    op_matmul_tn(g, du, xd, grad(m, a), R, r, in, 1);
+    op_matmul_nn(g, du, weight(m, a), xd, R, r, in, 0);
+    lora_dropout(m, l, s, xd, dx, in, 1);
 }
 
 int model_backward_stages(const struct model *m)
@@ -161,17 +188,17 @@ void model_backward_stage(struct model *m, int stage)
         /* Final norm; the forward left d(xf) in m->dxn. */
         gpu_zero(g, m->dres);
         if (c->arch == MODEL_GPT2)
-            op_layernorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->mean_f, m->rstd_f, m->dres,
-                                  G_norm(m, m->norm_f, 0), G_norm(m, m->norm_f_b, 1), R, C);
+            op_layernorm_backward(g, m->dxn, m->x_final, weight(m, m->norm_f), m->mean_f, m->rstd_f, m->dres,
+                                  norm_grad(m, m->norm_f, 0), norm_grad(m, m->norm_f_b, 1), R, C);
         else
-            op_rmsnorm_backward(g, m->dxn, m->x_final, W(m, m->norm_f), m->rstd_f, m->dres, G_norm(m, m->norm_f, 0), R,
-                                C);
+            op_rmsnorm_backward(g, m->dxn, m->x_final, weight(m, m->norm_f), m->rstd_f, m->dres,
+                                norm_grad(m, m->norm_f, 0), R, C);
     } else if (stage <= (int)c->n_layers) {
         layer_backward(m, c->n_layers - (uint32_t)stage);
-    } else if (G(m, m->embed)) { /* else frozen (LoRA) */
-        op_embedding_backward(g, m->tokens, m->dres, G(m, m->embed), R, C, V);
+    } else if (grad(m, m->embed)) { /* else frozen (LoRA) */
+        op_embedding_backward(g, m->tokens, m->dres, grad(m, m->embed), R, C, V);
         if (c->arch == MODEL_GPT2)
-            op_embedding_backward(g, m->positions, m->dres, G(m, m->pos_embed), R, C, c->max_seq_len);
+            op_embedding_backward(g, m->positions, m->dres, grad(m, m->pos_embed), R, C, c->max_seq_len);
     }
 }
 

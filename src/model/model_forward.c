@@ -33,107 +33,144 @@ static void upload_batch(struct model *m, const struct model_batch *b)
     m->last = *b;
 }
 
-void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
+/* The adapter of slot s, where the run records adapters. */
+static void lora(struct model *m, const struct layer_run *run, uint32_t l, enum lora_slot s, struct gpu_buffer *x,
+                 struct gpu_buffer *y, uint32_t out, uint32_t in)
+{
+    if (run->adapters)
+        model_lora_forward(m, l, s, x, y, out, in);
+}
+
+/* The residual stream into dst before a sublayer adds to it: a copy of
+ * src, or nothing where the sublayer adds in place (dst == src). */
+static void residual(struct gpu *g, struct gpu_buffer *src, struct gpu_buffer *dst, size_t n)
+{
+    if (dst != src)
+        op_copy(g, src, dst, n);
+}
+
+void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run, struct gpu_buffer *out)
 {
     const struct model_config *c = &m->c;
     struct layer_params *p = &m->lp[l];
-    struct layer_acts *a = model_layer_acts(m, l);
+    struct layer_acts *a = run->a;
     struct gpu *g = m->g;
-    uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
+    uint32_t R = run->rows, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
     uint32_t kv = c->n_kv_heads * hd;
-    struct op_attention_shape s = model_attention_shape(m);
-    struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
 
     if (c->arch == MODEL_LLAMA) {
-        op_rmsnorm(g, a->x, W(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn, W(m, p->wq), a->q, R, C, C, 0);
-        op_matmul_nt(g, a->xn, W(m, p->wk), a->k, R, kv, C, 0);
-        op_matmul_nt(g, a->xn, W(m, p->wv), a->v, R, kv, C, 0);
-        model_lora_forward(m, l, LS_Q, a->xn, a->q, C, C);
-        model_lora_forward(m, l, LS_K, a->xn, a->k, kv, C);
-        model_lora_forward(m, l, LS_V, a->xn, a->v, kv, C);
+        op_rmsnorm(g, a->x, weight(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn, weight(m, p->wq), a->q, R, C, C, 0);
+        op_matmul_nt(g, a->xn, weight(m, p->wk), a->k, R, kv, C, 0);
+        op_matmul_nt(g, a->xn, weight(m, p->wv), a->v, R, kv, C, 0);
+        lora(m, run, l, LS_Q, a->xn, a->q, C, C);
+        lora(m, run, l, LS_K, a->xn, a->k, kv, C);
+        lora(m, run, l, LS_V, a->xn, a->v, kv, C);
         if (p->bq >= 0) {
-            op_bias_add(g, W(m, p->bq), a->q, R, C);
-            op_bias_add(g, W(m, p->bk), a->k, R, kv);
-            op_bias_add(g, W(m, p->bv), a->v, R, kv);
+            op_bias_add(g, weight(m, p->bq), a->q, R, C);
+            op_bias_add(g, weight(m, p->bk), a->k, R, kv);
+            op_bias_add(g, weight(m, p->bv), a->v, R, kv);
         }
-        op_rope(g, a->q, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
-        op_rope(g, a->k, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
-        op_flash_attention(g, &s, a->q, a->k, a->v, doc, a->lse, a->att);
+        op_rope(g, a->q, run->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
+        op_rope(g, a->k, run->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
     } else {
-        op_layernorm(g, a->x, W(m, p->norm1), W(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn, W(m, p->wqkv), a->qkv, R, 3 * C, C, 0);
-        model_lora_forward(m, l, LS_QKV, a->xn, a->qkv, 3 * C, C);
-        op_bias_add(g, W(m, p->bqkv), a->qkv, R, 3 * C);
-        op_flash_attention(g, &s, a->qkv, a->qkv, a->qkv, doc, a->lse, a->att);
+        op_layernorm(g, a->x, weight(m, p->norm1), weight(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn, weight(m, p->wqkv), a->qkv, R, 3 * C, C, 0);
+        lora(m, run, l, LS_QKV, a->xn, a->qkv, 3 * C, C);
+        op_bias_add(g, weight(m, p->bqkv), a->qkv, R, 3 * C);
     }
+    run->attend(m, l, a, run->ctx);
     /* x2 = x + att·Woᵀ (+ b) */
-    op_copy(g, a->x, a->x2, (size_t)R * C);
-    op_matmul_nt(g, a->att, W(m, p->wo), a->x2, R, C, C, 1);
-    model_lora_forward(m, l, LS_O, a->att, a->x2, C, C);
+    residual(g, a->x, a->x2, (size_t)R * C);
+    op_matmul_nt(g, a->att, weight(m, p->wo), a->x2, R, C, C, 1);
+    lora(m, run, l, LS_O, a->att, a->x2, C, C);
     if (p->bo >= 0)
-        op_bias_add(g, W(m, p->bo), a->x2, R, C);
+        op_bias_add(g, weight(m, p->bo), a->x2, R, C);
 
     if (c->arch == MODEL_LLAMA) {
-        op_rmsnorm(g, a->x2, W(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn2, W(m, p->gate), a->gate, R, F, C, 0);
-        op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
-        model_lora_forward(m, l, LS_GATE, a->xn2, a->gate, F, C);
-        model_lora_forward(m, l, LS_UP, a->xn2, a->up, F, C);
+        op_rmsnorm(g, a->x2, weight(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
+        op_matmul_nt(g, a->xn2, weight(m, p->gate), a->gate, R, F, C, 0);
+        op_matmul_nt(g, a->xn2, weight(m, p->up), a->up, R, F, C, 0);
+        lora(m, run, l, LS_GATE, a->xn2, a->gate, F, C);
+        lora(m, run, l, LS_UP, a->xn2, a->up, F, C);
         if (p->bgate >= 0) {
-            op_bias_add(g, W(m, p->bgate), a->gate, R, F);
-            op_bias_add(g, W(m, p->bup), a->up, R, F);
+            op_bias_add(g, weight(m, p->bgate), a->gate, R, F);
+            op_bias_add(g, weight(m, p->bup), a->up, R, F);
         }
         op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
     } else {
-        op_layernorm(g, a->x2, W(m, p->norm2), W(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn2, W(m, p->up), a->up, R, F, C, 0);
-        model_lora_forward(m, l, LS_UP, a->xn2, a->up, F, C);
-        op_bias_add(g, W(m, p->bup), a->up, R, F);
+        op_layernorm(g, a->x2, weight(m, p->norm2), weight(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C,
+                     c->norm_eps);
+        op_matmul_nt(g, a->xn2, weight(m, p->up), a->up, R, F, C, 0);
+        lora(m, run, l, LS_UP, a->xn2, a->up, F, C);
+        op_bias_add(g, weight(m, p->bup), a->up, R, F);
         op_gelu(g, a->up, a->h, (size_t)R * F);
     }
     if (!out) { /* the recompute: the backward reads the adapter's u too */
-        model_lora_forward(m, l, LS_DOWN, a->h, NULL, C, F);
+        lora(m, run, l, LS_DOWN, a->h, NULL, C, F);
         return;
     }
     /* out = x2 + h·Wdownᵀ (+ b) */
-    op_copy(g, a->x2, out, (size_t)R * C);
-    op_matmul_nt(g, a->h, W(m, p->down), out, R, C, F, 1);
-    model_lora_forward(m, l, LS_DOWN, a->h, out, C, F);
+    residual(g, a->x2, out, (size_t)R * C);
+    op_matmul_nt(g, a->h, weight(m, p->down), out, R, C, F, 1);
+    lora(m, run, l, LS_DOWN, a->h, out, C, F);
     if (p->bdown >= 0)
-        op_bias_add(g, W(m, p->bdown), out, R, C);
+        op_bias_add(g, weight(m, p->bdown), out, R, C);
+}
+
+/* The training forward's attention: flash attention over the batch. */
+static void attend_batch(struct model *m, uint32_t l, struct layer_acts *a, void *ctx)
+{
+    struct op_attention_shape s = model_attention_shape(m);
+    struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
+    if (m->c.arch == MODEL_LLAMA)
+        op_flash_attention(m->g, &s, a->q, a->k, a->v, doc, a->lse, a->att);
+    else /* views into the fused (rows, 3C) c_attn output */
+        op_flash_attention(m->g, &s, a->qkv, a->qkv, a->qkv, doc, a->lse, a->att);
+}
+
+void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out)
+{
+    struct layer_run run = {.a = model_layer_acts(m, l),
+                            .rows = m->last.B * m->last.T,
+                            .positions = m->positions,
+                            .adapters = 1,
+                            .attend = attend_batch};
+    model_layer_record(m, l, &run, out);
 }
 
 void model_forward(struct model *m, const struct model_batch *b, float scale)
 {
     upload_batch(m, b);
+    m->lora_drop = m->c.lora_dropout > 0 && scale != 0.0f; /* training only */
     const struct model_config *c = &m->c;
     struct gpu *g = m->g;
     uint32_t R = b->B * b->T, C = c->dim, V = c->vocab_size;
     struct gpu_buffer *x0 = c->n_layers ? m->la[0].x : m->x_final;
     int gpt2 = c->arch == MODEL_GPT2;
-    op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, x0, R, C,
-                 V, c->max_seq_len);
+    op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, weight(m, m->embed), gpt2 ? weight(m, m->pos_embed) : NULL,
+                 x0, R, C, V, c->max_seq_len);
     for (uint32_t l = 0; l < c->n_layers; l++)
         model_layer_forward(m, l, l + 1 < c->n_layers ? m->la[l + 1].x : m->x_final);
     if (gpt2)
-        op_layernorm(g, m->x_final, W(m, m->norm_f), W(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C, c->norm_eps);
+        op_layernorm(g, m->x_final, weight(m, m->norm_f), weight(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C,
+                     c->norm_eps);
     else
-        op_rmsnorm(g, m->x_final, W(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
+        op_rmsnorm(g, m->x_final, weight(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
     m->last_scale = scale;
     for (uint32_t r0 = 0; r0 < R; r0 += m->head_rows) {
         uint32_t n = R - r0 < m->head_rows ? R - r0 : m->head_rows;
         size_t at = (size_t)r0 * C; /* xf / dxf rows r0 .. r0 + n − 1 */
-        op_matmul_nt_at(g, m->xf, W(m, m->lm_head), m->logits, n, V, C, 0, (size_t[3]){at, 0, 0});
+        op_matmul_nt_at(g, m->xf, weight(m, m->lm_head), m->logits, n, V, C, 0, (size_t[3]){at, 0, 0});
         if (m->keep_logits)
             op_copy_to(g, m->logits, m->logits_kept, (size_t)r0 * V, (size_t)n * V);
         op_cross_entropy_at(g, m->logits, m->labels, m->row_loss, m->row_count, r0, n, V, scale);
         if (scale == 0.0f)
             continue;
         /* m->logits holds dlogits: dxf = dlogits·Wlm, dWlm += dlogitsᵀ·xf */
-        op_matmul_nn_at(g, m->logits, W(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at});
-        if (G(m, m->lm_head)) /* else frozen (LoRA) */
-            op_matmul_tn_at(g, m->logits, m->xf, G(m, m->lm_head), n, V, C, 1, (size_t[3]){0, at, 0});
+        op_matmul_nn_at(g, m->logits, weight(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at});
+        if (grad(m, m->lm_head)) /* else frozen (LoRA) */
+            op_matmul_tn_at(g, m->logits, m->xf, grad(m, m->lm_head), n, V, C, 1, (size_t[3]){0, at, 0});
     }
     /* (loss sum, valid count) of this micro-batch, added to the step's total
      * on the device in micro-batch order: deterministic, one read per step. */

@@ -1,15 +1,16 @@
 /* model_generate: the single-token decode path with a key/value cache, and
  * host-side sampling (see include/vktrain/generate.h).
  *
- * A step records, for one token at position pos: embedding; per layer
- * norm -> q, k, v of that row -> RoPE at pos (llama) -> k, v appended to the
- * layer's cache row pos -> attention of the one query over cache rows
- * 0..pos (shaders/attention_decode.comp) -> o_proj added to the residual ->
- * MLP added to the residual; the final norm and the logits; then it
- * submits once and reads the logits back. The arithmetic is the training
- * forward's (model_forward.c) for the last row, so the logits match it to
- * fp32 rounding (tests/test_generate.c). It owns its buffers and only reads
- * the model's weights (and the llama RoPE table). */
+ * A step records, for one token at position pos: embedding; per layer the
+ * training forward's layer recorder (model_layer_record, model_forward.c)
+ * on this one row, its attention hook appending k, v to the layer's cache
+ * row pos and attending the one query over cache rows 0..pos
+ * (shaders/attention_decode.comp), the residual stream updated in place;
+ * the final norm and the logits; then it submits once and reads the
+ * logits back. The arithmetic is the training forward's for the last row,
+ * so the logits match it to fp32 rounding (tests/test_generate.c). It owns
+ * its buffers and only reads the model's weights (and the llama RoPE
+ * table); LoRA adapters are not applied (generation runs merged models). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ struct decoder {
     struct gpu_buffer *scores;           /* (H, T) */
     struct gpu_buffer *logits;           /* (V) */
     struct gpu_buffer **kc, **vc;        /* per layer (T, kvd) */
+    struct layer_acts acts;              /* the layer recorder's view of the buffers above */
     float *host_logits;
 };
 
@@ -75,6 +77,24 @@ struct decoder *decoder_create(struct model *m)
         d->vc[l] = buf(d, (size_t)d->T * d->kvd, "value cache");
     }
     d->host_logits = vkt_malloc(sizeof(float) * d->V, "logits");
+    /* One row: both norms share xn, mean and rstd; the residual x is
+     * updated in place (x2 = x). */
+    d->acts = (struct layer_acts){.x = d->x,
+                                  .xn = d->xn,
+                                  .mean1 = d->mean,
+                                  .rstd1 = d->rstd,
+                                  .q = d->q,
+                                  .k = d->k,
+                                  .v = d->v,
+                                  .qkv = d->qkv,
+                                  .att = d->att,
+                                  .x2 = d->x,
+                                  .xn2 = d->xn,
+                                  .mean2 = d->mean,
+                                  .rstd2 = d->rstd,
+                                  .gate = d->gate,
+                                  .up = d->up,
+                                  .h = d->h};
     return d;
 }
 
@@ -136,59 +156,18 @@ static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, ui
     gpu_dispatch(g, gpu_kernel_get(g, &desc), args, &push, d->H, 1, 1);
 }
 
-static void layer_step(struct decoder *d, uint32_t l)
+/* The layer recorder's attention: k and v appended to the cache at pos,
+ * then the one query over cache rows 0..pos. */
+static void attend_cache(struct model *m, uint32_t l, struct layer_acts *a, void *ctx)
 {
-    struct model *m = d->m;
-    const struct model_config *c = &m->c;
-    struct layer_params *p = &m->lp[l];
-    struct gpu *g = m->g;
-    uint32_t C = d->C, F = d->F;
-
-    if (c->arch == MODEL_LLAMA) {
-        op_rmsnorm(g, d->x, W(m, p->norm1), d->xn, d->rstd, 1, C, c->norm_eps);
-        op_matmul_nt(g, d->xn, W(m, p->wq), d->q, 1, C, C, 0);
-        op_matmul_nt(g, d->xn, W(m, p->wk), d->k, 1, d->kvd, C, 0);
-        op_matmul_nt(g, d->xn, W(m, p->wv), d->v, 1, d->kvd, C, 0);
-        if (p->bq >= 0) {
-            op_bias_add(g, W(m, p->bq), d->q, 1, C);
-            op_bias_add(g, W(m, p->bk), d->k, 1, d->kvd);
-            op_bias_add(g, W(m, p->bv), d->v, 1, d->kvd);
-        }
-        op_rope(g, d->q, d->position, m->rope_table, 1, d->H, d->hd, d->T, 0);
-        op_rope(g, d->k, d->position, m->rope_table, 1, d->KVH, d->hd, d->T, 0);
-        cache_append(d, l, d->k, 0, d->v, 0);
-        cache_attend(d, l, d->q, 0);
-    } else {
-        op_layernorm(g, d->x, W(m, p->norm1), W(m, p->norm1_b), d->xn, d->mean, d->rstd, 1, C, c->norm_eps);
-        op_matmul_nt(g, d->xn, W(m, p->wqkv), d->qkv, 1, 3 * C, C, 0);
-        op_bias_add(g, W(m, p->bqkv), d->qkv, 1, 3 * C);
-        cache_append(d, l, d->qkv, C, d->qkv, 2 * C);
-        cache_attend(d, l, d->qkv, 0);
+    struct decoder *d = ctx;
+    if (m->c.arch == MODEL_LLAMA) {
+        cache_append(d, l, a->k, 0, a->v, 0);
+        cache_attend(d, l, a->q, 0);
+    } else { /* q, k, v at 0, C, 2C of the fused row */
+        cache_append(d, l, a->qkv, d->C, a->qkv, 2 * d->C);
+        cache_attend(d, l, a->qkv, 0);
     }
-    /* x += att·Woᵀ (+ b) */
-    op_matmul_nt(g, d->att, W(m, p->wo), d->x, 1, C, C, 1);
-    if (p->bo >= 0)
-        op_bias_add(g, W(m, p->bo), d->x, 1, C);
-
-    if (c->arch == MODEL_LLAMA) {
-        op_rmsnorm(g, d->x, W(m, p->norm2), d->xn, d->rstd, 1, C, c->norm_eps);
-        op_matmul_nt(g, d->xn, W(m, p->gate), d->gate, 1, F, C, 0);
-        op_matmul_nt(g, d->xn, W(m, p->up), d->up, 1, F, C, 0);
-        if (p->bgate >= 0) {
-            op_bias_add(g, W(m, p->bgate), d->gate, 1, F);
-            op_bias_add(g, W(m, p->bup), d->up, 1, F);
-        }
-        op_swiglu(g, d->gate, d->up, d->h, F);
-    } else {
-        op_layernorm(g, d->x, W(m, p->norm2), W(m, p->norm2_b), d->xn, d->mean, d->rstd, 1, C, c->norm_eps);
-        op_matmul_nt(g, d->xn, W(m, p->up), d->up, 1, F, C, 0);
-        op_bias_add(g, W(m, p->bup), d->up, 1, F);
-        op_gelu(g, d->up, d->h, F);
-    }
-    /* x += h·Wdownᵀ (+ b) */
-    op_matmul_nt(g, d->h, W(m, p->down), d->x, 1, C, F, 1);
-    if (p->bdown >= 0)
-        op_bias_add(g, W(m, p->bdown), d->x, 1, C);
 }
 
 const float *decoder_step(struct decoder *d, int32_t token)
@@ -204,15 +183,17 @@ const float *decoder_step(struct decoder *d, int32_t token)
     gpu_upload(g, d->token, 0, &token, sizeof token);
     gpu_upload(g, d->position, 0, &pos, sizeof pos);
     int gpt2 = c->arch == MODEL_GPT2;
-    op_embedding(g, d->token, gpt2 ? d->position : NULL, W(m, m->embed), gpt2 ? W(m, m->pos_embed) : NULL, d->x, 1,
-                 d->C, d->V, d->T);
+    op_embedding(g, d->token, gpt2 ? d->position : NULL, weight(m, m->embed), gpt2 ? weight(m, m->pos_embed) : NULL,
+                 d->x, 1, d->C, d->V, d->T);
+    struct layer_run run = {.a = &d->acts, .rows = 1, .positions = d->position, .attend = attend_cache, .ctx = d};
     for (uint32_t l = 0; l < c->n_layers; l++)
-        layer_step(d, l);
+        model_layer_record(m, l, &run, d->x);
     if (gpt2)
-        op_layernorm(g, d->x, W(m, m->norm_f), W(m, m->norm_f_b), d->xn, d->mean, d->rstd, 1, d->C, c->norm_eps);
+        op_layernorm(g, d->x, weight(m, m->norm_f), weight(m, m->norm_f_b), d->xn, d->mean, d->rstd, 1, d->C,
+                     c->norm_eps);
     else
-        op_rmsnorm(g, d->x, W(m, m->norm_f), d->xn, d->rstd, 1, d->C, c->norm_eps);
-    op_matmul_nt(g, d->xn, W(m, m->lm_head), d->logits, 1, d->V, d->C, 0);
+        op_rmsnorm(g, d->x, weight(m, m->norm_f), d->xn, d->rstd, 1, d->C, c->norm_eps);
+    op_matmul_nt(g, d->xn, weight(m, m->lm_head), d->logits, 1, d->V, d->C, 0);
     gpu_download(g, d->logits, 0, d->host_logits, sizeof(float) * d->V);
     d->pos++;
     return d->host_logits;

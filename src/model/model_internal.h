@@ -56,6 +56,8 @@ struct model {
     int *trained, n_trained;           /* the trained parameters' indices (LoRA: the adapters) */
     float lora_scale;                  /* alpha / rank */
     struct gpu_buffer *lora_du;        /* LoRA backward scratch (rows, rank) */
+    struct gpu_buffer *lora_xd;        /* LoRA dropout: the dropped input, or dx's part (rows, widest input) */
+    int lora_drop;                     /* the last forward applies LoRA dropout (training, rate > 0) */
     struct gpu_buffer *frozen_sink[2]; /* the norm backward's weight gradients of a frozen norm (C floats) */
     int building_stage;                /* backward stage of the parameters being added */
     int adding_adapter;                /* the parameters being added are LoRA's */
@@ -84,9 +86,20 @@ struct model {
     int has_doc;
 };
 
-static inline struct gpu_buffer *W(struct model *m, int i)
+/* Parameter i's weight buffer, and its gradient (NULL: frozen). */
+static inline struct gpu_buffer *weight(struct model *m, int i)
 {
     return m->params[i].w;
+}
+static inline struct gpu_buffer *grad(struct model *m, int i)
+{
+    return m->params[i].grad;
+}
+/* A norm's weight (k = 0) or bias (k = 1) gradient, or where a frozen
+ * norm's go (the kernels write both outputs). */
+static inline struct gpu_buffer *norm_grad(struct model *m, int i, int k)
+{
+    return m->params[i].grad ? m->params[i].grad : m->frozen_sink[k];
 }
 
 /* Layer l's activations: its own, or with checkpointing its input la[l].x
@@ -99,19 +112,25 @@ static inline struct layer_acts *model_layer_acts(struct model *m, uint32_t l)
     return &m->ckpt;
 }
 
-/* Records layer l's forward from la[l].x into out; out NULL: only as far
- * as the activations its backward reads (the checkpointing recompute). */
+/* What one layer's forward records on: the training forward's
+ * activations over the batch with flash attention (model_layer_forward),
+ * or the decoder's one row with its key/value cache (model_generate.c). */
+struct layer_run {
+    struct layer_acts *a; /* a->x is the input; a->x2 == a->x adds the attention in place */
+    uint32_t rows;
+    struct gpu_buffer *positions; /* int32 (rows), for RoPE */
+    int adapters;                 /* record the LoRA adapters (the decoder does not) */
+    /* Attention of a->q, a->k, a->v after RoPE (gpt2: a->qkv) into a->att. */
+    void (*attend)(struct model *m, uint32_t l, struct layer_acts *a, void *ctx);
+    void *ctx;
+};
+
+/* Records layer l's forward into out (out == a->x2: the MLP added in
+ * place); out NULL: only as far as the activations its backward reads
+ * (the checkpointing recompute). */
+void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run, struct gpu_buffer *out);
+/* The same on the training activations of layer l, from la[l].x. */
 void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out);
-static inline struct gpu_buffer *G(struct model *m, int i)
-{
-    return m->params[i].grad;
-}
-/* A norm's weight (k = 0) or bias (k = 1) gradient, or where a frozen
- * norm's go (the kernels write both outputs). */
-static inline struct gpu_buffer *G_norm(struct model *m, int i, int k)
-{
-    return m->params[i].grad ? m->params[i].grad : m->frozen_sink[k];
-}
 
 /* LoRA of one linear layer y (rows, out) = x (rows, in)·Wᵀ: the forward
  * adds (alpha/rank)·(x·Aᵀ)·Bᵀ into y; the backward, given dy, accumulates

@@ -226,6 +226,18 @@ static void shape_text(char *out, size_t n, const int64_t *shape, int ndim)
         snprintf(out + k, n - k, "]");
 }
 
+/* The shortest decimal that reads back as float f (0.1, not 0.100000001). */
+static double float_decimal(float f)
+{
+    char text[32];
+    for (int prec = 1; prec <= 9; prec++) { /* 9 digits always read back */
+        snprintf(text, sizeof text, "%.*g", prec, (double)f);
+        if ((float)strtod(text, NULL) == f)
+            break;
+    }
+    return strtod(text, NULL);
+}
+
 /* adapter_model.safetensors: the adapters as PEFT stores them, A (r, in)
  * and B (out, r) for Linear and Conv1D alike (fan_in_fan_out transposes
  * only the merged delta). */
@@ -254,11 +266,12 @@ int model_adapter_save(struct model *m, const char *dir, const char *base, char 
     for (int i = 0; i < n; i++)
         free(t[i].data);
     free(t);
-    json_t *j = json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:b, s:s, s:o, s:b, s:b, s:b, s:b}", "peft_type", "LORA",
-                          "task_type", "CAUSAL_LM", "r", (int)c->lora_rank, "lora_alpha", (double)c->lora_alpha,
-                          "lora_dropout", 0.0, "target_modules", targets, "fan_in_fan_out", c->arch == MODEL_GPT2,
-                          "bias", "none", "base_model_name_or_path", base ? json_string(base) : json_null(),
-                          "inference_mode", 1, "init_lora_weights", 1, "use_rslora", 0, "use_dora", 0);
+    json_t *j =
+        json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:b, s:s, s:o, s:b, s:b, s:b, s:b}", "peft_type", "LORA", "task_type",
+                  "CAUSAL_LM", "r", (int)c->lora_rank, "lora_alpha", (double)c->lora_alpha, "lora_dropout",
+                  float_decimal(c->lora_dropout), "target_modules", targets, "fan_in_fan_out", c->arch == MODEL_GPT2,
+                  "bias", "none", "base_model_name_or_path", base ? json_string(base) : json_null(), "inference_mode",
+                  1, "init_lora_weights", 1, "use_rslora", 0, "use_dora", 0);
     if (!rc) {
         char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         const void *bufs[] = {text, "\n"};

@@ -170,10 +170,15 @@ static int texel_width(const struct gpu *g, const struct attention_push *p, cons
     if ((size_t)p->T * (group > 3 ? group : 3) > ops_loop_chunk(g))
         return 0;
     /* probabilities and score gradients are always read as R32F */
-    if (!attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n))
-        return 0;
-    return v4 && attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
+    return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n),
+                           attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n), 1);
 }
+
+/* The R32F views among the backward kernels' texel bindings. */
+enum {
+    DS_PROBS = OPS_R32F(2),                   /* dS and dq: k, v, P, dO */
+    DKV_PROBS_DS = OPS_R32F(1) | OPS_R32F(2), /* dk and dv: q, P, dS, dO */
+};
 
 /* The push constants of these kernels: the head, then where out (and
  * dout), probs (and dscores) and doc start in their bindings (floats). */
@@ -250,11 +255,11 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
     if (width) {
         /* dS and dq in one pass, then dk and dv. */
         struct attention_bind a0[6] = {qkv[1], qkv[2], P, dO, dS, grad[0]};
-        attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_ds", width, 4, 1u << 2, 6, s->hd), a0, 6,
+        attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_ds", width, 4, DS_PROBS, 6, s->hd), a0, 6,
                            &push.a, &push, queries, 1, 1, NULL);
         dS.write = 0;
         struct attention_bind a1[6] = {qkv[0], P, dS, dO, grad[1], grad[2]};
-        attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_dkv", width, 4, 3u << 1, 6, s->hd), a1, 6,
+        attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_dkv", width, 4, DKV_PROBS_DS, 6, s->hd), a1, 6,
                            &push.a, &push, keys, 1, 1, NULL);
         return;
     }

@@ -16,9 +16,8 @@
  * storage kernels). */
 static int texel_width(const struct gpu *g, int vec4, size_t row_bytes)
 {
-    if (vec4 && ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, row_bytes))
-        return 4;
-    return ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) ? 1 : 0;
+    return ops_texel_width(vec4, ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, row_bytes),
+                           ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes), 0);
 }
 
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }

@@ -64,6 +64,9 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *stage, int tex
     return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct flash_push), 1, &(uint32_t){hd / (uint32_t)width});
 }
 
+/* The backward's R32F view among q, k, v, dO and the row statistics. */
+enum { BWD_STATS = OPS_R32F(4) };
+
 /* Vector width (4 or 1) and family (*texel) for these shapes and inputs. */
 static int flash_width(const struct gpu *g, const char *op, const struct attention_push *p,
                        const struct attention_bind *in, int n, int *texel)
@@ -74,7 +77,7 @@ static int flash_width(const struct gpu *g, const char *op, const struct attenti
              p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
     *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
     if (*texel)
-        return v4 && attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n) ? 4 : 1;
+        return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
     return v4 ? 4 : 1;
 }
 
@@ -154,10 +157,10 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
     int texel, width = flash_width(g, op, a, in, 6, &texel);
     flash_dispatch(g, op, flash_kernel(g, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
-    flash_dispatch(g, op, flash_kernel(g, "dq", texel, width, 5, 1u << 4, 7, s->hd), e, 7, &push, rs, a->T,
+    flash_dispatch(g, op, flash_kernel(g, "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7, &push, rs, a->T,
                    walk_chunk(g, 1));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
-    flash_dispatch(g, op, flash_kernel(g, "dkv", texel, width, 5, 1u << 4, 8, s->hd), e, 8, &push,
+    flash_dispatch(g, op, flash_kernel(g, "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8, &push,
                    (size_t)a->T * a->KVH, a->T, walk_chunk(g, a->H / a->KVH));
 }

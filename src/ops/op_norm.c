@@ -34,10 +34,16 @@ static int texel_width(const struct gpu *g, uint32_t C)
 {
     if ((size_t)3 * C > ops_loop_chunk(g)) /* three passes over a row */
         return 0;
-    if (!ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, F * C))
-        return 0;
-    return C % 4 == 0 && ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, F * C) ? 4 : 1;
+    return ops_texel_width(C % 4 == 0, ops_texel_rows_fit(g, GPU_BIND_TEXEL_VEC4, F * C),
+                           ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, F * C), 1);
 }
+
+/* The R32F views (the per-row statistics) among the texel bindings. */
+enum {
+    COLSUM_STATS = OPS_R32F(2) | OPS_R32F(3), /* colsum: dy, x, mean, rstd */
+    RMSBACK_STATS = OPS_R32F(3),              /* rmsnorm backward: dy, x, w, rstd */
+    LNBACK_STATS = OPS_R32F(3) | OPS_R32F(4), /* layernorm backward: dy, x, w, mean, rstd */
+};
 
 static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
                                        int n_bind, uint32_t push_size)
@@ -59,7 +65,7 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
         char base[32];
         snprintf(base, sizeof base, "colsum_texel_%s", variant + 7);
-        k = texel_kernel(g, base, width, 4, 3u << 2, 5, sizeof(struct colsum_push));
+        k = texel_kernel(g, base, width, 4, COLSUM_STATS, 5, sizeof(struct colsum_push));
     } else {
         k = ops_kernel(g, variant, 5, sizeof(struct colsum_push), 1);
     }
@@ -112,8 +118,8 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, 0};
-        ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, 1u << 3, 5, sizeof tp), args, ub, &tp, 1, rows,
-                 64);
+        ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, RMSBACK_STATS, 5, sizeof tp), args, ub, &tp, 1,
+                 rows, 64);
     } else {
         uint32_t push = C;
         ops_rows(g, ops_kernel(g, "rmsnorm_back", 5, sizeof push, 1), args, ub, &push, 0, rows, 1);
@@ -156,7 +162,7 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, 0};
-        ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, 3u << 3, 6, sizeof tp), args, ub, &tp, 1, rows,
+        ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, LNBACK_STATS, 6, sizeof tp), args, ub, &tp, 1, rows,
                  64);
     } else {
         uint32_t push = C;

@@ -22,6 +22,15 @@ int ops_texel_rows_fit(const struct gpu *g, enum gpu_binding_kind kind, size_t r
            align / ops_gcd(align, row_bytes) * row_bytes <= gpu_texel_limit(g, kind);
 }
 
+int ops_texel_width(int vec4_shape, int vec4_fits, int f32_fits, int f32_always)
+{
+    if (f32_always && !f32_fits)
+        return 0;
+    if (vec4_shape && vec4_fits)
+        return 4;
+    return f32_fits ? 1 : 0;
+}
+
 struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,
                                     const enum gpu_binding_kind *kinds, uint32_t push_size, int n_spec,
                                     const uint32_t *spec)

@@ -71,7 +71,7 @@ static void optimizer_fill(void *ctx, int j, float *buf)
     int i = j / 2, k = j % 2;
     size_t bytes = model_param(t->model, i)->numel * sizeof(float);
     if (f->state)
-        memcpy(buf, f->state + (size_t)k * t->n_grads + t->sync_off[i], bytes);
+        memcpy(buf, f->state + (size_t)k * t->n_flat + t->sync_off[i], bytes);
     else
         gpu_download(t->g, trainer_state(t, 1 + k, i), 0, buf, bytes);
 }
@@ -106,11 +106,11 @@ static float *gather_optimizer(struct trainer *t)
 {
     if (!t->zero)
         return NULL;
-    float *state = t->dist->rank == 0 ? vkt_malloc(2 * t->n_grads * sizeof(float), "optimizer state") : NULL;
+    float *state = t->dist->rank == 0 ? vkt_malloc(2 * t->n_flat * sizeof(float), "optimizer state") : NULL;
     for (int k = 0; k < 2; k++) {
         grad_sync_gather(t, 1 + k);
         if (state)
-            memcpy(state + (size_t)k * t->n_grads, t->host_grads, t->n_grads * sizeof(float));
+            memcpy(state + (size_t)k * t->n_flat, t->host_flat, t->n_flat * sizeof(float));
     }
     return state;
 }

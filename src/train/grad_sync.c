@@ -47,22 +47,22 @@ void grad_sync_layout(struct trainer *t)
         for (int i = 0; i < n; i++)
             if (model_param(m, i)->stage == s)
                 t->sync_order[k++] = i;
-    t->n_grads = 0;
+    t->n_flat = 0;
     for (int j = 0; j < n; j++) {
-        t->sync_off[t->sync_order[j]] = t->n_grads;
-        t->n_grads += model_param(m, t->sync_order[j])->numel;
+        t->sync_off[t->sync_order[j]] = t->n_flat;
+        t->n_flat += model_param(m, t->sync_order[j])->numel;
     }
     t->zero = t->cfg->dist.zero && W > 1;
     for (int i = 0; i < n; i++) {
         size_t middle2 = 2 * t->sync_off[i] + model_param(m, i)->numel; /* twice its middle */
-        t->owner[i] = t->zero ? (int)(middle2 * (size_t)W / (2 * t->n_grads)) : -1;
+        t->owner[i] = t->zero ? (int)(middle2 * (size_t)W / (2 * t->n_flat)) : -1;
     }
 }
 
 /* Where this rank's shard starts in the sync-order layout, and its floats. */
 static size_t shard_range(const struct trainer *t, size_t *n)
 {
-    size_t lo = t->n_grads;
+    size_t lo = t->n_flat;
     *n = 0;
     for (int i = 0; i < model_param_count(t->model); i++)
         if (t->owner[i] == t->dist->rank) {
@@ -126,9 +126,9 @@ static void copy_bucket(struct trainer *t, struct bucket *b, int in_flight)
         struct model_param *p = model_param(t->model, t->sync_order[j]);
         const void *host = in_flight ? gpu_buffer_host(p->grad) : NULL;
         if (host)
-            memcpy(t->host_grads + off, host, p->numel * sizeof(float));
+            memcpy(t->host_flat + off, host, p->numel * sizeof(float));
         else
-            gpu_download(t->g, p->grad, 0, t->host_grads + off, p->numel * sizeof(float));
+            gpu_download(t->g, p->grad, 0, t->host_flat + off, p->numel * sizeof(float));
         off += p->numel;
     }
 }
@@ -146,9 +146,9 @@ static void start_ready(struct trainer *t, int stage, int in_flight)
             continue;
         copy_bucket(t, b, in_flight);
         if (t->zero)
-            dist_ireduce_scatter_f32(t->host_grads + b->off, t->shard_host + b->mine, b->counts);
+            dist_ireduce_scatter_f32(t->host_flat + b->off, t->shard_host + b->mine, b->counts);
         else
-            dist_isum_f32(t->host_grads + b->off, b->n);
+            dist_isum_f32(t->host_flat + b->off, b->n);
         b->started = 1;
     }
 }
@@ -180,7 +180,7 @@ void grad_sync_backward(struct trainer *t)
         struct model_param *p = model_param(t->model, i);
         if (trainer_updates(t, i)) /* a rank needs only the sums it applies */
             gpu_upload(t->g, p->grad, 0,
-                       t->zero ? t->shard_host + (t->sync_off[i] - lo) : t->host_grads + t->sync_off[i],
+                       t->zero ? t->shard_host + (t->sync_off[i] - lo) : t->host_flat + t->sync_off[i],
                        p->numel * sizeof(float));
     }
     t->comm_seconds += vkt_now() - c0;
@@ -191,12 +191,12 @@ void grad_sync_gather(struct trainer *t, int which)
     int n = model_param_count(t->model);
     for (int i = 0; i < n; i++)
         if (t->owner[i] == t->dist->rank)
-            gpu_download(t->g, trainer_state(t, which, i), 0, t->host_grads + t->sync_off[i],
+            gpu_download(t->g, trainer_state(t, which, i), 0, t->host_flat + t->sync_off[i],
                          model_param(t->model, i)->numel * sizeof(float));
     for (int k = 0; k < t->n_buckets; k++)
-        dist_allgather_blocks_f32(t->host_grads + t->buckets[k].off, t->buckets[k].counts);
+        dist_allgather_blocks_f32(t->host_flat + t->buckets[k].off, t->buckets[k].counts);
     for (int i = 0; which == 0 && i < n; i++)
         if (t->owner[i] != t->dist->rank)
-            gpu_upload(t->g, model_param(t->model, i)->w, 0, t->host_grads + t->sync_off[i],
+            gpu_upload(t->g, model_param(t->model, i)->w, 0, t->host_flat + t->sync_off[i],
                        model_param(t->model, i)->numel * sizeof(float));
 }

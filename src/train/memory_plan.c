@@ -28,7 +28,7 @@ static void plan_measure(struct gpu *g, const struct config *cfg, const struct d
     gpu_memory_plan(g, 1);
     trainer_buffers_create(&t);
     gpu_memory_stats(g, &out->dev);
-    out->host = t.n_grads * sizeof(float);
+    out->host = t.n_flat * sizeof(float);
     for (int i = 0; t.zero && i < model_param_count(t.model); i++)
         if (trainer_updates(&t, i)) /* the reduce-scatter's shard */
             out->host += model_param(t.model, i)->numel * sizeof(float);

@@ -22,7 +22,7 @@ static uint64_t fnv1a(const void *p, size_t n)
     return h;
 }
 
-/* All weights (state 0), Adam m (1) or v (2) to or from t->host_grads. */
+/* All weights (state 0), Adam m (1) or v (2) to or from t->host_flat. */
 static void stage_state(struct trainer *t, int which, int upload)
 {
     size_t off = 0;
@@ -30,9 +30,9 @@ static void stage_state(struct trainer *t, int which, int upload)
         struct model_param *p = model_param(t->model, i);
         struct gpu_buffer *b = trainer_state(t, which, i);
         if (upload)
-            gpu_upload(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
+            gpu_upload(t->g, b, 0, t->host_flat + off, p->numel * sizeof(float));
         else
-            gpu_download(t->g, b, 0, t->host_grads + off, p->numel * sizeof(float));
+            gpu_download(t->g, b, 0, t->host_flat + off, p->numel * sizeof(float));
         off += p->numel;
     }
 }
@@ -45,7 +45,7 @@ void replica_broadcast(struct trainer *t, int with_optimizer)
      * which no other rank ever computes: only the weights are sent. */
     for (int which = 0; which < (with_optimizer && !t->zero ? 3 : 1); which++) {
         stage_state(t, which, 0);
-        dist_bcast(t->host_grads, t->n_grads * sizeof(float), 0);
+        dist_bcast(t->host_flat, t->n_flat * sizeof(float), 0);
         stage_state(t, which, 1);
     }
 }
@@ -63,7 +63,7 @@ int replica_check(struct trainer *t)
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         size_t k = model_param(t->model, i)->numel;
-        mine[i] = fnv1a(t->host_grads + off, k * sizeof(float));
+        mine[i] = fnv1a(t->host_flat + off, k * sizeof(float));
         off += k;
     }
     dist_allgather(mine, all, sizeof *mine * (size_t)n);
@@ -75,9 +75,9 @@ int replica_check(struct trainer *t)
         return 1;
     }
     /* How far each rank is from rank 0, per tensor, before the repair. */
-    float *own = vkt_malloc(t->n_grads * sizeof(float), "own weights");
-    memcpy(own, t->host_grads, t->n_grads * sizeof(float));
-    dist_bcast(t->host_grads, t->n_grads * sizeof(float), 0);
+    float *own = vkt_malloc(t->n_flat * sizeof(float), "own weights");
+    memcpy(own, t->host_flat, t->n_flat * sizeof(float));
+    dist_bcast(t->host_flat, t->n_flat * sizeof(float), 0);
     double *diff = vkt_malloc(sizeof *diff * (size_t)n, "replica differences");
     double *diffs = vkt_malloc(sizeof *diffs * (size_t)n * W, "replica differences");
     off = 0;
@@ -85,7 +85,7 @@ int replica_check(struct trainer *t)
         size_t k = model_param(t->model, i)->numel;
         diff[i] = 0;
         for (size_t j = 0; j < k; j++)
-            diff[i] = fmax(diff[i], fabs((double)own[off + j] - (double)t->host_grads[off + j]));
+            diff[i] = fmax(diff[i], fabs((double)own[off + j] - (double)t->host_flat[off + j]));
         off += k;
     }
     dist_allgather(diff, diffs, sizeof *diff * (size_t)n);

@@ -39,6 +39,7 @@ static struct model_config model_config_of(const struct config *cfg)
     if (model_config_from(&cfg->model, &mc, err, sizeof err))
         vkt_fatal("model.init_from: %s", err);
     mc.lora_rank = (uint32_t)cfg->lora.rank, mc.lora_alpha = (float)cfg->lora.alpha;
+    mc.lora_dropout = (float)cfg->lora.dropout;
     mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
     mc.base_bf16 = cfg->model.base_dtype == BASE_BF16;
     return mc;
@@ -131,7 +132,12 @@ static double evaluate(struct trainer *t)
     model_loss_reset(t->model);
     for (int64_t i = t->dist->rank; i < n; i += t->dist->world) {
         data_val_batch(&t->data, i, B, b);
-        struct model_batch mb = {(uint32_t)b->rows, (uint32_t)b->T, b->inputs, b->labels, b->positions, b->doc_ids};
+        struct model_batch mb = {.B = (uint32_t)b->rows,
+                                 .T = (uint32_t)b->T,
+                                 .tokens = b->inputs,
+                                 .labels = b->labels,
+                                 .positions = b->positions,
+                                 .doc_ids = b->doc_ids};
         model_forward(t->model, &mb, 0.0f);
     }
     double s[2];
@@ -202,7 +208,15 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
     model_loss_reset(t->model);
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
-        struct model_batch mb = {(uint32_t)b->rows, (uint32_t)b->T, b->inputs, b->labels, b->positions, b->doc_ids};
+        struct model_batch mb = {.B = (uint32_t)b->rows,
+                                 .T = (uint32_t)b->T,
+                                 .tokens = b->inputs,
+                                 .labels = b->labels,
+                                 .positions = b->positions,
+                                 .doc_ids = b->doc_ids,
+                                 .seed = (uint64_t)cfg->seed,
+                                 .step = t->step,
+                                 .sample0 = sampler_first(&t->sampler, t->dist->rank, m)};
         gpu_profile_phase(t->g, "forward");
         model_forward(t->model, &mb, (float)(1.0 / (double)N));
         gpu_profile_phase(t->g, "backward");
@@ -359,7 +373,7 @@ static void setup(struct trainer *t)
         model_init_adapters(t->model, (uint64_t)cfg->seed);
     if (cfg->lora.init_from && model_adapter_load(t->model, cfg->lora.init_from, err, sizeof err))
         vkt_fatal("lora.init_from: %s", err);
-    t->host_grads = vkt_malloc(t->n_grads * sizeof(float), "host gradients");
+    t->host_flat = vkt_malloc(t->n_flat * sizeof(float), "host staging");
     t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
@@ -372,7 +386,7 @@ static void teardown(struct trainer *t)
     for (int m = 0; m < t->cfg->gradient_accumulation_steps; m++)
         data_batch_free(&t->micro[m]);
     free(t->micro);
-    free(t->host_grads);
+    free(t->host_flat);
     free(t->norm_host);
     grad_sync_free(t);
     trainer_buffers_destroy(t);

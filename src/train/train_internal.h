@@ -42,10 +42,13 @@ struct trainer {
     char metrics_path[4096];
     struct faults faults;
     struct data_batch *micro; /* A micro-batches of this rank */
-    float *host_grads;   /* all gradients, staged for the all-reduce */
-    size_t n_grads;
+    /* Every trained float on the host in sync order (sync_off): the
+     * gradients staged for the all-reduce, and the weights or AdamW moments
+     * gathered for the replica check, ZeRO-1 and checkpoints. */
+    float *host_flat;
+    size_t n_flat; /* its floats */
     int *sync_order;     /* parameters in the order their gradients complete */
-    size_t *sync_off;    /* per parameter: its offset in that order's flat layout (host_grads) */
+    size_t *sync_off;    /* per parameter: its offset in that order's flat layout (host_flat) */
     /* dist.zero on more than one rank: each parameter's gradient sum, AdamW
      * moments and update belong to one rank, its owner; the owners' shards
      * are contiguous runs of whole tensors in sync order, rank 0 first. */
@@ -94,7 +97,7 @@ void grad_sync_init(struct trainer *t);
 void grad_sync_free(struct trainer *t);
 void grad_sync_backward(struct trainer *t);
 /* Collective (dist.zero): every rank's owned part of the weights (which =
- * 0), AdamW m (1) or v (2) gathered into host_grads in sync order on every
+ * 0), AdamW m (1) or v (2) gathered into host_flat in sync order on every
  * rank; for the weights each rank then uploads those it does not own. */
 void grad_sync_gather(struct trainer *t, int which);
 

@@ -94,7 +94,8 @@ int main(int argc, char **argv)
     model_keep_logits(m, 1);
     model_zero_grad(m);
     model_loss_reset(m);
-    struct model_batch b = {B, T, tokens, labels, positions, doc_ids};
+    struct model_batch b = {
+        .B = B, .T = T, .tokens = tokens, .labels = labels, .positions = positions, .doc_ids = doc_ids};
     model_forward(m, &b, 1.0f / (float)N);
     model_backward(m);
     double loss_sum, count;
