@@ -22,4 +22,28 @@ float repro_tanh(float x);
 float repro_sigmoid(float x);
 float repro_gelu(float x);
 
+/* The start-up probe. A case is one operation (the op numbers of
+ * shaders/repro_probe.comp) on the float bits a, b, c and its IEEE 754
+ * answer; `what` names the property it checks. */
+struct repro_probe_case {
+    const char *what;
+    uint32_t op, a, b, c, expect;
+};
+extern const struct repro_probe_case repro_probe_cases[];
+extern const size_t repro_probe_case_count;
+
+struct gpu;
+/* Runs the cases on g's device: returns how many gave other bits than
+ * their answer (NaNs compared as a class) and names the first few in why;
+ * *digest is a 64-bit hash of the device's results (NaNs as one), which
+ * ranks exchange: every device that passes gives
+ * repro_probe_expected_digest(). */
+int repro_probe_run(struct gpu *g, const struct repro_probe_case *cases, size_t n, uint64_t *digest, char *why,
+                    size_t why_size);
+/* repro_probe_run with the built-in cases. */
+int repro_probe(struct gpu *g, uint64_t *digest, char *why, size_t why_size);
+uint64_t repro_probe_expected_digest(void);
+/* The case computed by the host's own C arithmetic (float bits). */
+uint32_t repro_probe_host(const struct repro_probe_case *c);
+
 #endif
