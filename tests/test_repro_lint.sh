@@ -3,7 +3,8 @@
 #  1. every reproducible shader the build made (shaders/repro_*.comp) passes;
 #  2. negative controls, each compiled here and each refused with a message
 #     naming its fault: a multiply-add, an add and a subtraction without
-#     `precise`, a division, the
+#     `precise`, a `precise` loop under [[unroll]] (spirv-opt's unroller
+#     drops NoContraction from its copies), a division, the
 #     built-in exp, sqrt, fma and tanh, a dot product, a matrix product,
 #     subgroupAdd of floats, a float atomic add, and a shader without the
 #     float controls (SignedZeroInfNanPreserve, RoundingModeRTE).
@@ -39,6 +40,9 @@ refuse plain_add "OpFAdd: lacks NoContraction" \
   'v[0] = v[1] + v[2];'
 refuse plain_sub "OpFSub: lacks NoContraction" \
   'v[0] = v[1] - v[2];'
+refuse unrolled "lacks NoContraction" \
+  'precise float acc = 0.0f; [[unroll]] for (int k = 0; k < 4; k++) { precise float t = v[k] * v[k + 4]; acc = acc + t; } v[0] = acc;' \
+  '#extension GL_EXT_control_flow_attributes : require'
 refuse division "OpFDiv: forbidden" \
   'v[0] = v[1] / v[2];'
 refuse builtin_exp "GLSL.std.450 Exp is not exact" \

@@ -7,7 +7,8 @@
  *   division and square root, and exp, log, tanh, sigmoid and GELU (tanh)
  *   made of single-precision + − × and integer operations only;
  * - the start-up probe, a known-answer shader that checks the device does
- *   the arithmetic the profile relies on. */
+ *   the arithmetic the profile relies on;
+ * - the matrix product in a fixed order, on the device and in C. */
 #ifndef VKTRAIN_REPRO_H
 #define VKTRAIN_REPRO_H
 
@@ -45,5 +46,21 @@ int repro_probe(struct gpu *g, uint64_t *digest, char *why, size_t why_size);
 uint64_t repro_probe_expected_digest(void);
 /* The case computed by the host's own C arithmetic (float bits). */
 uint32_t repro_probe_host(const struct repro_probe_case *c);
+
+/* The reproducible matrix product, in the three layouts of ops.h:
+ *   REPRO_NT: Y[M,N]  (+)= X[M,K] · W[N,K]ᵀ   (a = X, b = W, c = Y)
+ *   REPRO_NN: dX[M,K] (+)= dY[M,N] · W[N,K]   (a = dY, b = W, c = dX)
+ *   REPRO_TN: dW[N,K] (+)= dY[M,N]ᵀ · X[M,K]  (a = dY, b = X, c = dW)
+ * Each output is one accumulator, +0 (or its old value with accumulate)
+ * plus each product in the order of the reduction index, every operation
+ * rounded on its own: the same bits from either kernel family (texel or
+ * tiled, as gpu_kernel_class says) and from repro_matmul_ref. Each operand
+ * must fit one binding; M, N, K >= 1. repro_matmul records the dispatches. */
+enum repro_layout { REPRO_NT, REPRO_NN, REPRO_TN };
+struct gpu_buffer;
+void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                  struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate);
+void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
+                      uint32_t K, int accumulate);
 
 #endif
