@@ -22,6 +22,7 @@ static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL}
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
 static const char *const save_dtype_names[] = {"fp32", "bf16", NULL};
+static const char *const precision_names[] = {"fp32", "reproducible", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
@@ -77,6 +78,8 @@ const struct config_key config_keys[] = {
     /* Not hashed: how the final model is written, not what is trained. */
     {"save_dtype", KT_ENUM, OFF(save_dtype), 0, 0, KF_NOHASH, save_dtype_names},
     {"save_shard_mb", KT_INT, OFF(save_shard_mb), 1, IMAX, KF_NOHASH, NULL},
+    /* Hashed only when not fp32, so earlier recipes keep their hash. */
+    {"precision", KT_ENUM, OFF(precision), 0, 0, 0, precision_names},
     /* Not hashed: a run stopped by a non-finite step may resume with skip. */
     {"nan_policy", KT_ENUM, OFF(nan_policy), 0, 0, KF_NOHASH, nan_policy_names},
     {"nan_max_skips", KT_INT, OFF(nan_max_skips), 1, IMAX, KF_NOHASH, NULL},
@@ -125,6 +128,7 @@ void config_defaults(struct config *cfg)
     cfg->nan_policy = NAN_STOP;
     cfg->nan_max_skips = 10;
     cfg->save_dtype = SAVE_FP32;
+    cfg->precision = PRECISION_FP32;
     cfg->save_shard_mb = 2000;
     cfg->device_index = -1;
     cfg->dist.bucket_mb = 25;
@@ -430,12 +434,14 @@ void config_print(const struct config *cfg, FILE *f)
     }
 }
 
-/* Whether key k enters the hash: not KF_NOHASH, and the lora keys only with
- * LoRA on (off, they are all at their defaults), so the recipes of earlier
- * versions keep their hash. */
+/* Whether key k enters the hash: not KF_NOHASH, the lora keys only with
+ * LoRA on (off, they are all at their defaults) and precision only when
+ * not fp32, so the recipes of earlier versions keep their hash. */
 static int hashed(const struct config *cfg, int k)
 {
-    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(config_keys[k].name, "lora.", 5));
+    const char *name = config_keys[k].name;
+    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(name, "lora.", 5)) &&
+           (cfg->precision != PRECISION_FP32 || strcmp(name, "precision"));
 }
 
 /* The keys marked KF_NOHASH may differ between a run and its resumption:
