@@ -8,7 +8,8 @@
  *   made of single-precision + − × and integer operations only;
  * - the start-up probe, a known-answer shader that checks the device does
  *   the arithmetic the profile relies on;
- * - the matrix product in a fixed order, on the device and in C. */
+ * - the matrix product and the sum of a vector in fixed orders, on the
+ *   device and in C. */
 #ifndef VKTRAIN_REPRO_H
 #define VKTRAIN_REPRO_H
 
@@ -62,5 +63,17 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
                   struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate);
 void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
                       uint32_t K, int accumulate);
+
+/* The reproducible sum of n >= 1 floats: the pairwise tree over x padded
+ * with +0 to a power of two (adjacent pairs first), plus +0 (a −0 total
+ * becomes +0). repro_sum records the passes that write it to
+ * out[out_index]; wg (a power of two) and 2^log_run (elements per
+ * invocation, log_run <= 10) shape the work, never the bits: 0 picks
+ * 256 and 4. scratch holds repro_sum_scratch(...) floats (none may be
+ * needed: NULL then). */
+float repro_sum_ref(const float *x, size_t n);
+size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run);
+void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
+               size_t out_index, uint32_t wg, uint32_t log_run);
 
 #endif
