@@ -93,9 +93,15 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
                 u = (u & 0x807fffffu) | ((i & 2) ? 0x3f800000u : 0x00800000u);
             b[n] = (uint32_t)ref_rng_u64(rng) & (0x80ffffffu | (i & 4 ? 0x3f000000u : 0x7f000000u));
             break;
-        case FN_EXP: u = u_of((float)(-105.0 + 195.0 * r)); break;
-        case FN_LOG: u = u_of((float)(4.0 * r)); break;
-        default: u = u_of((float)(range[fn] * (2.0 * r - 1.0))); break;
+        case FN_EXP:
+            u = u_of((float)(-105.0 + 195.0 * r));
+            break;
+        case FN_LOG:
+            u = u_of((float)(4.0 * r));
+            break;
+        default:
+            u = u_of((float)(range[fn] * (2.0 * r - 1.0)));
+            break;
         }
         a[n++] = u;
     }
@@ -105,13 +111,20 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
 static float c_routine(int fn, float x, float y)
 {
     switch (fn) {
-    case FN_DIV: return repro_div(x, y);
-    case FN_SQRT: return repro_sqrt(x);
-    case FN_EXP: return repro_exp(x);
-    case FN_LOG: return repro_log(x);
-    case FN_TANH: return repro_tanh(x);
-    case FN_SIGMOID: return repro_sigmoid(x);
-    default: return repro_gelu(x);
+    case FN_DIV:
+        return repro_div(x, y);
+    case FN_SQRT:
+        return repro_sqrt(x);
+    case FN_EXP:
+        return repro_exp(x);
+    case FN_LOG:
+        return repro_log(x);
+    case FN_TANH:
+        return repro_tanh(x);
+    case FN_SIGMOID:
+        return repro_sigmoid(x);
+    default:
+        return repro_gelu(x);
     }
 }
 
@@ -121,12 +134,18 @@ static float oracle(int fn, float x, float y)
 {
     double d = x;
     switch (fn) {
-    case FN_DIV: return x / y;
-    case FN_SQRT: return sqrtf(x);
-    case FN_EXP: return (float)exp(d);
-    case FN_LOG: return (float)log(d);
-    case FN_TANH: return (float)tanh(d);
-    case FN_SIGMOID: return (float)(1.0 / (1.0 + exp(-d)));
+    case FN_DIV:
+        return x / y;
+    case FN_SQRT:
+        return sqrtf(x);
+    case FN_EXP:
+        return (float)exp(d);
+    case FN_LOG:
+        return (float)log(d);
+    case FN_TANH:
+        return (float)tanh(d);
+    case FN_SIGMOID:
+        return (float)(1.0 / (1.0 + exp(-d)));
     default: {
         double u = 0.7978845608028654 * (d + 0.044715 * d * d * d);
         u = u > 40 ? 40 : u < -40 ? -40 : u;
@@ -192,16 +211,14 @@ int main(void)
             float x = f_of(a[i]), y = f_of(b[i]);
             float c = c_routine(fn, x, y), s = f_of(out[i]);
             if (u_of(c) != out[i] && !(isnan(c) && isnan(s)) && differ++ < 5)
-                fprintf(stderr, "%s(%a [%08x], %a): shader %08x, C %08x\n", fn_names[fn], x, a[i], y, out[i],
-                        u_of(c));
+                fprintf(stderr, "%s(%a [%08x], %a): shader %08x, C %08x\n", fn_names[fn], x, a[i], y, out[i], u_of(c));
             float o = oracle(fn, x, y);
             int64_t dist = ulp_distance(c, o);
             /* Division and sqrt: exact, the sign of zero included. */
             if ((fn == FN_DIV || fn == FN_SQRT) && dist == 0 && !isnan(c) && u_of(c) != u_of(o))
                 dist = 1;
             if (dist > ulp_bound(fn, x) && over++ < 5)
-                fprintf(stderr, "%s(%a, %a) = %a, oracle %a: %lld ULP\n", fn_names[fn], x, y, c, o,
-                        (long long)dist);
+                fprintf(stderr, "%s(%a, %a) = %a, oracle %a: %lld ULP\n", fn_names[fn], x, y, c, o, (long long)dist);
             if (dist > worst && dist != INT64_MAX && !(fn == FN_GELU && x < 0))
                 worst = dist;
         }

@@ -20,7 +20,10 @@ static uint32_t bits(float f)
     return u;
 }
 
-static int same(float a, float b) { return bits(a) == bits(b) || (isnan(a) && isnan(b)); }
+static int same(float a, float b)
+{
+    return bits(a) == bits(b) || (isnan(a) && isnan(b));
+}
 
 static float device_sum(struct gpu *g, const float *x, size_t n, uint32_t wg, uint32_t log_run)
 {

@@ -41,6 +41,9 @@ static inline uint32_t floatBitsToUint(float f)
 }
 
 /* GLSL's findMSB of a uint: the index of the highest set bit, −1 for 0. */
-static inline int findMSB(uint32_t x) { return x ? 31 - __builtin_clz(x) : -1; }
+static inline int findMSB(uint32_t x)
+{
+    return x ? 31 - __builtin_clz(x) : -1;
+}
 
 #endif

@@ -18,9 +18,12 @@ struct product {
 static struct product product_of(enum repro_layout layout, uint32_t M, uint32_t N, uint32_t K)
 {
     switch (layout) {
-    case REPRO_NT: return (struct product){M, N, K, K, 1, 1, K};
-    case REPRO_NN: return (struct product){M, K, N, N, 1, K, 1};
-    default: return (struct product){N, K, M, 1, N, K, 1};
+    case REPRO_NT:
+        return (struct product){M, N, K, K, 1, 1, K};
+    case REPRO_NN:
+        return (struct product){M, K, N, N, 1, K, 1};
+    default:
+        return (struct product){N, K, M, 1, N, K, 1};
     }
 }
 
@@ -73,8 +76,8 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
     uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16, gy = texel ? (p.M + 31) / 32 : (p.M + 15) / 16;
     const uint32_t *cap = gpu_info(g)->max_workgroup_count;
     if (gx > cap[0] || gy > cap[1])
-        vkt_fatal("repro_matmul_%s %ux%ux%u: %ux%u workgroups, over the device's %ux%u", layout_name(layout), M, N,
-                  K, gx, gy, cap[0], cap[1]);
+        vkt_fatal("repro_matmul_%s %ux%ux%u: %ux%u workgroups, over the device's %ux%u", layout_name(layout), M, N, K,
+                  gx, gy, cap[0], cap[1]);
     /* A device that bounds an invocation's loop iterations (llvmpipe: 65,535
      * in all) gets the reduction in consecutive ranges of k, each dispatch
      * accumulating into C: the same additions in the same order. The tiled
@@ -84,8 +87,8 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
     uint32_t k0 = 0;
     do {
         uint32_t kn = p.K - k0 < chunk ? p.K - k0 : chunk;
-        uint32_t push[10] = {p.M, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj,
-                             k0 * p.sak, k0 * p.sbk};
+        uint32_t push[10] = {p.M,   p.N,        kn,        accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk,
+                             p.sbj, k0 * p.sak, k0 * p.sbk};
         gpu_dispatch(g, kernel, args, push, gx, gy, 1);
         k0 += kn;
     } while (k0 < p.K);

@@ -54,10 +54,16 @@ const struct repro_probe_case repro_probe_cases[] = {
 };
 const size_t repro_probe_case_count = sizeof repro_probe_cases / sizeof repro_probe_cases[0];
 
-static int is_nan(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+static int is_nan(uint32_t u)
+{
+    return (u & 0x7fffffffu) > 0x7f800000u;
+}
 
 /* NaN payloads are not portable: every NaN counts as the canonical one. */
-static uint32_t canonical(uint32_t u) { return is_nan(u) ? 0x7fc00000u : u; }
+static uint32_t canonical(uint32_t u)
+{
+    return is_nan(u) ? 0x7fc00000u : u;
+}
 
 static float f_of(uint32_t u)
 {
@@ -77,15 +83,29 @@ uint32_t repro_probe_host(const struct repro_probe_case *c)
 {
     float a = f_of(c->a), b = f_of(c->b), x = f_of(c->c), t, u;
     switch (c->op) {
-    case OP_ADD: return u_of(a + b);
-    case OP_SUB: return u_of(a - b);
-    case OP_MUL: return u_of(a * b);
-    case OP_MUL_ADD: t = a * b; return u_of(t + x);
-    case OP_MUL_MUL: t = a * b; return u_of(t * x);
-    case OP_FACTOR: t = a * b; u = b * x; return u_of(t + u);
-    case OP_ADD_ADD: t = a + b; return u_of(t + x);
-    case OP_LESS: return u_of(a < b ? 1.0f : 0.0f);
-    default: return u_of(a == b ? 1.0f : 0.0f);
+    case OP_ADD:
+        return u_of(a + b);
+    case OP_SUB:
+        return u_of(a - b);
+    case OP_MUL:
+        return u_of(a * b);
+    case OP_MUL_ADD:
+        t = a * b;
+        return u_of(t + x);
+    case OP_MUL_MUL:
+        t = a * b;
+        return u_of(t * x);
+    case OP_FACTOR:
+        t = a * b;
+        u = b * x;
+        return u_of(t + u);
+    case OP_ADD_ADD:
+        t = a + b;
+        return u_of(t + x);
+    case OP_LESS:
+        return u_of(a < b ? 1.0f : 0.0f);
+    default:
+        return u_of(a == b ? 1.0f : 0.0f);
     }
 }
 

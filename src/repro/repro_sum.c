@@ -41,8 +41,8 @@ static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
     if (!*log_run)
         *log_run = 4;
     if (*wg & (*wg - 1) || *wg > most || *log_run > 10)
-        vkt_fatal("repro_sum: workgroup size %u (a power of two up to %u) or run 2^%u (at most 2^10) not possible",
-                  *wg, most, *log_run);
+        vkt_fatal("repro_sum: workgroup size %u (a power of two up to %u) or run 2^%u (at most 2^10) not possible", *wg,
+                  most, *log_run);
 }
 
 size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run)
@@ -65,8 +65,8 @@ void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer 
                   "the scratch (%zu bytes, needs %zu) is too small",
                   n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(out), gpu_buffer_size(out), out_index,
                   scratch ? gpu_buffer_size(scratch) : 0, need * 4);
-    struct gpu_kernel_desc d = {.shader = "repro_sum", .n_bindings = 2, .push_size = 16, .n_spec = 2,
-                                .spec = {wg, log_run}};
+    struct gpu_kernel_desc d = {
+        .shader = "repro_sum", .n_bindings = 2, .push_size = 16, .n_spec = 2, .spec = {wg, log_run}};
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     size_t block = (size_t)wg << log_run, at = 0;
     struct gpu_buffer *in = x;
