@@ -8,13 +8,15 @@
  *   made of single-precision + − × and integer operations only;
  * - the start-up probe, a known-answer shader that checks the device does
  *   the arithmetic the profile relies on;
- * - the matrix product and the sum of a vector in fixed orders, on the
- *   device and in C. */
+ * - the matrix product and the sum of a vector in fixed orders, and the
+ *   AdamW step, on the device and in C. */
 #ifndef VKTRAIN_REPRO_H
 #define VKTRAIN_REPRO_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "vktrain/ops_optim.h"
 
 float repro_div(float a, float b);
 float repro_sqrt(float x);
@@ -75,5 +77,19 @@ float repro_sum_ref(const float *x, size_t n);
 size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run);
 void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
                size_t out_index, uint32_t wg, uint32_t log_run);
+
+/* The reproducible AdamW step: op_adamw's formula and operation order
+ * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, and its
+ * scalars computed without libm but sqrt (correctly rounded by IEEE 754)
+ * and with β^t by repeated squaring, so every host and device gives the
+ * same bits. op_repro_adamw records it; repro_adamw_ref is the C. */
+struct repro_adamw_push {
+    uint32_t n;
+    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
+};
+void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro_adamw_push *p);
+void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,
+                    struct gpu_buffer *v, size_t n, const struct op_adamw_step *s);
+void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s);
 
 #endif
