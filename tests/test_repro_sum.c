@@ -3,8 +3,9 @@
  * reference repro_sum_ref for every workgroup size and run per invocation
  * tried, so for any device's limits: lengths 1 to 2^20 + 3, one to three
  * passes, data of mixed magnitudes and signs; all −0 gives +0; Inf and NaN
- * propagate. Negative control: a sequential sum of the same data differs,
- * so the match is a statement about the order. */
+ * propagate. The row sums (repro_rowsum) give each row's repro_sum_ref
+ * for rows of 1 to 50257 under three workgroup sizes and two run lengths. Negative control: a sequential sum of the
+ * same data differs, so the match is a statement about the order. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,37 @@ static float device_sum(struct gpu *g, const float *x, size_t n, uint32_t wg, ui
     return out[1];
 }
 
+static void check_rows(struct gpu *g, const float *x)
+{
+    const uint32_t lengths[] = {1, 7, 768, 50257}, rows = 13;
+    struct gpu_buffer *bx = gpu_buffer_create(g, (size_t)rows * 50257 * 4, "rows x");
+    struct gpu_buffer *by = gpu_buffer_create(g, rows * 4, "rows y");
+    gpu_upload(g, bx, 0, x, (size_t)rows * 50257 * 4);
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        uint32_t n = lengths[li];
+        int bad = 0, shapes = 0;
+        for (uint32_t wg = 64; wg <= 256; wg *= 2)
+            for (uint32_t extra = 0; extra <= 2; extra += 2) {
+                uint32_t log_run = 0;
+                while (((size_t)wg << log_run) < n)
+                    log_run++;
+                if (log_run + extra > 10)
+                    continue;
+                repro_rowsum(g, bx, by, rows, n, wg, log_run + extra);
+                gpu_submit(g);
+                float y[13];
+                gpu_download(g, by, 0, y, sizeof y);
+                for (uint32_t r = 0; r < rows; r++)
+                    bad += !same(y[r], repro_sum_ref(x + (size_t)r * n, n));
+                shapes++;
+            }
+        printf("rows of %u: %u rows x %d shapes, %d sums differ from C\n", n, rows, shapes, bad);
+        CHECK(bad == 0, "rows of %u: %d sums differ from C", n, bad);
+    }
+    gpu_buffer_destroy(g, bx);
+    gpu_buffer_destroy(g, by);
+}
+
 int main(void)
 {
     struct gpu *g = test_gpu();
@@ -76,6 +108,8 @@ int main(void)
         seq += x[i];
     printf("negative control: sequential %a, tree %a\n", seq, repro_sum_ref(x, n_max));
     CHECK(!same(seq, repro_sum_ref(x, n_max)), "a sequential sum gave the tree's bits");
+
+    check_rows(g, x);
 
     float zeros[7] = {-0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f};
     CHECK(bits(repro_sum_ref(zeros, 7)) == 0 && bits(device_sum(g, zeros, 7, 2, 1)) == 0 &&

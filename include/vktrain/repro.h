@@ -77,6 +77,12 @@ float repro_sum_ref(const float *x, size_t n);
 size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run);
 void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
                size_t out_index, uint32_t wg, uint32_t log_run);
+/* y[r] = the reproducible sum of row r of x (rows x n, row-major), one
+ * workgroup of wg invocations (a power of two; 0: 256) per row, each
+ * summing 2^log_run elements (0: the fewest that cover n; at most 2^10).
+ * Records one dispatch. */
+void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,
+                  uint32_t log_run);
 
 /* The reproducible AdamW step: op_adamw's formula and operation order
  * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, and its

@@ -1,6 +1,7 @@
-/* repro_sum: the reproducible profile's sum of a vector (the fixed tree of
- * shaders/repro_sum.comp), on the device in passes and on the host as the
- * C reference. The tree depends on the element indices only, so the
+/* repro_sum: the reproducible profile's sum of a vector and of each row of
+ * a matrix (the fixed tree of shaders/repro_tree.glsl), on the device
+ * (repro_sum.comp in passes, repro_rowsum.comp) and on the host as the C
+ * reference. The tree depends on the element indices only, so the
  * workgroup size and the run per invocation, which are parameters here
  * for the tests, never change the bits. It records dispatches and never
  * submits. */
@@ -87,4 +88,27 @@ void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer 
         at += groups;
         m = groups;
     }
+}
+
+void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,
+                  uint32_t log_run)
+{
+    uint32_t run = 0;
+    shape(g, &wg, &run);
+    if (!log_run)
+        while (((size_t)wg << log_run) < n)
+            log_run++;
+    if (n == 0 || ((size_t)wg << log_run) < n || log_run > 10)
+        vkt_fatal("repro_rowsum: rows of %u floats need a run of 2^%u elements per invocation of %u (at most 2^10)", n,
+                  log_run, wg);
+    if (gpu_buffer_size(x) < (size_t)rows * n * 4 || gpu_buffer_size(y) < (size_t)rows * 4)
+        vkt_fatal("repro_rowsum of %u rows of %u: the input '%s' (%zu bytes) or the output '%s' (%zu bytes) is too "
+                  "small",
+                  rows, n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(y), gpu_buffer_size(y));
+    if (rows > gpu_info(g)->max_workgroup_count[0])
+        vkt_fatal("repro_rowsum: %u rows, over the device's %u workgroups", rows, gpu_info(g)->max_workgroup_count[0]);
+    struct gpu_kernel_desc d = {.shader = "repro_rowsum", .n_bindings = 2, .push_size = 12, .n_spec = 1, .spec = {wg}};
+    uint32_t push[3] = {rows, n, log_run};
+    struct gpu_arg args[2] = {{x, 0, 0, 0}, {y, 1, 0, 0}};
+    gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, rows, 1, 1);
 }
