@@ -3,7 +3,7 @@
 # sizes 4 and 16; the default 256 gives 8) and GALLIUM_OVERRIDE_CPU_CAPS=sse4.1
 # (no AVX, no FMA). Each test program compares the device's bits with the C
 # build of the same code, so passing under every configuration means every
-# configuration gives the same bits: test_repro_math (11M inputs of the math
+# configuration gives the same bits: test_repro_math (14M inputs of the math
 # layer), test_repro_probe (the known answers and their digest),
 # test_repro_matmul (both kernel families), test_repro_sum and
 # test_repro_adamw.

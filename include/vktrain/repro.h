@@ -25,6 +25,8 @@ float repro_log(float x);
 float repro_tanh(float x);
 float repro_sigmoid(float x);
 float repro_gelu(float x);
+float repro_sin(float x); /* |x| <= 65536, NaN beyond */
+float repro_cos(float x);
 
 /* The start-up probe. A case is one operation (the op numbers of
  * shaders/repro_probe.comp) on the float bits a, b, c and its IEEE 754
