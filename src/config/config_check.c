@@ -378,9 +378,9 @@ int config_resolve(struct config_ctx *ctx)
         return -1;
     if (ctx->cfg->precision == PRECISION_REPRODUCIBLE)
         return config_fail(ctx, K("precision"),
-                           "precision: reproducible is not complete yet: its math, start-up probe, SPIR-V lint "
-                           "and matmul exist, the model's other kernels, the fixed-order reductions and the "
-                           "split-invariant gradient sum do not (docs/reproducible.md); use precision: fp32");
+                           "precision: reproducible is not complete yet: its math, start-up probe, SPIR-V lint, "
+                           "matmul, sums and AdamW exist, but the model does not use them and the "
+                           "split-invariant gradient sum is missing (docs/reproducible.md); use precision: fp32");
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),
                            "resume and overwrite: resume: true continues the run in output_dir, overwrite: "
