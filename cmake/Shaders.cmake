@@ -33,7 +33,7 @@ function(vktrain_add_shaders target dir)
       set(csrc ${gen}/${name}.spv.c)
       add_custom_command(
         OUTPUT ${csrc}
-        COMMAND ${GLSLC} --target-env=vulkan1.2 -O -MD -MF ${spv}.d ${spec}
+        COMMAND ${GLSLC} --target-env=vulkan1.2 -O -MD -MF ${spv}.d -MT ${csrc} ${spec}
                 -I${dir} -o ${spv} ${comp}
         COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${csrc} -DNAME=${name}
                 -P ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake

@@ -23,6 +23,9 @@ enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
 enum save_dtype { SAVE_FP32, SAVE_BF16 };
 enum base_dtype { BASE_FP32, BASE_BF16 };
+/* reproducible: the same bits on every device and split (issue 14); refused
+ * until the whole profile lands. */
+enum precision { PRECISION_FP32, PRECISION_REPRODUCIBLE };
 
 struct config_model {
     enum config_arch arch;
@@ -115,6 +118,7 @@ struct config {
     int nan_max_skips;          /* skip: non-finite steps in a row before giving up */
     enum save_dtype save_dtype; /* of the final model in output_dir (checkpoints stay fp32) */
     int save_shard_mb;          /* model files above this are written as shards */
+    enum precision precision;   /* reproducible: refused until issue 14 is complete */
     int device_index;           /* -1: auto */
     struct config_dist dist;
     struct config_lora lora;

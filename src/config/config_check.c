@@ -385,6 +385,11 @@ int config_resolve(struct config_ctx *ctx)
         return config_fail(ctx, K("model.base_dtype"),
                            "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them: add a lora "
                            "section (lora.rank or lora.init_from), or use fp32");
+    if (ctx->cfg->precision == PRECISION_REPRODUCIBLE)
+        return config_fail(ctx, K("precision"),
+                           "precision: reproducible is not complete yet: its math, start-up probe, SPIR-V lint, "
+                           "matmul, sums and AdamW exist, but the model does not use them and the "
+                           "split-invariant gradient sum is missing (docs/reproducible.md); use precision: fp32");
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),
                            "resume and overwrite: resume: true continues the run in output_dir, overwrite: "

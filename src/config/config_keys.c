@@ -22,6 +22,7 @@ static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL}
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", NULL}; /* save_dtype, base_dtype */
+static const char *const precision_names[] = {"fp32", "reproducible", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
@@ -79,6 +80,8 @@ const struct config_key config_keys[] = {
     /* Not hashed: how the final model is written, not what is trained. */
     {"save_dtype", KT_ENUM, OFF(save_dtype), 0, 0, KF_NOHASH, dtype_names},
     {"save_shard_mb", KT_INT, OFF(save_shard_mb), 1, IMAX, KF_NOHASH, NULL},
+    /* Hashed only when not fp32, so earlier recipes keep their hash. */
+    {"precision", KT_ENUM, OFF(precision), 0, 0, 0, precision_names},
     /* Not hashed: a run stopped by a non-finite step may resume with skip. */
     {"nan_policy", KT_ENUM, OFF(nan_policy), 0, 0, KF_NOHASH, nan_policy_names},
     {"nan_max_skips", KT_INT, OFF(nan_max_skips), 1, IMAX, KF_NOHASH, NULL},
@@ -127,6 +130,7 @@ void config_defaults(struct config *cfg)
     cfg->nan_policy = NAN_STOP;
     cfg->nan_max_skips = 10;
     cfg->save_dtype = SAVE_FP32;
+    cfg->precision = PRECISION_FP32;
     cfg->save_shard_mb = 2000;
     cfg->device_index = -1;
     cfg->dist.bucket_mb = 25;
@@ -433,13 +437,17 @@ void config_print(const struct config *cfg, FILE *f)
 }
 
 /* Whether key k enters the hash: not KF_NOHASH, the lora keys only with
- * LoRA on (off, they are all at their defaults), model.base_dtype only at
- * bf16, so the recipes of earlier versions keep their hash. */
+ * LoRA on (off, they are all at their defaults), model.base_dtype and
+ * precision only when not fp32, so the recipes of earlier versions keep
+ * their hash. */
 static int hashed(const struct config *cfg, int k)
 {
-    if (!strcmp(config_keys[k].name, "model.base_dtype"))
+    const char *name = config_keys[k].name;
+    if (!strcmp(name, "model.base_dtype"))
         return cfg->model.base_dtype != BASE_FP32;
-    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(config_keys[k].name, "lora.", 5));
+    if (!strcmp(name, "precision"))
+        return cfg->precision != PRECISION_FP32;
+    return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(name, "lora.", 5));
 }
 
 /* The keys marked KF_NOHASH may differ between a run and its resumption:

@@ -1,0 +1,103 @@
+/* repro: the reproducible profile (precision: reproducible), in which every
+ * device, kernel family and split of the batch is meant to give the same
+ * bits. This header is its host side so far:
+ *
+ * - the deterministic math, the C build of shaders/repro_math.glsl (the
+ *   same source every reproducible shader includes): correctly rounded
+ *   division and square root, and exp, log, tanh, sigmoid and GELU (tanh)
+ *   made of single-precision + − × and integer operations only;
+ * - the start-up probe, a known-answer shader that checks the device does
+ *   the arithmetic the profile relies on;
+ * - the matrix product and the sum of a vector in fixed orders, and the
+ *   AdamW step, on the device and in C. */
+#ifndef VKTRAIN_REPRO_H
+#define VKTRAIN_REPRO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vktrain/ops_optim.h"
+
+float repro_div(float a, float b);
+float repro_sqrt(float x);
+float repro_exp(float x);
+float repro_log(float x);
+float repro_tanh(float x);
+float repro_sigmoid(float x);
+float repro_gelu(float x);
+float repro_sin(float x); /* |x| <= 65536, NaN beyond */
+float repro_cos(float x);
+
+/* The start-up probe. A case is one operation (the op numbers of
+ * shaders/repro_probe.comp) on the float bits a, b, c and its IEEE 754
+ * answer; `what` names the property it checks. */
+struct repro_probe_case {
+    const char *what;
+    uint32_t op, a, b, c, expect;
+};
+extern const struct repro_probe_case repro_probe_cases[];
+extern const size_t repro_probe_case_count;
+
+struct gpu;
+/* Runs the cases on g's device: returns how many gave other bits than
+ * their answer (NaNs compared as a class) and names the first few in why;
+ * *digest is a 64-bit hash of the device's results (NaNs as one), which
+ * ranks exchange: every device that passes gives
+ * repro_probe_expected_digest(). */
+int repro_probe_run(struct gpu *g, const struct repro_probe_case *cases, size_t n, uint64_t *digest, char *why,
+                    size_t why_size);
+/* repro_probe_run with the built-in cases. */
+int repro_probe(struct gpu *g, uint64_t *digest, char *why, size_t why_size);
+uint64_t repro_probe_expected_digest(void);
+/* The case computed by the host's own C arithmetic (float bits). */
+uint32_t repro_probe_host(const struct repro_probe_case *c);
+
+/* The reproducible matrix product, in the three layouts of ops.h:
+ *   REPRO_NT: Y[M,N]  (+)= X[M,K] · W[N,K]ᵀ   (a = X, b = W, c = Y)
+ *   REPRO_NN: dX[M,K] (+)= dY[M,N] · W[N,K]   (a = dY, b = W, c = dX)
+ *   REPRO_TN: dW[N,K] (+)= dY[M,N]ᵀ · X[M,K]  (a = dY, b = X, c = dW)
+ * Each output is one accumulator, +0 (or its old value with accumulate)
+ * plus each product in the order of the reduction index, every operation
+ * rounded on its own: the same bits from either kernel family (texel or
+ * tiled, as gpu_kernel_class says) and from repro_matmul_ref. Each operand
+ * must fit one binding; M, N, K >= 1. repro_matmul records the dispatches. */
+enum repro_layout { REPRO_NT, REPRO_NN, REPRO_TN };
+struct gpu_buffer;
+void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                  struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate);
+void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
+                      uint32_t K, int accumulate);
+
+/* The reproducible sum of n >= 1 floats: the pairwise tree over x padded
+ * with +0 to a power of two (adjacent pairs first), plus +0 (a −0 total
+ * becomes +0). repro_sum records the passes that write it to
+ * out[out_index]; wg (a power of two) and 2^log_run (elements per
+ * invocation, log_run <= 10) shape the work, never the bits: 0 picks
+ * 256 and 4. scratch holds repro_sum_scratch(...) floats (none may be
+ * needed: NULL then). */
+float repro_sum_ref(const float *x, size_t n);
+size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run);
+void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
+               size_t out_index, uint32_t wg, uint32_t log_run);
+/* y[r] = the reproducible sum of row r of x (rows x n, row-major), one
+ * workgroup of wg invocations (a power of two; 0: 256) per row, each
+ * summing 2^log_run elements (0: the fewest that cover n; at most 2^10).
+ * Records one dispatch. */
+void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,
+                  uint32_t log_run);
+
+/* The reproducible AdamW step: op_adamw's formula and operation order
+ * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, and its
+ * scalars computed without libm but sqrt (correctly rounded by IEEE 754)
+ * and with β^t by repeated squaring, so every host and device gives the
+ * same bits. op_repro_adamw records it; repro_adamw_ref is the C. */
+struct repro_adamw_push {
+    uint32_t n;
+    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
+};
+void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro_adamw_push *p);
+void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,
+                    struct gpu_buffer *v, size_t n, const struct op_adamw_step *s);
+void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s);
+
+#endif

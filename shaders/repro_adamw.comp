@@ -1,0 +1,47 @@
+#version 450
+// repro_adamw: one AdamW step over n floats in the reproducible profile:
+// the torch-order arithmetic of adamw.comp (its `torch` variant), with the
+// square root and the two divisions taken from repro_math.glsl, so every
+// device gives the bits of the C reference (src/repro/repro_adamw.c):
+//   g     = grad·grad_scale
+//   θ     = θ·decay                              (decay = 1 − lr·wd)
+//   m     = m·β1 + (1 − β1)·g
+//   v     = v·β2 + ((1 − β2)·g)·g
+//   denom = repro_div(repro_sqrt(v), sqrt(1 − β2^t)) + eps
+//   θ     = θ + repro_div(neg_step_size·m, denom)
+// The scalars come from the host (repro_adamw_scalars).
+#define CUSTOM_PUSH
+layout(push_constant) uniform Push {
+    uint n;
+    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
+} p;
+#include "elementwise.glsl"
+#include "repro_math.glsl"
+layout(std430, binding = 0) buffer BP { float theta[]; };
+layout(std430, binding = 1) readonly buffer BG { float grad[]; };
+layout(std430, binding = 2) buffer BM { float m1[]; };
+layout(std430, binding = 3) buffer BV { float v2[]; };
+
+void main()
+{
+    FOR_EACH_ELEMENT(i) {
+        precise float g = grad[i] * p.grad_scale;
+        precise float th = theta[i] * p.decay;
+        precise float m = m1[i] * p.beta1;
+        precise float mg = p.one_minus_beta1 * g;
+        m = m + mg;
+        precise float v = v2[i] * p.beta2;
+        precise float vg = p.one_minus_beta2 * g;
+        vg = vg * g;
+        v = v + vg;
+        precise float root = repro_sqrt(v);
+        precise float denom = repro_div(root, p.bc2_sqrt);
+        denom = denom + p.eps;
+        precise float upd = p.neg_step_size * m;
+        precise float step = repro_div(upd, denom);
+        th = th + step;
+        m1[i] = m;
+        v2[i] = v;
+        theta[i] = th;
+    }
+}

@@ -1,0 +1,418 @@
+// repro_math: the deterministic math of the reproducible profile
+// (precision: reproducible). One source, compiled twice: as GLSL by every
+// reproducible shader (which also gets the profile's float controls below),
+// and as C by src/repro/repro_math.c through src/repro/repro_glsl_c.h, so
+// the host and the C reference compute the same bits as any device.
+//
+// It uses only `precise` + − ×, negation, compares and selects, and integer
+// and bit operations: never /, sqrt, exp, log, tanh, sin, cos, fma,
+// min/max or clamp built-ins, whose bits differ between drivers. Division
+// and square root are correctly rounded (round to nearest even) by integer
+// long division and a digit-by-digit root; exp, log, tanh, sin and cos are
+// deterministic polynomials (Cephes' single-precision ones), not correctly
+// rounded: what matters is that every device gives the same bits.
+//
+// Subnormal numbers never pass through a float operation here (a device
+// may flush them): they are taken apart and rounded with integers.
+//
+// Rules that keep the GLSL and the C the same program:
+// - every float operation is assigned to a `precise` temporary before it
+//   is returned or passed on (glslang does not carry `precise` into a
+//   return value or a call argument);
+// - float literals carry the f suffix (C would compute a bare 1.0 in
+//   double) and no expression combines two literals (glslang folds those
+//   in double);
+// - conversions are REPRO_U / REPRO_I / REPRO_F, no vectors, no out parameters, no
+//   signed overflow, no shift by 32 or more.
+#ifndef REPRO_MATH_GLSL
+#define REPRO_MATH_GLSL
+
+#ifndef REPRO_C
+#extension GL_EXT_spirv_intrinsics : require
+// SignedZeroInfNanPreserve (4461, capability 4466) and RoundingModeRTE
+// (4462, capability 4467) for 32-bit floats: Vulkan 1.2 core.
+spirv_execution_mode(capabilities = [4466], 4461, 32);
+spirv_execution_mode(capabilities = [4467], 4462, 32);
+#define REPRO_U(x) uint(x)
+#define REPRO_I(x) int(x)
+#define REPRO_F(x) float(x)
+#define REPRO_INTERNAL
+#endif
+
+REPRO_INTERNAL const uint REPRO_SIGN = 0x80000000u;
+REPRO_INTERNAL const uint REPRO_ABS = 0x7fffffffu;
+REPRO_INTERNAL const uint REPRO_INF = 0x7f800000u;
+REPRO_INTERNAL const uint REPRO_NAN = 0x7fc00000u;
+
+REPRO_INTERNAL bool repro_is_nan(uint u) { return (u & REPRO_ABS) > REPRO_INF; }
+
+// The significand of a finite nonzero float as an integer in [2^23, 2^24)
+// (subnormals shifted up), and the exponent that goes with it:
+// |x| = repro_sig(u) · 2^(repro_exponent(u) − 23).
+REPRO_INTERNAL uint repro_sig(uint u)
+{
+    uint e = (u >> 23) & 0xffu;
+    uint f = u & 0x7fffffu;
+    if (e != 0u)
+        return f | 0x800000u;
+    return f << REPRO_U(23 - findMSB(f));
+}
+
+REPRO_INTERNAL int repro_exponent(uint u)
+{
+    int e = REPRO_I((u >> 23) & 0xffu);
+    if (e != 0)
+        return e - 127;
+    return -126 - (23 - findMSB(u & 0x7fffffu));
+}
+
+// The float nearest (ties to even) to sig · 2^(e − 25), plus a little more
+// when sticky is set, with the sign bit `sign`; sig in [2^25, 2^26) carries
+// two bits below the float's 24. Overflow gives ±Inf, underflow a rounded
+// subnormal or ±0.
+REPRO_INTERNAL float repro_round_pack(uint sign, int e, uint sig, bool sticky)
+{
+    int be = e + 127;
+    if (be >= 255)
+        return uintBitsToFloat(sign | REPRO_INF);
+    uint m, g;
+    bool s;
+    if (be >= 1) {
+        m = sig >> 2;
+        g = (sig >> 1) & 1u;
+        s = sticky || (sig & 1u) != 0u;
+    } else if (be >= -24) {
+        uint shift = REPRO_U(1 - be); // 1..25
+        m = sig >> (2u + shift);
+        g = (sig >> (1u + shift)) & 1u;
+        s = sticky || (sig & ((1u << (1u + shift)) - 1u)) != 0u;
+    } else {
+        m = 0u;
+        g = 0u;
+        s = true;
+    }
+    if (g != 0u && (s || (m & 1u) != 0u))
+        m += 1u;
+    // A normal m includes the hidden bit: adding it to (be − 1) << 23 lets a
+    // carry out of the significand raise the exponent (up to Inf).
+    uint bits = be >= 1 ? (REPRO_U(be - 1) << 23) + m : m;
+    return uintBitsToFloat(sign | bits);
+}
+
+// x · 2^n, correctly rounded (also into and out of the subnormal range).
+REPRO_INTERNAL float repro_ldexp(float x, int n)
+{
+    uint u = floatBitsToUint(x);
+    uint a = u & REPRO_ABS;
+    if (a == 0u || a >= REPRO_INF)
+        return x;
+    return repro_round_pack(u & REPRO_SIGN, repro_exponent(u) + n, repro_sig(u) << 2, false);
+}
+
+// a / b, correctly rounded.
+float repro_div(float a, float b)
+{
+    uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+    uint sign = (ua ^ ub) & REPRO_SIGN;
+    uint xa = ua & REPRO_ABS, xb = ub & REPRO_ABS;
+    if (repro_is_nan(ua) || repro_is_nan(ub) || (xa == 0u && xb == 0u) || (xa == REPRO_INF && xb == REPRO_INF))
+        return uintBitsToFloat(REPRO_NAN);
+    if (xa == REPRO_INF || xb == 0u)
+        return uintBitsToFloat(sign | REPRO_INF);
+    if (xa == 0u || xb == REPRO_INF)
+        return uintBitsToFloat(sign);
+    uint ma = repro_sig(ua), mb = repro_sig(ub);
+    int e = repro_exponent(ua) - repro_exponent(ub);
+    uint r = ma;
+    if (ma < mb) {
+        r = ma << 1;
+        e -= 1;
+    }
+    // r / mb in [1, 2): 26 quotient bits by restoring division.
+    uint q = 0u;
+    for (int i = 0; i < 26; i++) {
+        q <<= 1;
+        if (r >= mb) {
+            r -= mb;
+            q |= 1u;
+        }
+        r <<= 1;
+    }
+    return repro_round_pack(sign, e, q, r != 0u);
+}
+
+// √x, correctly rounded; √(−0) = −0, √(negative) = NaN.
+float repro_sqrt(float x)
+{
+    uint u = floatBitsToUint(x);
+    if (repro_is_nan(u) || (u > REPRO_SIGN))
+        return uintBitsToFloat(REPRO_NAN);
+    if ((u & REPRO_ABS) == 0u || u == REPRO_INF)
+        return x;
+    uint m = repro_sig(u);
+    int e = repro_exponent(u);
+    if ((e & 1) != 0) {
+        m <<= 1;
+        e -= 1;
+    }
+    // x = m · 2^(e − 23), e even, m in [2^23, 2^25): the root of the 52-bit
+    // m · 2^27 is a 26-bit integer in [2^25, 2^26), worth 2^(e/2) at its
+    // top bit. Its bits come two at a time: the 26 bits of 2m, then zeros.
+    uint m2 = m << 1;
+    uint root = 0u, rem = 0u;
+    for (int i = 0; i < 26; i++) {
+        uint pair = i < 13 ? (m2 >> REPRO_U(24 - 2 * i)) & 3u : 0u;
+        rem = (rem << 2) | pair;
+        uint t = (root << 2) | 1u;
+        root <<= 1;
+        if (rem >= t) {
+            rem -= t;
+            root |= 1u;
+        }
+    }
+    return repro_round_pack(0u, e / 2, root, rem != 0u);
+}
+
+// e^x within 2 ULP of the exact value (1 at most measured against glibc).
+// Cody–Waite reduction x = k·ln2 + r, |r| <= ln2/2, Cephes' degree-7
+// polynomial, then the exponent k added with integers.
+float repro_exp(float x)
+{
+    uint u = floatBitsToUint(x);
+    uint a = u & REPRO_ABS;
+    if (repro_is_nan(u))
+        return x;
+    if (a < 0x33000000u) // |x| < 2^-25: e^x rounds to 1
+        return 1.0f;
+    if (x > 88.7228394f)
+        return uintBitsToFloat(REPRO_INF);
+    if (x < -103.972084f)
+        return 0.0f;
+    // k = round(x / ln2): adding 1.5·2^23 rounds to an integer (RTE).
+    precise float t = x * 1.44269504f;
+    precise float big = t + 12582912.0f;
+    precise float kf = big - 12582912.0f;
+    int k = REPRO_I(kf);
+    // ln2 = 0.693359375 − 2.12194440e-4 + …; k · 0.693359375 is exact.
+    precise float kc1 = kf * 0.693359375f;
+    precise float r1 = x - kc1;
+    precise float kc2 = kf * -2.12194440e-4f;
+    precise float r = r1 - kc2;
+    precise float z = r * r;
+    precise float p = 1.9875691500e-4f * r;
+    p = p + 1.3981999507e-3f;
+    p = p * r;
+    p = p + 8.3334519073e-3f;
+    p = p * r;
+    p = p + 4.1665795894e-2f;
+    p = p * r;
+    p = p + 1.6666665459e-1f;
+    p = p * r;
+    p = p + 5.0000001201e-1f;
+    p = p * z;
+    p = p + r;
+    precise float y = p + 1.0f;
+    return repro_ldexp(y, k);
+}
+
+// ln x within 2 ULP (Cephes' logf): x = 2^k · m, m in [√½, √2], and a
+// degree-9 polynomial in m − 1.
+float repro_log(float x)
+{
+    uint u = floatBitsToUint(x);
+    if (repro_is_nan(u) || u > REPRO_SIGN)
+        return uintBitsToFloat(REPRO_NAN);
+    if ((u & REPRO_ABS) == 0u)
+        return uintBitsToFloat(REPRO_SIGN | REPRO_INF);
+    if (u == REPRO_INF)
+        return x;
+    uint sig = repro_sig(u);
+    int k = repro_exponent(u);
+    uint mbits = (127u << 23) | (sig & 0x7fffffu); // m in [1, 2)
+    if (sig > 0xb504f3u) {                         // m > √2: halve it
+        mbits = (126u << 23) | (sig & 0x7fffffu);
+        k += 1;
+    }
+    precise float m = uintBitsToFloat(mbits);
+    precise float f = m - 1.0f; // exact
+    precise float kf = REPRO_F(k);
+    precise float z = f * f;
+    precise float p = 7.0376836292e-2f * f;
+    p = p - 1.1514610310e-1f;
+    p = p * f;
+    p = p + 1.1676998740e-1f;
+    p = p * f;
+    p = p - 1.2420140846e-1f;
+    p = p * f;
+    p = p + 1.4249322787e-1f;
+    p = p * f;
+    p = p - 1.6668057665e-1f;
+    p = p * f;
+    p = p + 2.0000714765e-1f;
+    p = p * f;
+    p = p - 2.4999993993e-1f;
+    p = p * f;
+    p = p + 3.3333331174e-1f;
+    p = p * f;
+    p = p * z;
+    precise float kc2 = kf * -2.12194440e-4f;
+    p = p + kc2;
+    precise float hz = z * 0.5f;
+    p = p - hz;
+    precise float y = f + p;
+    precise float kc1 = kf * 0.693359375f;
+    y = y + kc1;
+    return y;
+}
+
+// tanh x within 3 ULP: x itself below 2^-12, Cephes' odd polynomial below
+// 0.625, 1 − 2/(e^2|x| + 1) above, ±1 beyond 10.
+float repro_tanh(float x)
+{
+    uint u = floatBitsToUint(x);
+    uint a = u & REPRO_ABS;
+    if (repro_is_nan(u) || a < 0x39800000u) // |x| < 2^-12: tanh x rounds to x
+        return x;
+    uint sign = u & REPRO_SIGN;
+    precise float ax = uintBitsToFloat(a);
+    if (ax > 10.0f)
+        return uintBitsToFloat(sign | 0x3f800000u);
+    if (ax >= 0.625f) {
+        precise float two_x = ax + ax;
+        precise float e = repro_exp(two_x);
+        precise float d = e + 1.0f;
+        precise float q = repro_div(2.0f, d);
+        precise float t = 1.0f - q;
+        return uintBitsToFloat(sign | floatBitsToUint(t));
+    }
+    precise float z = x * x;
+    precise float p = -5.70498872745e-3f * z;
+    p = p + 2.06390887954e-2f;
+    p = p * z;
+    p = p - 5.37397155531e-2f;
+    p = p * z;
+    p = p + 1.33314422036e-1f;
+    p = p * z;
+    p = p - 3.33332819422e-1f;
+    p = p * z;
+    p = p * x;
+    p = p + x;
+    return p;
+}
+
+// σ(x) = 1 / (1 + e^−x) within 4 ULP; e^x below −18, where 1 + e^x rounds
+// to 1 (and e^−x would overflow before σ reaches the subnormals).
+float repro_sigmoid(float x)
+{
+    if (x > 18.0f) // e^−x < 2^-25: σ rounds to 1
+        return 1.0f;
+    if (x < -18.0f)
+        return repro_exp(x);
+    precise float e = repro_exp(-x);
+    precise float d = 1.0f + e;
+    return repro_div(1.0f, d);
+}
+
+// GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
+// x · σ(2u) = 0.5·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³) held to
+// ±40. Below 2^-30, σ(2u) rounds to ½ and x/2 is taken with integers.
+float repro_gelu(float x)
+{
+    uint u = floatBitsToUint(x);
+    if ((u & REPRO_ABS) < 0x30800000u)
+        return repro_ldexp(x, -1);
+    precise float x2 = x * x;
+    precise float x3 = x2 * x;
+    precise float c = x3 * 0.044715f;
+    precise float s = x + c;
+    precise float v = s * 0.797884561f;
+    v = v > 40.0f ? 40.0f : v;
+    v = v < -40.0f ? -40.0f : v;
+    precise float v2 = v + v;
+    precise float sg = repro_sigmoid(v2);
+    precise float y = x * sg;
+    return y;
+}
+
+// The polynomials of sin and cos on |x| <= π/4 (Cephes' sinf, cosf); below
+// 2^-12 sin x rounds to x and cos x to 1 (and z·z would be subnormal).
+REPRO_INTERNAL float repro_sin_poly(float x)
+{
+    if ((floatBitsToUint(x) & REPRO_ABS) < 0x39800000u)
+        return x;
+    precise float z = x * x;
+    precise float p = -1.9515295891e-4f * z;
+    p = p + 8.3321608736e-3f;
+    p = p * z;
+    p = p - 1.6666654611e-1f;
+    p = p * z;
+    p = p * x;
+    p = p + x;
+    return p;
+}
+
+REPRO_INTERNAL float repro_cos_poly(float x)
+{
+    if ((floatBitsToUint(x) & REPRO_ABS) < 0x39800000u)
+        return 1.0f;
+    precise float z = x * x;
+    precise float p = 2.443315711809948e-5f * z;
+    p = p - 1.388731625493765e-3f;
+    p = p * z;
+    p = p + 4.166664568298827e-2f;
+    p = p * z;
+    p = p * z;
+    precise float hz = z * 0.5f;
+    p = p - hz;
+    p = p + 1.0f;
+    return p;
+}
+
+// sin x (want_cos false) or cos x: |x| less j·π/4 (j the octant, made
+// even) in three parts, Cody–Waite, then the polynomial of the octant.
+// Within 4 ULP or 2^-23 absolute (near the zeros) for |x| <= 8192, 2^-19
+// absolute up to 65536 (j·π/4 is no longer subtracted exactly there); NaN
+// beyond, and for ±Inf and NaN.
+REPRO_INTERNAL float repro_sincos(float x, bool want_cos)
+{
+    uint u = floatBitsToUint(x);
+    precise float ax = uintBitsToFloat(u & REPRO_ABS);
+    if (repro_is_nan(u) || ax > 65536.0f)
+        return uintBitsToFloat(REPRO_NAN);
+    if ((u & REPRO_ABS) < 0x39800000u) // |x| < 2^-12
+        return want_cos ? 1.0f : x;
+    bool negative = !want_cos && (u & REPRO_SIGN) != 0u;
+    precise float t = ax * 1.27323954473516f; // 4/π
+    int j = REPRO_I(t);
+    if ((j & 1) != 0)
+        j += 1;
+    precise float y = REPRO_F(j);
+    j = j & 7;
+    if (j > 3) {
+        negative = !negative;
+        j -= 4;
+    }
+    if (want_cos && j > 1)
+        negative = !negative;
+    precise float y1 = y * 0.78515625f;
+    precise float r = ax - y1;
+    precise float y2 = y * 2.4187564849853515625e-4f;
+    r = r - y2;
+    precise float y3 = y * 3.77489497744594108e-8f;
+    r = r - y3;
+    bool use_cos = (j == 1 || j == 2) != want_cos;
+    precise float v = use_cos ? repro_cos_poly(r) : repro_sin_poly(r);
+    return negative ? -v : v;
+}
+
+float repro_sin(float x)
+{
+    return repro_sincos(x, false);
+}
+
+float repro_cos(float x)
+{
+    return repro_sincos(x, true);
+}
+
+#endif

@@ -1,0 +1,46 @@
+#version 450
+// repro_matmul_texel: the reproducible matmul for CPU devices (the texel
+// family): A and B read through R32F texel views, each invocation owns
+// ROWS x COLS outputs, 8x8 invocations. The order of repro_matmul.glsl.
+#include "repro_matmul.glsl"
+#define ROWS 4
+#define COLS 4
+layout(local_size_x = 8, local_size_y = 8) in;
+layout(binding = 0) uniform samplerBuffer A;
+layout(binding = 1) uniform samplerBuffer B;
+
+void main()
+{
+    uint i0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * ROWS;
+    uint j0 = (gl_WorkGroupID.x * 8u + gl_LocalInvocationID.x) * COLS;
+    if (i0 >= p.M || j0 >= p.N)
+        return;
+    // Rows and columns past the edge repeat the last one and are not stored.
+    uint ia[ROWS], jb[COLS];
+    for (int r = 0; r < ROWS; r++)
+        ia[r] = p.a0 + min(i0 + uint(r), p.M - 1u) * p.sai;
+    for (int c = 0; c < COLS; c++)
+        jb[c] = p.b0 + min(j0 + uint(c), p.N - 1u) * p.sbj;
+    precise float acc[ROWS][COLS];
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < COLS; c++) {
+            uint ci = min(i0 + uint(r), p.M - 1u) * p.N + min(j0 + uint(c), p.N - 1u);
+            acc[r][c] = p.accumulate != 0u ? C[ci] : 0.0f;
+        }
+    for (uint k = 0u; k < p.K; k++) {
+        float a[ROWS], b[COLS];
+        for (int r = 0; r < ROWS; r++)
+            a[r] = texelFetch(A, int(ia[r] + k * p.sak)).x;
+        for (int c = 0; c < COLS; c++)
+            b[c] = texelFetch(B, int(k * p.sbk + jb[c])).x;
+        for (int r = 0; r < ROWS; r++)
+            for (int c = 0; c < COLS; c++) {
+                precise float t = a[r] * b[c];
+                acc[r][c] = acc[r][c] + t;
+            }
+    }
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < COLS; c++)
+            if (i0 + uint(r) < p.M && j0 + uint(c) < p.N)
+                C[(i0 + uint(r)) * p.N + j0 + uint(c)] = acc[r][c];
+}

@@ -1,0 +1,55 @@
+// repro_tree: the reproducible profile's fixed summation tree, for kernels
+// that sum (shaders/repro_sum.comp over a vector, repro_rowsum.comp per
+// row; the norms and the loss next). The sum of n floats is the pairwise
+// tree over them padded with +0 to a power of two, adjacent pairs first,
+// plus a final +0 (a −0 total becomes +0, so a padding to any larger power
+// of two gives the same bits; repro_sum_ref in src/repro/repro_sum.c is
+// the C). Its shape depends on the element index only, so it can be cut
+// anywhere on a power-of-two boundary: an invocation sums an aligned run of
+// 2^k elements (repro_tree_run), the workgroup combines its invocations'
+// runs in shared memory (repro_tree_workgroup), and a later pass combines
+// workgroups' results the same way. Workgroup size (a power of two) and run
+// length never change the bits.
+//
+// Include after the kernel's local size and after defining
+// REPRO_TREE_LOAD(i), the element i (called only for i < n).
+
+shared float repro_tree_s[gl_WorkGroupSize.x];
+
+// The tree over elements first .. first + 2^log_run − 1 (+0 past n);
+// log_run <= 10.
+float repro_tree_run(uint first, uint log_run, uint n)
+{
+    precise float stack[11];
+    uint run = 1u << log_run;
+    for (uint j = 0u; j < run; j++) {
+        uint i = first + j;
+        precise float v = i < n ? REPRO_TREE_LOAD(i) : 0.0f;
+        uint level = 0u;
+        while (((j >> level) & 1u) != 0u) {
+            v = stack[level] + v;
+            level++;
+        }
+        stack[level] = v;
+    }
+    return stack[log_run];
+}
+
+// The tree over the workgroup's values, invocation order; every invocation
+// calls it (it has barriers) and gets the total.
+float repro_tree_workgroup(float mine)
+{
+    uint lid = gl_LocalInvocationID.x;
+    repro_tree_s[lid] = mine;
+    barrier();
+    for (uint h = 1u; h < gl_WorkGroupSize.x; h <<= 1) {
+        if ((lid & (2u * h - 1u)) == 0u) {
+            precise float v = repro_tree_s[lid] + repro_tree_s[lid + h];
+            repro_tree_s[lid] = v;
+        }
+        barrier();
+    }
+    float total = repro_tree_s[0];
+    barrier();
+    return total;
+}

@@ -1,0 +1,28 @@
+/* op_repro_adamw: the wrapper of shaders/repro_adamw.comp, one AdamW step
+ * of one parameter tensor in the reproducible profile (its scalars from
+ * repro_adamw_scalars). One storage kernel serves both kernel families.
+ * Never allocates, never submits. */
+#include "ops_internal.h"
+#include "vktrain/repro.h"
+#include "vktrain/util.h"
+
+void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,
+                    struct gpu_buffer *v, size_t n, const struct op_adamw_step *s)
+{
+    if (n == 0)
+        return;
+    if (s->t < 1)
+        vkt_fatal("repro adamw: step count t = %lld (the first step is t = 1)", (long long)s->t);
+    if (n >= ((size_t)1 << 32))
+        vkt_fatal("repro adamw: %zu floats, 2^32 or more", n);
+    ops_check("repro adamw", "the parameter", param, n * sizeof(float));
+    ops_check("repro adamw", "the gradient", grad, n * sizeof(float));
+    ops_check("repro adamw", "the first-moment", m, n * sizeof(float));
+    ops_check("repro adamw", "the second-moment", v, n * sizeof(float));
+    struct repro_adamw_push push;
+    repro_adamw_scalars(s, (uint32_t)n, &push);
+    struct gpu_arg args[4] = {
+        {.buf = param, .write = 1}, {.buf = grad}, {.buf = m, .write = 1}, {.buf = v, .write = 1}};
+    const size_t floats[4] = {4, 4, 4, 4};
+    ops_elements(g, ops_kernel(g, "repro_adamw", 4, sizeof push, 1), args, floats, &push, n, 1, 1);
+}

@@ -1,0 +1,60 @@
+/* repro_adamw: the host side of the reproducible AdamW step: its float
+ * scalars, computed the same way on every host (no libm but sqrt, which
+ * IEEE 754 and C's Annex F require correctly rounded; β^t by repeated
+ * squaring; no FMA contraction), and the C reference of
+ * shaders/repro_adamw.comp. */
+#include <math.h>
+
+#include "vktrain/repro.h"
+
+/* b^t by squaring: the same multiplications in the same order everywhere. */
+static double power(double b, int64_t t)
+{
+    double r = 1.0;
+    for (; t > 0; t >>= 1) {
+        if (t & 1)
+            r = r * b;
+        b = b * b;
+    }
+    return r;
+}
+
+void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro_adamw_push *p)
+{
+    double bc1 = 1.0 - power(s->beta1, s->t), bc2 = 1.0 - power(s->beta2, s->t);
+    double lr_wd = s->lr * s->weight_decay;
+    *p = (struct repro_adamw_push){
+        .n = n,
+        .grad_scale = (float)s->grad_scale,
+        .decay = (float)(1.0 - lr_wd),
+        .beta1 = (float)s->beta1,
+        .one_minus_beta1 = (float)(1.0 - s->beta1),
+        .beta2 = (float)s->beta2,
+        .one_minus_beta2 = (float)(1.0 - s->beta2),
+        .bc2_sqrt = (float)sqrt(bc2),
+        .neg_step_size = (float)(-(s->lr / bc1)),
+        .eps = (float)s->eps,
+    };
+}
+
+void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s)
+{
+    struct repro_adamw_push p;
+    repro_adamw_scalars(s, (uint32_t)n, &p);
+    for (size_t i = 0; i < n; i++) {
+        float g = grad[i] * p.grad_scale;
+        float th = theta[i] * p.decay;
+        float mi = m[i] * p.beta1, mg = p.one_minus_beta1 * g;
+        mi = mi + mg;
+        float vi = v[i] * p.beta2, vg = p.one_minus_beta2 * g;
+        vg = vg * g;
+        vi = vi + vg;
+        float denom = repro_div(repro_sqrt(vi), p.bc2_sqrt);
+        denom = denom + p.eps;
+        float upd = p.neg_step_size * mi;
+        th = th + repro_div(upd, denom);
+        m[i] = mi;
+        v[i] = vi;
+        theta[i] = th;
+    }
+}

@@ -1,0 +1,49 @@
+/* repro_glsl_c: the few GLSL words shaders/repro_math.glsl uses, as C, so
+ * that the same text compiles as C (src/repro/repro_math.c). Only what that
+ * file needs; it is no general GLSL emulation.
+ *
+ * The C must compute what the shader computes: float operations in single
+ * precision one at a time (FLT_EVAL_METHOD 0: SSE, not x87) and never
+ * contracted into an FMA (CMakeLists.txt builds src/repro with
+ * -ffp-contract=off). */
+#ifndef VKTRAIN_REPRO_GLSL_C_H
+#define VKTRAIN_REPRO_GLSL_C_H
+
+#include <float.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the reproducible math needs float expressions evaluated in float (FLT_EVAL_METHOD 0)"
+#endif
+
+#define REPRO_C 1
+#define precise
+#define REPRO_INTERNAL static
+#define REPRO_U(x) ((uint32_t)(x))
+#define REPRO_I(x) ((int32_t)(x))
+#define REPRO_F(x) ((float)(x))
+typedef uint32_t uint;
+
+static inline float uintBitsToFloat(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t floatBitsToUint(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* GLSL's findMSB of a uint: the index of the highest set bit, −1 for 0. */
+static inline int findMSB(uint32_t x)
+{
+    return x ? 31 - __builtin_clz(x) : -1;
+}
+
+#endif

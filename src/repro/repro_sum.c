@@ -1,0 +1,114 @@
+/* repro_sum: the reproducible profile's sum of a vector and of each row of
+ * a matrix (the fixed tree of shaders/repro_tree.glsl), on the device
+ * (repro_sum.comp in passes, repro_rowsum.comp) and on the host as the C
+ * reference. The tree depends on the element indices only, so the
+ * workgroup size and the run per invocation, which are parameters here
+ * for the tests, never change the bits. It records dispatches and never
+ * submits. */
+#include <stdlib.h>
+
+#include "vktrain/gpu.h"
+#include "vktrain/repro.h"
+#include "vktrain/util.h"
+
+float repro_sum_ref(const float *x, size_t n)
+{
+    size_t q = 1;
+    while (q < n)
+        q *= 2;
+    float *t = vkt_malloc(q * sizeof *t, "repro sum tree");
+    for (size_t i = 0; i < q; i++)
+        t[i] = i < n ? x[i] : 0.0f;
+    for (size_t width = q; width > 1; width /= 2)
+        for (size_t i = 0; i < width / 2; i++) {
+            float v = t[2 * i] + t[2 * i + 1];
+            t[i] = v;
+        }
+    float total = t[0] + 0.0f;
+    free(t);
+    return total;
+}
+
+/* The workgroup size and run: given, or 256 and 4 (a power of two within
+ * the device's workgroup limit). */
+static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
+{
+    uint32_t most = gpu_info(g)->max_workgroup_invocations;
+    if (!*wg) {
+        *wg = 256;
+        while (*wg > most)
+            *wg /= 2;
+    }
+    if (!*log_run)
+        *log_run = 4;
+    if (*wg & (*wg - 1) || *wg > most || *log_run > 10)
+        vkt_fatal("repro_sum: workgroup size %u (a power of two up to %u) or run 2^%u (at most 2^10) not possible", *wg,
+                  most, *log_run);
+}
+
+size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run)
+{
+    shape(g, &wg, &log_run);
+    size_t block = (size_t)wg << log_run, floats = 0;
+    for (size_t m = n; m > block; m = (m + block - 1) / block)
+        floats += (m + block - 1) / block;
+    return floats;
+}
+
+void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
+               size_t out_index, uint32_t wg, uint32_t log_run)
+{
+    shape(g, &wg, &log_run);
+    size_t need = repro_sum_scratch(g, n, wg, log_run);
+    if (n == 0 || gpu_buffer_size(x) < n * 4 || gpu_buffer_size(out) < (out_index + 1) * 4 ||
+        (need && (!scratch || gpu_buffer_size(scratch) < need * 4)))
+        vkt_fatal("repro_sum of %zu floats: the input '%s' (%zu bytes), the output '%s' (%zu bytes, index %zu) or "
+                  "the scratch (%zu bytes, needs %zu) is too small",
+                  n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(out), gpu_buffer_size(out), out_index,
+                  scratch ? gpu_buffer_size(scratch) : 0, need * 4);
+    struct gpu_kernel_desc d = {
+        .shader = "repro_sum", .n_bindings = 2, .push_size = 16, .n_spec = 2, .spec = {wg, log_run}};
+    struct gpu_kernel *k = gpu_kernel_get(g, &d);
+    size_t block = (size_t)wg << log_run, at = 0;
+    struct gpu_buffer *in = x;
+    size_t in0 = 0, m = n;
+    for (;;) {
+        size_t groups = (m + block - 1) / block;
+        if (groups > gpu_info(g)->max_workgroup_count[0] || in0 + m > UINT32_MAX)
+            vkt_fatal("repro_sum of %zu floats: %zu workgroups of %zu, over the device's %u", n, groups, block,
+                      gpu_info(g)->max_workgroup_count[0]);
+        int last = groups == 1;
+        uint32_t push[4] = {(uint32_t)m, (uint32_t)in0, (uint32_t)(last ? out_index : at), (uint32_t)last};
+        struct gpu_arg args[2] = {{in, 0, 0, 0}, {last ? out : scratch, 1, 0, 0}};
+        gpu_dispatch(g, k, args, push, (uint32_t)groups, 1, 1);
+        if (last)
+            return;
+        in = scratch;
+        in0 = at;
+        at += groups;
+        m = groups;
+    }
+}
+
+void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,
+                  uint32_t log_run)
+{
+    uint32_t run = 0;
+    shape(g, &wg, &run);
+    if (!log_run)
+        while (((size_t)wg << log_run) < n)
+            log_run++;
+    if (n == 0 || ((size_t)wg << log_run) < n || log_run > 10)
+        vkt_fatal("repro_rowsum: rows of %u floats need a run of 2^%u elements per invocation of %u (at most 2^10)", n,
+                  log_run, wg);
+    if (gpu_buffer_size(x) < (size_t)rows * n * 4 || gpu_buffer_size(y) < (size_t)rows * 4)
+        vkt_fatal("repro_rowsum of %u rows of %u: the input '%s' (%zu bytes) or the output '%s' (%zu bytes) is too "
+                  "small",
+                  rows, n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(y), gpu_buffer_size(y));
+    if (rows > gpu_info(g)->max_workgroup_count[0])
+        vkt_fatal("repro_rowsum: %u rows, over the device's %u workgroups", rows, gpu_info(g)->max_workgroup_count[0]);
+    struct gpu_kernel_desc d = {.shader = "repro_rowsum", .n_bindings = 2, .push_size = 12, .n_spec = 1, .spec = {wg}};
+    uint32_t push[3] = {rows, n, log_run};
+    struct gpu_arg args[2] = {{x, 0, 0, 0}, {y, 1, 0, 0}};
+    gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, rows, 1, 1);
+}
