@@ -151,7 +151,8 @@ int main(void)
     struct gpu *g = test_gpu();
     /* (M, N, K): ones, primes, one past a tile, and aligned (vec4) shapes. */
     static const int shapes[][3] = {{1, 1, 1},    {1, 7, 3},     {7, 5, 3},     {33, 17, 9},   {129, 33, 65},
-                                    {130, 37, 68}, {128, 64, 64}, {5, 259, 12},  {64, 4, 300},  {200, 96, 1}};
+                                    {130, 37, 68}, {128, 64, 64}, {5, 259, 12},  {64, 4, 300},  {200, 96, 1},
+                                    {33, 17, 12}};
     enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);
@@ -171,6 +172,27 @@ int main(void)
                     test_matmul(g, (enum layout)l, split_shapes[s][0], split_shapes[s][1], split_shapes[s][2], 1);
             }
         gpu_set_limits(g, NULL);
+        if (classes[c] == GPU_KERNELS_TILED) {
+            /* The tiled kernel's other configurations (the shapes above
+             * take its small one, 64 x 64 tiles): 128 x 128 tiles, which
+             * it takes for a grid of at least 128 of them, here with
+             * vec4 and float loads and K = 1; and the fallback of 64
+             * invocations for a device with Vulkan's minimum 16 KiB of
+             * shared memory. (R, C, red): the output is R x C. */
+            static const int wide[][3] = {{1031, 2053, 9}, {1028, 2052, 12}, {1024, 2048, 1}};
+            for (size_t s = 0; s < sizeof wide / sizeof wide[0]; s++) {
+                int R = wide[s][0], C = wide[s][1], red = wide[s][2];
+                test_matmul(g, NT, R, C, red, 1);
+                test_matmul(g, NN, R, red, C, 0);
+                test_matmul(g, TN, red, R, C, 1);
+            }
+            gpu_set_limits(g, "shared=16384");
+            static const int few[][3] = {{33, 17, 9}, {130, 37, 68}, {128, 64, 64}, {200, 96, 1}};
+            for (size_t s = 0; s < sizeof few / sizeof few[0]; s++)
+                for (int l = 0; l < 3; l++)
+                    test_matmul(g, (enum layout)l, few[s][0], few[s][1], few[s][2], 1);
+            gpu_set_limits(g, NULL);
+        }
         /* Reductions longer than llvmpipe's 65,535-iteration loop limit:
          * tn walks 140,003 tokens (split into accumulating blocks), nt and
          * nn 4 elements per iteration over 270,001 and 270,004. */
