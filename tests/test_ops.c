@@ -32,7 +32,19 @@ static double *random_doubles(size_t n)
 enum layout { NT, NN, TN };
 static const char *layout_name[] = {"nt", "nn", "tn"};
 
-static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
+/* x (n values) as floats after `lead` zeros. */
+static struct gpu_buffer *buffer_at(struct gpu *g, const double *x, size_t n, size_t lead, const char *name)
+{
+    double *y = vkt_calloc(lead + n, sizeof *y, name);
+    memcpy(y + lead, x, n * sizeof *y);
+    struct gpu_buffer *b = buffer_from_doubles(g, y, lead + n, name);
+    free(y);
+    return b;
+}
+
+/* The matmul of layout l with the first input and the output `lead`
+ * floats into their buffers (op_matmul_*_at), against the C reference. */
+static void test_matmul_at(struct gpu *g, enum layout l, int M, int N, int K, int accumulate, size_t lead)
 {
     /* nt: a = X (M,K), b = W (N,K), c = Y (M,N)
      * nn: a = dY (M,N), b = W (N,K), c = dX (M,K)
@@ -60,23 +72,30 @@ static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int a
         ref_matmul_backward(NULL, ref, NULL, a, b, NULL, M, K, N);
         break;
     }
-    struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a"), *bb = buffer_from_doubles(g, b, nb, "b");
-    struct gpu_buffer *bc = buffer_from_doubles(g, c0, nc, "c");
+    struct gpu_buffer *ba = buffer_at(g, a, na, lead, "a"), *bb = buffer_at(g, b, nb, 0, "b");
+    struct gpu_buffer *bc = buffer_at(g, c0, nc, lead, "c");
+    const size_t off[3] = {lead, 0, lead};
     if (l == NT)
-        op_matmul_nt(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+        op_matmul_nt_at(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off);
     else if (l == NN)
-        op_matmul_nn(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+        op_matmul_nn_at(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off);
     else
-        op_matmul_tn(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
-    float *out = download_floats(g, bc, nc);
+        op_matmul_tn_at(g, ba, bb, bc, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off);
+    float *out = vkt_malloc(nc * sizeof *out, "matmul output");
+    gpu_download(g, bc, lead * sizeof(float), out, nc * sizeof *out);
     double err = normalized_error(out, ref, nc);
-    CHECK(err < 1e-10, "matmul_%s %s M=%d N=%d K=%d acc=%d: normalized error %.3g", layout_name[l],
-          gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", M, N, K, accumulate, err);
+    CHECK(err < 1e-10, "matmul_%s %s M=%d N=%d K=%d acc=%d lead=%zu: normalized error %.3g", layout_name[l],
+          gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", M, N, K, accumulate, lead, err);
     free(out);
     gpu_buffer_destroy(g, ba);
     gpu_buffer_destroy(g, bb);
     gpu_buffer_destroy(g, bc);
     free(a), free(b), free(c0), free(ref), free(tmp);
+}
+
+static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
+{
+    test_matmul_at(g, l, M, N, K, accumulate, 0);
 }
 
 static void test_elementwise(struct gpu *g, size_t n)
@@ -192,6 +211,13 @@ int main(void)
                 for (int l = 0; l < 3; l++)
                     test_matmul(g, (enum layout)l, few[s][0], few[s][1], few[s][2], 1);
             gpu_set_limits(g, NULL);
+        }
+        /* The first input and the output 1 and 4 floats into their
+         * buffers (as the LM head's chunks are): at 1, the second input
+         * alone is read as vec4 (tiled bvec4, texel shift or scalar). */
+        for (int l = 0; l < 3; l++) {
+            test_matmul_at(g, (enum layout)l, 37, 20, 12, 1, 1);
+            test_matmul_at(g, (enum layout)l, 37, 20, 12, 0, 4);
         }
         /* Reductions longer than llvmpipe's 65,535-iteration loop limit:
          * tn walks 140,003 tokens (split into accumulating blocks), nt and
