@@ -1,7 +1,9 @@
 /* bench_matmul: GFLOP/s of the three matmul layouts on the chosen device.
  * usage: bench_matmul [M N K [reps [layouts]]]   (default 4096 768 768, 5
  * reps, layouts "nt,nn,tn"; name a subset to time only those)
- * Prints one line per layout; scripts/bench_matmul.sh puts numpy beside it.
+ * Prints one line per layout, named by kernel family (VKTRAIN_KERNELS
+ * picks it); scripts/bench_matmul.sh runs both families and puts numpy
+ * beside them.
  * Times come from timestamp queries around the dispatches (wall clock when
  * the queue has none); the first dispatch, which compiles the shader on
  * lavapipe, is not timed. */
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
         gpu_submit(g);
         double wall = vkt_now() - t0, ms = gpu_timer_ms(g, timer);
         double secs = ms > 0 ? ms * 1e-3 : wall;
-        printf("vktrain %-18s %8.2f GFLOP/s\n", names[l], 2.0 * M * N * K * reps / secs * 1e-9);
+        printf("vktrain %-5s %-18s %8.2f GFLOP/s\n", family, names[l], 2.0 * M * N * K * reps / secs * 1e-9);
     }
     gpu_buffer_destroy(g, a);
     gpu_buffer_destroy(g, b);

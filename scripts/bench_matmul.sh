@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Matmul throughput of vktrain's three layouts next to numpy (OpenBLAS
-# sgemm) on the same shapes, in the same run. usage: scripts/bench_matmul.sh [M N K [reps]]
+# Matmul throughput of vktrain's three layouts, in both kernel families
+# (texel: the CPU choice; tiled: the GPU one, forced), next to numpy
+# (OpenBLAS sgemm) on the same shapes, in the same run.
+# usage: scripts/bench_matmul.sh [M N K [reps]]   (FAMILIES="texel" for one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
 scripts/build.sh >/dev/null
 M=${1:-4096} N=${2:-768} K=${3:-768} R=${4:-5}
-build/bench/bench_matmul "$M" "$N" "$K" "$R"
+for family in ${FAMILIES:-texel tiled}; do
+    VKTRAIN_KERNELS=$family build/bench/bench_matmul "$M" "$N" "$K" "$R"
+done
 # numpy from Debian; OPENBLAS_CORETYPE/L2_SIZE slow a current OpenBLAS, so
 # they are unset for this command only.
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 - "$M" "$N" "$K" "$R" <<'PY'
@@ -24,5 +28,5 @@ for name, f in cases:
     for _ in range(R):
         f()
     dt = time.perf_counter() - t
-    print(f"numpy   {name:18s} {2.0 * M * N * K * R / dt * 1e-9:8.2f} GFLOP/s")
+    print(f"numpy         {name:18s} {2.0 * M * N * K * R / dt * 1e-9:8.2f} GFLOP/s")
 PY

@@ -1,94 +1,232 @@
 #version 450
-// C[M,N] (+)= A·B for GPUs: 64x64 output tiles staged through shared
-// memory in steps of 16 along the reduction, storage buffers only.
-// A(m,k) = A[m*sam + k*sak] and B(k,n) = B[k*sbk + n*sbn], so one kernel
-// serves the three training layouts by strides (see src/ops/op_matmul.c):
-//   nt  Y  = X·W^T : A = X  (K, 1),  B = W (1, K)
-//   nn  dX = dY·W  : A = dY (N, 1),  B = W (K, 1)
-//   tn  dW = dY^T·X: A = dY (1, N),  B = X (K, 1)
-// One dispatch computes one block of the product (src/ops/op_matmul.c splits
-// a product whose operands exceed a storage binding): M, N, K are the
-// block's sizes, and a0, b0, c0 the element offsets of the block's first
-// element within the ranges bound for it; C's rows are ldc apart.
-// The workgroup is WG_X x WG_Y (specialization constants 0 and 1, chosen
-// by the host from the device limits); each invocation computes
-// (64/WG_Y) x (64/WG_X) outputs. BF16_B (specialization constant 2): B
-// holds bf16 values (a frozen weight, model.base_dtype bf16), two per uint,
-// element e in the low half of uint e/2 when e is even; loadB widens one
-// by a shift, so the products are those of the fp32 kernel on the same
-// weights rounded to bf16, bit for bit.
+// variant: nt_vec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=1 -DB_VEC4=1
+// variant: nt_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=0 -DB_VEC4=1
+// variant: nt_scalar -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=0 -DB_VEC4=0
+// variant: nn_vec4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1
+// variant: nn_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=1
+// variant: nn_scalar -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=0
+// variant: nt_vec4_bf16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=1 -DB_VEC4=1 -DB_BF16=1
+// variant: nt_bvec4_bf16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=0 -DB_VEC4=1 -DB_BF16=1
+// variant: nt_scalar_bf16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=0 -DB_VEC4=0 -DB_BF16=1
+// variant: nn_vec4_bf16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1 -DB_BF16=1
+// variant: nn_bvec4_bf16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=1 -DB_BF16=1
+// variant: nn_scalar_bf16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=0 -DB_BF16=1
+// variant: tn_vec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1
+// variant: tn_bvec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=1
+// variant: tn_scalar -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=0
+// C[M,N] (+)= A·B for GPUs ("tiled" family): shared-memory tiles over
+// storage buffers. The three training layouts differ in which stride of an
+// operand is 1, and each variant loads along that one, so the invocations
+// of a subgroup read neighbouring addresses (coalesced):
+//   nt  Y  = X·W^T : A = X  rows m, k contiguous (A_KMAJOR); B = W rows n, k contiguous (B_KMAJOR)
+//   nn  dX = dY·W  : A = dY rows m, k contiguous (A_KMAJOR); B = W rows k, n contiguous
+//   tn  dW = dY^T·X: A = dY rows k, m contiguous;            B = X rows k, n contiguous
+// Operand element (row r, contiguous index c) is at base + r·ld + c.
+// A_VEC4 / B_VEC4: the operand is read as vec4 (its ld, base and the
+// block's contiguous extent are multiples of 4, checked by the host);
+// otherwise as floats, consecutive invocations on consecutive floats.
+// The loads go through fetch_a4/fetch_a/fetch_b4/fetch_b below, so a
+// variant with another storage type for an operand replaces only those:
+// B_BF16 (nt, nn) reads B as bf16 values (a frozen weight, model.base_dtype
+// bf16), two per uint, element e in the low half of uint e/2 when e is
+// even, widened by a shift, so the products are those of the fp32 variant
+// on the same weights rounded to bf16, bit for bit.
+//
+// Workgroup tile BT x BT of C, reduction in steps of BK = 8, WG = (BT/(4·TV))²
+// invocations each owning a (4·TV) x (4·TV) micro-tile: TV x TV groups of
+// 4x4, the groups BT/TV apart, so the 16 invocations along n read 16
+// consecutive vec4 of a shared row (no bank conflict) and write
+// consecutive columns of C. Specialization constants (src/ops/op_matmul.c
+// picks them from the device limits and the grid size):
+//   large:    BT 128, TV 2 (8x8 per invocation), WG 256, 16.5 KiB shared
+//   small:    BT  64, TV 1 (4x4), WG 256: grids of few large tiles
+//   fallback: BT  64, TV 2 (8x8), WG  64: devices under 256 invocations
+//             or 16.5 KiB of shared memory
+// The defaults are the largest shared arrays (SPIRV-Cross, behind
+// MoltenVK, sizes shared arrays by the defaults).
+//
+// Shared memory: As[k][m] and Bs[k][n], each row padded by one vec4, so
+// the transposing stores of k-contiguous operands hit 32 distinct banks;
+// double-buffered, so the next step's tile goes from registers to the
+// other buffer while this one is read, with one barrier per step.
+//
+// One dispatch computes one block of the product (op_matmul.c splits a
+// product whose operands exceed a storage binding): M, N, K are the
+// block's sizes, a0, b0, c0 the element offsets of its first elements
+// within the ranges bound for it; C's rows are ldc apart.
 #extension GL_EXT_control_flow_attributes : enable
 
-layout(local_size_x_id = 0, local_size_y_id = 1) in;
-layout(constant_id = 0) const uint WG_X = 16;
-layout(constant_id = 1) const uint WG_Y = 16;
-layout(constant_id = 2) const uint BF16_B = 0;
-#define TM 64u
-#define TN 64u
-#define TK 16u
-const uint RM = TM / WG_Y;
-const uint RN = TN / WG_X;
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 1) const uint BT = 128;
+layout(constant_id = 2) const uint TV = 2;
+#define BK 8u
+const uint NX = BT / (4u * TV);              // invocations along n (and m)
+const uint SV = BT / 4u + 1u;                // vec4 per shared row, with padding
+const uint TILE4 = BT * BK / 4u;             // vec4 in one operand's tile
+const uint L = (TILE4 + WG - 1u) / WG;       // vec4 loaded per invocation and step
 
 layout(push_constant) uniform Push {
     uint M, N, K, accumulate;
-    uint sam, sak, sbk, sbn;
-    uint a0, b0, c0, ldc;
+    uint lda, ldb, a0, b0, c0, ldc;
 } p;
 
+#if A_VEC4
+layout(std430, binding = 0) readonly buffer BA { vec4 A[]; };
+vec4 fetch_a4(uint i) { return A[i >> 2u]; }
+#else
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
+float fetch_a(uint i) { return A[i]; }
+#endif
+#ifndef B_BF16
+#define B_BF16 0
+#endif
+#if B_BF16 && B_VEC4
+layout(std430, binding = 1) readonly buffer BB { uvec2 B[]; };
+vec4 fetch_b4(uint i)
+{
+    uvec2 u = B[i >> 2u];
+    return vec4(uintBitsToFloat(u.x << 16u), uintBitsToFloat(u.x & 0xffff0000u), uintBitsToFloat(u.y << 16u),
+                uintBitsToFloat(u.y & 0xffff0000u));
+}
+#elif B_BF16
 layout(std430, binding = 1) readonly buffer BB { uint B[]; };
+float fetch_b(uint i)
+{
+    uint u = B[i >> 1u];
+    return uintBitsToFloat((i & 1u) != 0u ? u & 0xffff0000u : u << 16u);
+}
+#elif B_VEC4
+layout(std430, binding = 1) readonly buffer BB { vec4 B[]; };
+vec4 fetch_b4(uint i) { return B[i >> 2u]; }
+#else
+layout(std430, binding = 1) readonly buffer BB { float B[]; };
+float fetch_b(uint i) { return B[i]; }
+#endif
 layout(std430, binding = 2) buffer BC { float C[]; };
 
-float loadB(uint e)
+shared vec4 As[2u * BK * SV];
+shared vec4 Bs[2u * BK * SV];
+
+// This step's tile elements in registers, between the global load and the
+// shared store: vec4 r of ra is elements 4q..4q+3 (vec4 operands, q = the
+// invocation's index + r·WG) or elements e = index + (4r+j)·WG, j = 0..3
+// (float operands), in the tile's contiguous-fastest order.
+vec4 ra[L], rb[L];
+
+// Tile coordinates of element e (contiguous-fastest order) of an operand
+// tile: (k, mn) within the tile.
+uvec2 tile_pos(bool kmajor, uint e)
 {
-    if (BF16_B == 0u)
-        return uintBitsToFloat(B[e]);
-    uint u = B[e >> 1];
-    return uintBitsToFloat((e & 1u) != 0u ? u & 0xffff0000u : u << 16);
+    return kmajor ? uvec2(e % BK, e / BK) : uvec2(e / BT, e % BT);
 }
 
-shared float As[TK][TM];
-shared float Bs[TK][TN];
+// Loads the tile of A (is_a) or B at k0, rows/columns from mn0, into
+// registers; elements outside the block read as 0.
+void tile_load(bool is_a, uint mn0, uint k0)
+{
+    bool kmajor = is_a ? A_KMAJOR != 0 : B_KMAJOR != 0, vec = is_a ? A_VEC4 != 0 : B_VEC4 != 0;
+    uint mn_size = is_a ? p.M : p.N, ld = is_a ? p.lda : p.ldb, base = is_a ? p.a0 : p.b0;
+    [[unroll]] for (uint r = 0u; r < L; r++) {
+        vec4 v = vec4(0.0);
+        [[unroll]] for (uint j = 0u; j < (vec ? 1u : 4u); j++) {
+            uint e = vec ? 4u * (gl_LocalInvocationIndex + r * WG) : gl_LocalInvocationIndex + (4u * r + j) * WG;
+            uvec2 km = tile_pos(kmajor, e) + uvec2(k0, mn0);
+            uint row = kmajor ? km.y : km.x, col = kmajor ? km.x : km.y;
+            bool in_block = e < BT * BK && km.x < p.K && km.y < mn_size;
+            uint i = base + row * ld + col;
+            if (in_block) {
+#if A_VEC4
+                if (is_a) v = fetch_a4(i);
+#else
+                if (is_a) v[j] = fetch_a(i);
+#endif
+#if B_VEC4
+                if (!is_a) v = fetch_b4(i);
+#else
+                if (!is_a) v[j] = fetch_b(i);
+#endif
+            }
+        }
+        if (is_a)
+            ra[r] = v;
+        else
+            rb[r] = v;
+    }
+}
+
+// Stores the registers' tile into shared buffer `buf` as S[k][mn].
+void tile_store(bool is_a, uint buf)
+{
+    bool kmajor = is_a ? A_KMAJOR != 0 : B_KMAJOR != 0, vec = is_a ? A_VEC4 != 0 : B_VEC4 != 0;
+    [[unroll]] for (uint r = 0u; r < L; r++) {
+        vec4 v = is_a ? ra[r] : rb[r];
+        [[unroll]] for (uint j = 0u; j < 4u; j++) {
+            uint e = vec ? 4u * (gl_LocalInvocationIndex + r * WG) + j : gl_LocalInvocationIndex + (4u * r + j) * WG;
+            if (e >= BT * BK)
+                break;
+            uvec2 km = tile_pos(kmajor, e);
+            uint at = (buf * BK + km.x) * SV + km.y / 4u;
+            if (vec && !kmajor) {
+                // four consecutive mn of one k: one vec4 store
+                if (is_a) As[at] = v; else Bs[at] = v;
+                break;
+            }
+            if (is_a) As[at][km.y % 4u] = v[j]; else Bs[at][km.y % 4u] = v[j];
+        }
+    }
+}
 
 void main()
 {
-    uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
-    uint tid = ty * WG_X + tx, nthreads = WG_X * WG_Y;
-    uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * TN;
-    float acc[RM][RN];
-    [[unroll]] for (uint i = 0u; i < RM; i++)
-        [[unroll]] for (uint j = 0u; j < RN; j++) acc[i][j] = 0.0;
+    uint t = gl_LocalInvocationIndex, tx = t % NX, ty = t / NX;
+    uint m0 = gl_WorkGroupID.y * BT, n0 = gl_WorkGroupID.x * BT;
+    vec4 acc[4u * TV][TV];
+    [[unroll]] for (uint i = 0u; i < 4u * TV; i++)
+        [[unroll]] for (uint h = 0u; h < TV; h++) acc[i][h] = vec4(0.0);
 
-    for (uint k0 = 0u; k0 < p.K; k0 += TK) {
-        for (uint e = tid; e < TK * TM; e += nthreads) {
-            uint kk = e / TM, mm = e % TM;
-            uint m = m0 + mm, k = k0 + kk;
-            As[kk][mm] = (m < p.M && k < p.K) ? A[p.a0 + m * p.sam + k * p.sak] : 0.0;
+    uint steps = (p.K + BK - 1u) / BK;
+    tile_load(true, m0, 0u);
+    tile_load(false, n0, 0u);
+    tile_store(true, 0u);
+    tile_store(false, 0u);
+    barrier();
+    for (uint s = 0u; s < steps; s++) {
+        uint cur = s & 1u;
+        bool next = s + 1u < steps;
+        if (next) {
+            tile_load(true, m0, (s + 1u) * BK);
+            tile_load(false, n0, (s + 1u) * BK);
         }
-        for (uint e = tid; e < TK * TN; e += nthreads) {
-            uint kk = e / TN, nn = e % TN;
-            uint n = n0 + nn, k = k0 + kk;
-            Bs[kk][nn] = (n < p.N && k < p.K) ? loadB(p.b0 + k * p.sbk + n * p.sbn) : 0.0;
-        }
-        barrier();
-        [[unroll]] for (uint kk = 0u; kk < TK; kk++) {
-            float b[RN];
-            [[unroll]] for (uint j = 0u; j < RN; j++) b[j] = Bs[kk][tx + j * WG_X];
-            [[unroll]] for (uint i = 0u; i < RM; i++) {
-                float a = As[kk][ty + i * WG_Y];
-                [[unroll]] for (uint j = 0u; j < RN; j++) acc[i][j] = fma(a, b[j], acc[i][j]);
+        [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
+            uint row = (cur * BK + kk) * SV;
+            vec4 a[TV], b[TV];
+            [[unroll]] for (uint g = 0u; g < TV; g++) {
+                a[g] = As[row + ty + g * NX];
+                b[g] = Bs[row + tx + g * NX];
             }
+            [[unroll]] for (uint g = 0u; g < TV; g++)
+                [[unroll]] for (uint i = 0u; i < 4u; i++)
+                    [[unroll]] for (uint h = 0u; h < TV; h++) acc[4u * g + i][h] = fma(vec4(a[g][i]), b[h], acc[4u * g + i][h]);
+        }
+        if (next) {
+            tile_store(true, cur ^ 1u);
+            tile_store(false, cur ^ 1u);
         }
         barrier();
     }
-    [[unroll]] for (uint i = 0u; i < RM; i++) {
-        uint m = m0 + ty + i * WG_Y;
-        [[unroll]] for (uint j = 0u; j < RN; j++) {
-            uint n = n0 + tx + j * WG_X;
-            if (m < p.M && n < p.N) {
-                uint o = p.c0 + m * p.ldc + n;
-                C[o] = p.accumulate != 0u ? C[o] + acc[i][j] : acc[i][j];
-            }
+
+    [[unroll]] for (uint g = 0u; g < TV; g++)
+        [[unroll]] for (uint i = 0u; i < 4u; i++) {
+            uint m = m0 + 4u * (ty + g * NX) + i;
+            if (m >= p.M) continue;
+            [[unroll]] for (uint h = 0u; h < TV; h++)
+                [[unroll]] for (uint j = 0u; j < 4u; j++) {
+                    uint n = n0 + 4u * (tx + h * NX) + j;
+                    if (n < p.N) {
+                        uint o = p.c0 + m * p.ldc + n;
+                        C[o] = p.accumulate != 0u ? C[o] + acc[4u * g + i][h][j] : acc[4u * g + i][h][j];
+                    }
+                }
         }
-    }
 }

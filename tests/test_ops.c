@@ -32,22 +32,44 @@ static double *random_doubles(size_t n)
 enum layout { NT, NN, TN };
 static const char *layout_name[] = {"nt", "nn", "tn"};
 
-static void matmul_run(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
-                       int M, int N, int K, int accumulate)
+/* x (n values) as floats after `lead` zeros. */
+static struct gpu_buffer *buffer_at(struct gpu *g, const double *x, size_t n, size_t lead, const char *name)
 {
-    if (l == NT)
-        op_matmul_nt(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
-    else if (l == NN)
-        op_matmul_nn(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
-    else
-        op_matmul_tn(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    double *y = vkt_calloc(lead + n, sizeof *y, name);
+    memcpy(y + lead, x, n * sizeof *y);
+    struct gpu_buffer *b = buffer_from_doubles(g, y, lead + n, name);
+    free(y);
+    return b;
 }
 
-/* bf16 (nt, nn): the weight b is rounded to bf16 and given as a bf16
+/* The product of layout l with the first input and the output `lead`
+ * floats into their buffers (op_matmul_*_at). */
+static void matmul_run(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
+                       int M, int N, int K, int accumulate, size_t lead)
+{
+    const size_t off[3] = {lead, 0, lead};
+    if (l == NT)
+        op_matmul_nt_at(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off);
+    else if (l == NN)
+        op_matmul_nn_at(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off);
+    else
+        op_matmul_tn_at(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off);
+}
+
+static float *download_at(struct gpu *g, struct gpu_buffer *b, size_t lead, size_t n)
+{
+    float *out = vkt_malloc(n * sizeof *out, "matmul output");
+    gpu_download(g, b, lead * sizeof(float), out, n * sizeof *out);
+    return out;
+}
+
+/* The matmul of layout l against the C reference, its first input and
+ * output `lead` floats into their buffers. bf16 (nt, nn): the weight b is rounded to bf16 and given as a bf16
  * buffer; with `same_order` (no limits that split the reduction, which
  * may split at other places for a 2-byte weight) the result must also
  * equal, bit for bit, the fp32 kernel's on the rounded weight. */
-static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int accumulate, int bf16, int same_order)
+static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int accumulate, size_t lead, int bf16,
+                        int same_order)
 {
     /* nt: a = X (M,K), b = W (N,K), c = Y (M,N)
      * nn: a = dY (M,N), b = W (N,K), c = dX (M,K)
@@ -76,18 +98,18 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
         ref_matmul_backward(NULL, ref, NULL, a, b, NULL, M, K, N);
         break;
     }
-    struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a");
-    struct gpu_buffer *bc = buffer_from_doubles(g, c0, nc, "c");
-    matmul_run(g, l, ba, bb, bc, M, N, K, accumulate);
-    float *out = download_floats(g, bc, nc);
+    struct gpu_buffer *ba = buffer_at(g, a, na, lead, "a");
+    struct gpu_buffer *bc = buffer_at(g, c0, nc, lead, "c");
+    matmul_run(g, l, ba, bb, bc, M, N, K, accumulate, lead);
+    float *out = download_at(g, bc, lead, nc);
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
     double err = normalized_error(out, ref, nc);
-    CHECK(err < 1e-10, "matmul_%s%s %s M=%d N=%d K=%d acc=%d: normalized error %.3g", layout_name[l],
-          bf16 ? " (bf16 weight)" : "", family, M, N, K, accumulate, err);
+    CHECK(err < 1e-10, "matmul_%s%s %s M=%d N=%d K=%d acc=%d lead=%zu: normalized error %.3g", layout_name[l],
+          bf16 ? " (bf16 weight)" : "", family, M, N, K, accumulate, lead, err);
     if (bf16 && same_order) {
-        struct gpu_buffer *b32 = buffer_from_doubles(g, b, nb, "b fp32"), *c32 = buffer_from_doubles(g, c0, nc, "c");
-        matmul_run(g, l, ba, b32, c32, M, N, K, accumulate);
-        float *want = download_floats(g, c32, nc);
+        struct gpu_buffer *b32 = buffer_from_doubles(g, b, nb, "b fp32"), *c32 = buffer_at(g, c0, nc, lead, "c");
+        matmul_run(g, l, ba, b32, c32, M, N, K, accumulate, lead);
+        float *want = download_at(g, c32, lead, nc);
         size_t differ = 0;
         for (size_t i = 0; i < nc; i++)
             differ += memcmp(&out[i], &want[i], sizeof *out) != 0;
@@ -108,7 +130,7 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
 
 static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
 {
-    matmul_case(g, l, M, N, K, accumulate, 0, 0);
+    matmul_case(g, l, M, N, K, accumulate, 0, 0, 0);
 }
 
 static void test_elementwise(struct gpu *g, size_t n)
@@ -183,7 +205,8 @@ int main(void)
     struct gpu *g = test_gpu();
     /* (M, N, K): ones, primes, one past a tile, and aligned (vec4) shapes. */
     static const int shapes[][3] = {{1, 1, 1},    {1, 7, 3},     {7, 5, 3},     {33, 17, 9},   {129, 33, 65},
-                                    {130, 37, 68}, {128, 64, 64}, {5, 259, 12},  {64, 4, 300},  {200, 96, 1}};
+                                    {130, 37, 68}, {128, 64, 64}, {5, 259, 12},  {64, 4, 300},  {200, 96, 1},
+                                    {33, 17, 12}};
     enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);
@@ -203,6 +226,37 @@ int main(void)
                     test_matmul(g, (enum layout)l, split_shapes[s][0], split_shapes[s][1], split_shapes[s][2], 1);
             }
         gpu_set_limits(g, NULL);
+        if (classes[c] == GPU_KERNELS_TILED) {
+            /* The tiled kernel's other configurations (the shapes above
+             * take its small one, 64 x 64 tiles): 128 x 128 tiles, which
+             * it takes for a grid of at least 128 of them, here with
+             * vec4 and float loads and K = 1; and the fallback of 64
+             * invocations for a device with Vulkan's minimum 16 KiB of
+             * shared memory. (R, C, red): the output is R x C. */
+            static const int wide[][3] = {{1031, 2053, 9}, {1028, 2052, 12}, {1024, 2048, 1}};
+            for (size_t s = 0; s < sizeof wide / sizeof wide[0]; s++) {
+                int R = wide[s][0], C = wide[s][1], red = wide[s][2];
+                test_matmul(g, NT, R, C, red, 1);
+                test_matmul(g, NN, R, red, C, 0);
+                test_matmul(g, TN, red, R, C, 1);
+                /* a bf16 weight in the large configuration: bitwise the fp32 kernel's */
+                matmul_case(g, NT, R, C, red, 1, 0, 1, 1);
+                matmul_case(g, NN, R, red, C, 0, 0, 1, 1);
+            }
+            gpu_set_limits(g, "shared=16384");
+            static const int few[][3] = {{33, 17, 9}, {130, 37, 68}, {128, 64, 64}, {200, 96, 1}};
+            for (size_t s = 0; s < sizeof few / sizeof few[0]; s++)
+                for (int l = 0; l < 3; l++)
+                    test_matmul(g, (enum layout)l, few[s][0], few[s][1], few[s][2], 1);
+            gpu_set_limits(g, NULL);
+        }
+        /* The first input and the output 1 and 4 floats into their
+         * buffers (as the LM head's chunks are): at 1, the second input
+         * alone is read as vec4 (tiled bvec4, texel shift or scalar). */
+        for (int l = 0; l < 3; l++) {
+            matmul_case(g, (enum layout)l, 37, 20, 12, 1, 1, 0, 0);
+            matmul_case(g, (enum layout)l, 37, 20, 12, 0, 4, 0, 0);
+        }
         /* Reductions longer than llvmpipe's 65,535-iteration loop limit:
          * tn walks 140,003 tokens (split into accumulating blocks), nt and
          * nn 4 elements per iteration over 270,001 and 270,004. */
@@ -216,11 +270,11 @@ int main(void)
         static const int bf16_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {129, 33, 65}, {130, 37, 68}, {33, 18, 20}};
         for (size_t s = 0; s < sizeof bf16_shapes / sizeof bf16_shapes[0]; s++)
             for (int l = 0; l < 2; l++)
-                matmul_case(g, (enum layout)l, bf16_shapes[s][0], bf16_shapes[s][1], bf16_shapes[s][2], l, 1, 1);
+                matmul_case(g, (enum layout)l, bf16_shapes[s][0], bf16_shapes[s][1], bf16_shapes[s][2], l, 0, 1, 1);
         for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
             gpu_set_limits(g, limits[li]);
             for (int l = 0; l < 2; l++)
-                matmul_case(g, (enum layout)l, 261, 203, 67, 1, 1, 0);
+                matmul_case(g, (enum layout)l, 261, 203, 67, 1, 0, 1, 0);
             gpu_set_limits(g, NULL);
         }
     }

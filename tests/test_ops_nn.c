@@ -8,6 +8,7 @@
  * errors near 1). Backward outputs start from random values, so
  * accumulation (+=) is checked too. Determinism: two runs of the attention
  * and cross-entropy kernels give the same bits. */
+#include <math.h>
 #include <string.h>
 
 #include "gpu_testing.h"
@@ -340,6 +341,46 @@ static void test_cross_entropy(int N, int V)
     free(labels), free(logits), free(dlogits), free(rl), free(rc), free(dl);
 }
 
+/* Column sums (here the bias gradient) over many rows against exact
+ * double sums: |gpu − exact| ≤ 1e-6·Σ_r |dy[r,c]| for each column (the
+ * worst case of one float walk over N rows is (N−1)·2^-24 ≈ 2.4e-4 of
+ * that; the blocked sums of colsum.comp round far less), and a rerun gives
+ * the same bits. */
+static void test_colsum_sums(int N, int C)
+{
+    size_t n = (size_t)N * C;
+    double *dy = rnd(n, 1), *exact = vkt_calloc((size_t)C, sizeof(double), "exact sums");
+    double *mag = vkt_calloc((size_t)C, sizeof(double), "sums of magnitudes");
+    for (size_t i = 0; i < n; i++) {
+        exact[i % (size_t)C] += dy[i];
+        mag[i % (size_t)C] += fabs(dy[i]);
+    }
+    struct gpu_buffer *bdy = buffer_from_doubles(g, dy, n, "dy");
+    struct gpu_buffer *db[2] = {gpu_buffer_create(g, sizeof(float) * (size_t)C, "db"),
+                                gpu_buffer_create(g, sizeof(float) * (size_t)C, "db rerun")};
+    float *out[2];
+    for (int k = 0; k < 2; k++) {
+        gpu_zero(g, db[k]);
+        op_bias_backward(g, bdy, db[k], (uint32_t)N, (uint32_t)C);
+        out[k] = download_floats(g, db[k], (size_t)C);
+    }
+    int bad = 0;
+    double worst = 0;
+    for (int c = 0; c < C; c++) {
+        double rel = fabs(out[0][c] - exact[c]) / mag[c];
+        worst = rel > worst ? rel : worst;
+        bad += rel > 1e-6;
+    }
+    const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
+    CHECK(bad == 0, "column sums %s N=%d C=%d: %d columns off by more than 1e-6 of the sum of magnitudes (worst %.3g)",
+          family, N, C, bad, worst);
+    CHECK(!memcmp(out[0], out[1], sizeof(float) * (size_t)C), "column sums %s N=%d C=%d: a rerun gave other bits",
+          family, N, C);
+    printf("  column sums %s N=%d C=%d: worst error %.2g of the sum of magnitudes\n", family, N, C, worst);
+    gpu_buffer_destroy(g, bdy), gpu_buffer_destroy(g, db[0]), gpu_buffer_destroy(g, db[1]);
+    free(dy), free(exact), free(mag), free(out[0]), free(out[1]);
+}
+
 int main(void)
 {
     ref_rng_seed(&rng, 7);
@@ -390,6 +431,10 @@ int main(void)
         test_rope(9, 2, 12, 9);
         test_bias(19, 68); /* C % 4 == 0: the vec4 texel bias add */
         test_rope(7, 3, 8, 5);
+    }
+    for (int c = 0; c < 2; c++) {
+        gpu_set_kernel_class(g, classes[c]);
+        test_colsum_sums(20011, 67);
     }
     /* Long attention on the texel kernels: 1024 keys at head size 64 stay
      * within llvmpipe's loop limit only because the per-head loops unroll. */

@@ -92,6 +92,11 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     }
 }
 
+/* Table-row ranges of one embedding_back dispatch: enough workgroups to
+ * fill a large GPU (with C = 768, three workgroups of channels each) while
+ * every invocation still walks all the rows' ids. */
+#define EMBED_BACK_RANGES 128u
+
 void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout,
                            struct gpu_buffer *dtable, uint32_t rows, uint32_t C, uint32_t V)
 {
@@ -110,8 +115,11 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         ub[0] = sizeof(float) * C, ub[1] = sizeof(int32_t);
         k = ops_texel_variant(g, "embedding_texel_back", width, 1, 0, 3, 6 * sizeof(uint32_t), 0, NULL);
     } else {
-        k = ops_kernel(g, "embedding_back", 3, 6 * sizeof(uint32_t), 1);
+        k = ops_kernel(g, "embedding_back", 3, 7 * sizeof(uint32_t), 1);
     }
+    /* embedding_back.comp: the table rows of a dispatch in up to
+     * EMBED_BACK_RANGES ranges, one per workgroup row */
+    uint32_t max_y = gpu_info(g)->max_workgroup_count[1];
     /* Rows in ranges within the id and gradient bindings, each walked in
      * order in parts within the device's loop limit; the table in ranges
      * of ids (each dispatch adds the rows whose id is in its range). Every
@@ -125,13 +133,22 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
             a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
         for (size_t r0 = 0; r0 < nr; r0 += chunk) {
             for (size_t v0 = 0; v0 < V; v0 += per_v) {
-                uint32_t push[6] = {(uint32_t)r0, (uint32_t)min_size(nr, r0 + chunk), C, V, (uint32_t)v0,
-                                    (uint32_t)min_size(V, v0 + per_v)};
+                /* the texel kernel reads the first 6 */
+                uint32_t push[7] = {(uint32_t)r0, (uint32_t)min_size(nr, r0 + chunk), C, V, (uint32_t)v0,
+                                    (uint32_t)min_size(V, v0 + per_v), 0};
                 a[2] = ops_range_arg(g, k, 2, args, v0, push[5] - v0, V, sizeof(float) * C);
-                if (width)
+                if (width) {
                     gpu_dispatch(g, k, a, push, (C / width + 7) / 8, 1, 1);
-                else
-                    ops_dispatch_elements(g, k, a, push, C, 0);
+                    continue;
+                }
+                uint32_t nv = push[5] - push[4], ranges = nv < EMBED_BACK_RANGES ? nv : EMBED_BACK_RANGES;
+                ranges = ranges < max_y ? ranges : max_y;
+                push[6] = (nv + ranges - 1) / ranges;
+                uint32_t wg = gpu_workgroup_1d(g), gx = (C + wg - 1) / wg;
+                if (gx > gpu_info(g)->max_workgroup_count[0])
+                    vkt_fatal("embedding_backward: %u channels need %u workgroups, over the device limit %u", C, gx,
+                              gpu_info(g)->max_workgroup_count[0]);
+                gpu_dispatch(g, k, a, push, gx, (nv + push[6] - 1) / push[6], 1);
             }
         }
     }

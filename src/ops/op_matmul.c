@@ -1,7 +1,9 @@
 /* op_matmul: the three matmul layouts of a linear layer. Picks the kernel
  * per device class: texel kernels (vec4 views when the contiguous
  * dimensions are multiples of 4, scalar views otherwise) on CPU drivers,
- * the shared-memory tiled kernel on GPUs.
+ * the shared-memory tiled kernel on GPUs, in a variant per layout and
+ * operand alignment, with tile sizes for the device and the grid
+ * (tiled_config).
  *
  * A product is one dispatch unless an operand bound as a storage buffer
  * exceeds the binding limit (maxStorageBufferRange, 128 MiB on lavapipe:
@@ -47,8 +49,7 @@ struct matmul_push_texel {
 };
 struct matmul_push_tiled {
     uint32_t M, N, K, accumulate;
-    uint32_t sam, sak, sbk, sbn;
-    uint32_t a0, b0, c0, ldc;
+    uint32_t lda, ldb, a0, b0, c0, ldc;
 };
 
 static size_t ceil_div(size_t a, size_t b)
@@ -58,6 +59,41 @@ static size_t ceil_div(size_t a, size_t b)
 static size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
+}
+
+/* The tiled kernel's specialization constants (see matmul_tiled.comp):
+ * invocations, tile edge, vec4 groups per micro-tile edge. */
+struct tiled_config {
+    uint32_t wg, tile, tv;
+};
+/* Shared bytes of a configuration: 2 operands x 2 buffers x 8 steps x
+ * (tile + 4 floats of padding). */
+static size_t tiled_shared(uint32_t tile)
+{
+    return (size_t)2 * 2 * 8 * (tile + 4) * sizeof(float);
+}
+/* A grid of fewer large tiles than this leaves compute units of a large
+ * GPU idle (an H200 has 132): such products use 64 x 64 tiles. */
+#define TILED_WIDE_GRID 128
+
+/* The large configuration (128 x 128 tiles, 8 x 8 per invocation) where
+ * the device has 256 invocations and its shared memory, and the grid is
+ * wide; the small one (64 x 64, 4 x 4) for narrow grids; the fallback
+ * (64 x 64, 8 x 8, 64 invocations) below those limits. Workgroups are
+ * whole subgroups. */
+static struct tiled_config tiled_config(const struct gpu_device_info *info, const char *name, size_t rows,
+                                        size_t cols)
+{
+    int big = info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128) &&
+              256 % info->subgroup_size == 0;
+    if (big && ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID)
+        return (struct tiled_config){256, 128, 2};
+    if (big)
+        return (struct tiled_config){256, 64, 1};
+    if (info->shared_memory < tiled_shared(64))
+        vkt_fatal("%s: the tiled kernel needs %zu bytes of shared memory, more than the %u bytes of %s", name,
+                  tiled_shared(64), info->shared_memory, info->name);
+    return (struct tiled_config){64, 64, 2};
 }
 
 /* First element of operand o's block that starts at s[], and the number of
@@ -139,7 +175,10 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
      * which vec4 views need) when split. */
     size_t align = info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
     size_t limit = ops_storage_limit(g), lead = align - 4 + (bf16 ? 2 : 0);
-    size_t tile[2] = {texel ? 128 : 64, texel ? 128 : 64};
+    struct tiled_config tc = {0, 128, 0};
+    if (!texel)
+        tc = tiled_config(info, names[l], size[ROW], size[COL]);
+    size_t tile[2] = {tc.tile, tc.tile};
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
                      min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
     for (int i = texel ? 2 : 0; i < 3; i++) {
@@ -153,7 +192,8 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     }
     /* One invocation walks the whole reduction of its block: the texel
      * kernels 4 elements (tn: tokens) per loop iteration, the tiled kernel
-     * 16 per step with 9 loop iterations (its tile loads) inside. */
+     * 8 (its inner loops have constant counts and unroll); it is counted
+     * as 1, which leaves a margin of 8 iterations per step. */
     size_t per_iteration = texel ? 4 : 1;
     size_t walk = (size_t)ops_loop_chunk(g) * per_iteration;
     if (walk < cap[RED])
@@ -190,17 +230,30 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
         };
         k = gpu_kernel_get(g, &d);
     } else {
-        if (info->shared_memory < 2 * 16 * 64 * sizeof(float)) /* its two tiles */
-            vkt_fatal("%s: the tiled kernel needs 8 KiB of shared memory, more than the %u bytes of %s", names[l],
-                      info->shared_memory, info->name);
-        uint32_t wg_y = info->max_workgroup_invocations >= 256 ? 16 : 8;
+        /* vec4 loads of an operand whose rows, first element and
+         * contiguous extent are whole vec4, in every block (blocks start
+         * on multiples of their size along each dimension); A alone as
+         * floats is the "bvec4" variant (dY rows of 50257 logits). A bf16
+         * weight read as vec4 needs its bound ranges to start on 8 bytes. */
+        int v4[2];
+        for (int i = 0; i < 2; i++) {
+            size_t in = size[o[i].inner], bc = cap[o[i].inner];
+            v4[i] = o[i].ld % 4 == 0 && o[i].off % 4 == 0 && in % 4 == 0 && (bc == in || bc % 4 == 0) &&
+                    (i == 0 || !bf16 || align % 8 == 0);
+        }
+        char shader[40];
+        snprintf(shader, sizeof shader, "matmul_tiled_%s_%s%s", names[l] + 7,
+                 v4[0] && v4[1] ? "vec4"
+                 : v4[1]        ? "bvec4"
+                                : "scalar",
+                 bf16 ? "_bf16" : "");
         struct gpu_kernel_desc d = {
-            .shader = "matmul_tiled",
+            .shader = shader,
             .n_bindings = 3,
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
             .n_spec = 3,
-            .spec = {16, wg_y, (uint32_t)bf16}, /* BF16_B: B holds bf16 */
+            .spec = {tc.wg, tc.tile, tc.tv},
         };
         k = gpu_kernel_get(g, &d);
     }
@@ -233,16 +286,15 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                     args[2] = storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 } else {
-                    /* A(m,k), B(k,n) by strides; C(m,n) rows ldc apart. */
+                    /* A, B, C by rows ld apart (the layout fixes which
+                     * dimension runs along them). */
                     struct matmul_push_tiled p = {
                         .M = (uint32_t)n[ROW],
                         .N = (uint32_t)n[COL],
                         .K = (uint32_t)n[RED],
                         .accumulate = acc,
-                        .sam = o[0].outer == ROW ? o[0].ld : 1,
-                        .sak = o[0].outer == RED ? o[0].ld : 1,
-                        .sbk = o[1].outer == RED ? o[1].ld : 1,
-                        .sbn = o[1].outer == COL ? o[1].ld : 1,
+                        .lda = o[0].ld,
+                        .ldb = o[1].ld,
                         .ldc = o[2].ld,
                     };
                     args[0] = storage_arg(a, 0, &o[0], s, n, align, elem[0], &p.a0);

@@ -1,7 +1,8 @@
 /* op_norm: RMSNorm, LayerNorm and the column sums that give their weight
  * and bias gradients (and a linear layer's bias gradient). Row kernels run
- * one workgroup per row; column sums one invocation per column, rows in
- * order, so every result is deterministic. On CPU devices (texel family)
+ * one workgroup per row; column sums one workgroup per 32 columns, whose
+ * invocations sum blocks of rows added in block order (colsum.comp), so
+ * every result is deterministic. On CPU devices (texel family)
  * the kernels are norm_texel.comp and colsum_texel.comp: one invocation
  * per row or column chunk, inputs through texel views. Rows go in ranges
  * where the row buffers exceed a binding or the rows the workgroup count
@@ -21,6 +22,7 @@ struct norm_push {
 };
 struct colsum_push {
     uint32_t row0, row1, C;
+    uint32_t c0; /* colsum.comp only: its first column */
 };
 struct norm_texel_push {
     uint32_t rows, C;
@@ -61,14 +63,23 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
     int width = texel_width(g, C);
     struct gpu_kernel *k;
+    /* colsum.comp: workgroups of 32 columns by wg/32 row blocks, at most
+     * 1024 invocations (its shared array), whole subgroups */
+    const struct gpu_device_info *info = gpu_info(g);
+    uint32_t unit = info->subgroup_size > 32 ? info->subgroup_size : 32;
+    uint32_t wg = info->max_workgroup_invocations < 1024 ? info->max_workgroup_invocations : 1024;
+    wg = wg >= unit ? wg - wg % unit : 32;
     if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
         char base[32];
         snprintf(base, sizeof base, "colsum_texel_%s", variant + 7);
-        k = texel_kernel(g, base, width, 4, COLSUM_STATS, 5, sizeof(struct colsum_push));
+        k = texel_kernel(g, base, width, 4, COLSUM_STATS, 5, 3 * sizeof(uint32_t)); /* the texel push: 3 words */
     } else {
-        k = ops_kernel(g, variant, 5, sizeof(struct colsum_push), 1);
+        struct gpu_kernel_desc d = {.shader = variant, .n_bindings = 5, .push_size = sizeof(struct colsum_push),
+                                    .n_spec = 1, .spec = {wg}};
+        k = gpu_kernel_get(g, &d);
     }
+    uint32_t col_groups = (C + 31) / 32, max_groups = info->max_workgroup_count[0];
     /* Rows in ranges within the bindings, each walked in parts within the
      * device's loop limit, in order: the sums accumulate into out. */
     const size_t ub[5] = {F * C, F * C, F, F, 0};
@@ -79,11 +90,15 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         for (int i = 0; i < 5; i++)
             a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
         for (size_t r0 = 0; r0 < nr; r0 += chunk) {
-            struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C};
-            if (width)
+            struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
+            if (width) {
                 gpu_dispatch(g, k, a, &push, groups64(C / width), 1, 1);
-            else
-                ops_dispatch_elements(g, k, a, &push, C, 0);
+                continue;
+            }
+            for (uint32_t g0 = 0; g0 < col_groups; g0 += max_groups) {
+                push.c0 = 32 * g0;
+                gpu_dispatch(g, k, a, &push, col_groups - g0 < max_groups ? col_groups - g0 : max_groups, 1, 1);
+            }
         }
     }
 }
