@@ -72,7 +72,8 @@ if [ -z "${GPU_CHECK_BUILD:-}" ] && command -v glslc > /dev/null; then
   note "building $build/ (no MPI)"
   configure_and_build || exit 1
 fi
-vk=$root/$build/vktrain
+case $build in /*) bdir=$build ;; *) bdir=$root/$build ;; esac
+vk=$bdir/vktrain
 [ -x "$vk" ] || { note "no vktrain in $build/ (and no glslc to build it: see --pack)"; exit 1; }
 
 # The Vulkan loader, or a library vktrain links, missing: the carried
@@ -116,7 +117,7 @@ rows=()
 run_test() { # name command...
   local t=$1 begin=$SECONDS status=0
   shift
-  (cd "$root/$build/tests" && env VKTRAIN="$vk" SRC="$root" BUILD="$root/$build" TOOLS="$root/$build/tests/tools" \
+  (cd "$bdir/tests" && env VKTRAIN="$vk" SRC="$root" BUILD="$bdir" TOOLS="$bdir/tests/tools" \
     VKTRAIN_VALIDATE=$validate "$@") > "$work/$t.log" 2>&1 || status=$?
   if [ $status -eq 0 ] && grep -q 'Vulkan validation:' "$work/$t.log"; then
     status=99
@@ -153,7 +154,7 @@ if [ $cpu = 1 ]; then
 else
   M=8192 N=3072 K=768 R=20 model_args=(16 1024 768 12) # GPT-2 124M's MLP at 16 x 1024 tokens
 fi
-"$root/$build/bench/bench_matmul" $M $N $K $R > "$work/matmul.log" 2>&1 ||
+"$bdir/bench/bench_matmul" $M $N $K $R > "$work/matmul.log" 2>&1 ||
   { note "bench_matmul failed"; cat "$work/matmul.log"; failed=1; }
 cat "$work/matmul.log"
 if [ $torch_cuda = 1 ]; then
@@ -187,7 +188,7 @@ for l in nt nn tn; do
   bench+=("| matmul $l ${M}x${N}x${K} fp32, GFLOP/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.7x (cuBLAS, TF32 off) |")
 done
 
-"$root/$build/bench/bench_model" "${model_args[@]}" > "$work/model.log" 2>&1 ||
+"$bdir/bench/bench_model" "${model_args[@]}" > "$work/model.log" 2>&1 ||
   { note "bench_model failed"; cat "$work/model.log"; failed=1; }
 head -4 "$work/model.log"
 v=$(sed -n 's/^\([0-9.]*\) tokens\/s.*/\1/p' "$work/model.log")

@@ -65,20 +65,26 @@ short_train() {
   done
   echo "ok: short training runs (llama, gpt2; texel, tiled), sampled"
 }
-pass() {
-  local name=$1
-  shift
+pass() { # name tests-regex train(0|1) environment...
+  local name=$1 tests=$2 train=$3
+  shift 3
   echo "=== strict pass: $name"
-  env "$@" ctest --test-dir build --output-on-failure -R "$strict"
-  short_train "$@"
+  env "$@" ctest --test-dir build --output-on-failure -R "$tests"
+  [ "$train" = 0 ] || short_train "$@"
 }
 # Synchronization validation: a missing or wrong barrier between dispatches
 # and copies, within a command buffer and across submits.
-pass "synchronization validation" \
+pass "synchronization validation" "$strict" 1 \
   VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT:VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT
-# GPU-assisted validation: out-of-bounds buffer reads and writes in shaders.
-pass "GPU-assisted validation" VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT
+# GPU-assisted validation: a shader reading or writing past a buffer. On
+# lavapipe it is some 50 times slower (every shader instrumented, every
+# submit waited for and its record read back: test_ops_nn takes minutes, a
+# training run minutes a step), so this pass runs the optimizer and
+# descriptor tests only; test_validation_passes (in the suite) shows it
+# catches an out-of-bounds read.
+pass "GPU-assisted validation" '^(test_optim|test_descriptors)$' 0 \
+  VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT
 # Device-local buffers and staged copies, the path of every discrete GPU.
-pass "forced staging" VKTRAIN_FORCE_STAGING=1
+pass "forced staging" "$strict" 1 VKTRAIN_FORCE_STAGING=1
 # New buffers full of NaN: a read of memory nothing wrote shows.
-pass "NaN-filled buffers" VKTRAIN_FILL_NAN=1
+pass "NaN-filled buffers" "$strict" 1 VKTRAIN_FILL_NAN=1
