@@ -28,14 +28,22 @@
 #   scripts/gpu_check.sh
 # It unpacks .gl/*.deb into / when no Vulkan loader is installed, and points
 # the loader at NVIDIA's driver in /usr/local/nvidia when it finds no
-# device otherwise. GPU_CHECK_PYTHON (default python3) names the Python
-# with PyTorch.
+# device otherwise. GPU_CHECK_PYTHON names the Python with PyTorch
+# (default: python3 or /usr/bin/python3, whichever has it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${GPU_CHECK_BUILD:-build-gpucheck}
 report=${GPU_CHECK_REPORT:-gpu_check_report.md}
-py=${GPU_CHECK_PYTHON:-python3}
+# The Python with PyTorch: GPU_CHECK_PYTHON, else the first of python3 and
+# /usr/bin/python3 that has it.
+py=${GPU_CHECK_PYTHON:-}
+if [ -z "$py" ]; then
+  py=python3
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import torch' 2> /dev/null; then py=$p && break; fi
+  done
+fi
 started=$SECONDS
 
 configure_and_build() {
