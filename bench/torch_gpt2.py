@@ -2,7 +2,7 @@
 """The PyTorch side of scripts/bench.sh: GPT-2 training steps on the CPU.
 
     torch_gpt2.py --batch B --seq T [--vocab V --dim C --layers L --heads H
-                  --steps S --warmup W --threads N]
+                  --steps S --warmup W --threads N --device cpu|cuda]
 
 A faithful GPT-2 (the shapes of configs/gpt2_124m.yaml): learned token and
 position embeddings, pre-LayerNorm blocks of causal self-attention (one
@@ -61,7 +61,7 @@ class GPT2(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T))
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         for block in self.h:
             x = block(x, self.mask)
         logits = self.ln_f(x) @ self.wte.weight.t()  # the head tied to wte
@@ -79,15 +79,19 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cuda: on the GPU, fp32 with TF32 off (scripts/gpu_check.sh)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
-    model = GPT2(a.vocab, a.dim, a.layers, a.heads, a.seq)
+    model = GPT2(a.vocab, a.dim, a.layers, a.heads, a.seq).to(a.device)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8)
-    tokens = torch.randint(0, a.vocab, (a.warmup + a.steps, a.batch, a.seq + 1))
+    tokens = torch.randint(0, a.vocab, (a.warmup + a.steps, a.batch, a.seq + 1)).to(a.device)
+    sync = torch.cuda.synchronize if a.device.startswith("cuda") else (lambda: None)
     elapsed = 0.0
     for step in range(a.warmup + a.steps):
         t0 = time.perf_counter()
@@ -96,6 +100,7 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         if step >= a.warmup:
             elapsed += time.perf_counter() - t0
     n_params = sum(p.numel() for p in model.parameters())

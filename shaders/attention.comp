@@ -9,6 +9,7 @@
 // starting at q_off / k_off / v_off (separate buffers, or views into one
 // fused qkv buffer), head h at +h·hd; doc is (B,T) (has_doc 0: one document
 // per sequence); probs is (B,H,T,T).
+#include "finite.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
@@ -22,6 +23,9 @@ layout(std430, binding = 3) readonly buffer BDoc { int doc[]; };
 layout(std430, binding = 4) buffer BP { float probs[]; };
 layout(std430, binding = 5) buffer BO { float o[]; };
 
+// Key s may be attended from a query of document d0 (causality aside).
+bool allowed(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0; }
+
 void main()
 {
     uint i = gl_GlobalInvocationID.x;
@@ -32,21 +36,21 @@ void main()
     uint oo = p.o_off + ((b * p.T + t) * p.H + h) * p.hd;
     uint prow = p.p_off + ((b * p.H + h) * p.T + t) * p.T;
     int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
-    float m = -1.0 / 0.0;
+    float m = NO_SCORE; // key t is always allowed, so m ends a real score
     for (uint s = 0u; s <= t; s++) {
-        float score = -1.0 / 0.0;
-        if (p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0) {
+        float score = 0.0;
+        if (allowed(b, s, d0)) {
             uint ko = p.k_off + (b * p.T + s) * p.kv_stride + kh * p.hd;
             float dotp = 0.0;
             for (uint d = 0u; d < p.hd; d++) dotp += q[qo + d] * k[ko + d];
             score = dotp * p.scale;
+            m = max(m, score);
         }
         probs[prow + s] = score;
-        m = max(m, score);
     }
     float sum = 0.0;
     for (uint s = 0u; s <= t; s++) {
-        float e = probs[prow + s] == -1.0 / 0.0 ? 0.0 : exp(probs[prow + s] - m);
+        float e = allowed(b, s, d0) ? exp(probs[prow + s] - m) : 0.0;
         probs[prow + s] = e;
         sum += e;
     }

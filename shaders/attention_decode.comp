@@ -32,6 +32,7 @@ void main()
 }
 #else
 #include "rows.glsl"
+#include "finite.glsl"
 layout(push_constant) uniform Push {
     uint pos; uint H; uint KVH; uint hd; uint q_off; uint max_pos; float scale;
 } p;
@@ -46,7 +47,7 @@ void main()
     uint h = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     uint kh = h / (p.H / p.KVH), kvd = p.KVH * p.hd;
     uint qo = p.q_off + h * p.hd, so = h * p.max_pos;
-    float m = -1.0 / 0.0;
+    float m = NO_SCORE; // invocation 0 has key 0, so row_max is a real score
     for (uint s = t; s <= p.pos; s += WG) {
         uint ko = s * kvd + kh * p.hd;
         float dotp = 0.0;

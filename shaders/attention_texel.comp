@@ -11,6 +11,7 @@
 //           out += P[t']·v[t'] in registers
 // Scores are computed twice instead of stored and read back.
 #include "texel.glsl"
+#include "finite.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HDC = 8;
 layout(push_constant) uniform Push {
@@ -38,7 +39,7 @@ void main()
     VT qr[HDC];
     for (uint c = 0u; c < HDC; c++) qr[c] = FETCH(tq, qo + c * W);
     int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
-    float m = -1.0 / 0.0, l = 0.0;
+    float m = NO_SCORE, l = 0.0; // l > 0 once a key is seen (the max adds 1)
     for (uint s = 0u; s <= t; s++) {
         if (p.has_doc != 0u && doc[p.doc_off + b * p.T + s] != d0) continue;
         uint ko = kb + s * p.kv_stride;
@@ -46,7 +47,7 @@ void main()
         for (uint c = 0u; c < HDC; c++) acc += qr[c] * FETCH(tk, ko + c * W);
         float score = HSUM(acc) * p.scale;
         float mn = max(m, score);
-        l = l * exp(m - mn) + exp(score - mn);
+        l = (l > 0.0 ? l * exp(m - mn) : 0.0) + exp(score - mn);
         m = mn;
     }
     float inv = 1.0 / l;

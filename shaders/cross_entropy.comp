@@ -11,11 +11,13 @@
 // The step passes scale = 1/N, N the global valid-token count, so
 // gradients come out normalized (docs/normalization.md).
 #include "rows.glsl"
+#include "finite.glsl"
 layout(push_constant) uniform Push { uint rows; uint V; float scale; } p;
 layout(std430, binding = 0) buffer BL { float x[]; };
 layout(std430, binding = 1) readonly buffer BLab { int labels[]; };
 layout(std430, binding = 2) writeonly buffer BLoss { float row_loss[]; };
 layout(std430, binding = 3) writeonly buffer BCount { float row_count[]; };
+shared float ce_target;
 
 void main()
 {
@@ -28,17 +30,22 @@ void main()
         if (t == 0u) { row_loss[r] = 0.0; row_count[r] = 0.0; }
         return; // uniform per workgroup: the whole row takes this branch
     }
-    float m = -1.0 / 0.0;
+    // x[label] passes through shared memory: it is read by the invocation
+    // that owns element `label` (each invocation reads and then writes only
+    // its own elements i ≡ t mod WG), before the barriers of row_max. Read
+    // from the buffer by every invocation, it could race with that owner's
+    // write below: barrier() orders shared memory only, not buffers.
+    if (t == uint(label) % WG) ce_target = x[base + uint(label)];
+    float m = NO_SCORE;
     for (uint i = t; i < p.V; i += WG) m = max(m, x[base + i]);
     m = row_max(m);
+    float target = ce_target;
     float s = 0.0;
     for (uint i = t; i < p.V; i += WG) s += exp(x[base + i] - m);
     s = row_sum(s);
-    float target = x[base + uint(label)];
-    barrier(); // every invocation has read x[label] before it is overwritten
     float inv = 1.0 / s;
     for (uint i = t; i < p.V; i += WG) {
-        float prob = exp(x[base + i] - m) * inv;
+        precise float prob = exp(x[base + i] - m) * inv; // no FMA into the next line
         x[base + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale;
     }
     if (t == 0u) {

@@ -7,6 +7,7 @@
 // never read again.
 // Invalid labels (−100 = ignore) give dx = 0, row_loss = row_count = 0
 // and never read the logits.
+#include "finite.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push { uint rows; uint V; float scale; } p;
 layout(binding = 0) uniform samplerBuffer tx;
@@ -27,14 +28,14 @@ void main()
         row_count[g] = 0.0;
         return;
     }
-    float m = -1.0 / 0.0;
+    float m = NO_SCORE;
     for (uint i = 0u; i < p.V; i++) m = max(m, texelFetch(tx, int(src + i)).x);
     float s = 0.0;
     for (uint i = 0u; i < p.V; i++) s += exp(texelFetch(tx, int(src + i)).x - m);
     float target = texelFetch(tx, int(src + uint(label))).x;
     float inv = 1.0 / s;
     for (uint i = 0u; i < p.V; i++) {
-        float prob = exp(texelFetch(tx, int(src + i)).x - m) * inv;
+        precise float prob = exp(texelFetch(tx, int(src + i)).x - m) * inv; // no FMA into the next line
         dx[dst + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale;
     }
     row_loss[g] = log(s) + m - target;

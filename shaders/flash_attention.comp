@@ -43,6 +43,7 @@
 // at +h·hd; out and do are (B,T,H,hd) from o_off; lse from l_off and stats
 // ((lse, D) pairs) from x_off are (B,H,T); doc is (B,T) from doc_off.
 #include "texel.glsl"
+#include "finite.glsl"
 #if TEXEL
 #define INPUT(n, name) layout(binding = n) uniform samplerBuffer name;
 #define INPUT1(n, name) INPUT(n, name)
@@ -124,8 +125,8 @@ void main()
     uint qo = qidx(b, t, h), oo = oidx(b, t, h) / W, r = p.l_off + ridx(b, h, t);
     VT qr[HDC], acc[HDC];
     [[unroll]] for (uint c = 0u; c < HDC; c++) qr[c] = FETCH(tq, qo + c * W);
-    float m = -1.0 / 0.0, l = 0.0;
-    if (p.w0 > 0u && lse[r] > -1.0 / 0.0) {
+    float m = NO_SCORE, l = 0.0; // l > 0 once a key is seen (the max adds 1)
+    if (p.w0 > 0u && lse[r] > NO_SCORE) {
         m = lse[r];
         l = 1.0;
         [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] = o[oo + c];
@@ -140,14 +141,14 @@ void main()
         VT dotv = VT(0.0);
         [[unroll]] for (uint c = 0u; c < HDC; c++) dotv += qr[c] * FETCH(tk, ko + c * W);
         float score = HSUM(dotv) * p.scale;
-        float mn = max(m, score), a = exp(m - mn), e = exp(score - mn);
+        float mn = max(m, score), a = l > 0.0 ? exp(m - mn) : 0.0, e = exp(score - mn);
         l = l * a + e;
         m = mn;
         [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] = acc[c] * a + e * FETCH(tv, vo + c * W);
     }
     float inv = l > 0.0 ? 1.0 / l : 0.0;
     [[unroll]] for (uint c = 0u; c < HDC; c++) o[oo + c] = acc[c] * inv;
-    lse[r] = l > 0.0 ? m + log(l) : -1.0 / 0.0;
+    lse[r] = l > 0.0 ? m + log(l) : NO_SCORE;
 }
 #elif STAGE == 2
 void main()

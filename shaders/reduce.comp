@@ -12,13 +12,12 @@
 // the workgroup size: the same input gives the same bits. Two dispatches
 // (chunks, then the partials with SQUARE=0) reduce any n; see op_reduce.c
 // for the error bound.
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 256;
+#include "wg1d.glsl"
 layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; uint group0; uint x0; } p;
 layout(std430, binding = 0) readonly buffer BX { float x[]; };
 layout(std430, binding = 1) buffer BO { float o[]; };
 
-shared float part[WG];
+shared float part[WG_MAX];
 
 void main()
 {

@@ -9,15 +9,14 @@
 // workgroup adds the partial sums in reduce.comp's fixed tree. The result
 // depends only on n, chunk and the workgroup size; the error bound of
 // op_reduce.c holds (it allows any order within an invocation).
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 256;
+#include "wg1d.glsl"
 // group0 and x0 (reduce.comp's range dispatches) are 0 here: one dispatch
 // over the whole of x.
 layout(push_constant) uniform Push { uint n; uint chunk; uint out_index; uint group0; uint x0; } p;
 layout(binding = 0) uniform samplerBuffer x;
 layout(std430, binding = 1) buffer BO { float o[]; };
 
-shared float part[WG];
+shared float part[WG_MAX];
 
 void main()
 {

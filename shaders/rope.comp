@@ -26,7 +26,10 @@ void main()
         float sn = p.sign * c.y;
         uint base = (n * p.H + h) * p.hd;
         float a = x[base + j], b = x[base + j + half_hd];
-        x[base + j] = a * c.x - b * sn;
-        x[base + j + half_hd] = b * c.x + a * sn;
+        // precise: no FMA contraction, which compilers apply differently,
+        // so rope_texel.comp gives the same bits on any device.
+        precise float r0 = a * c.x - b * sn, r1 = b * c.x + a * sn;
+        x[base + j] = r0;
+        x[base + j + half_hd] = r1;
     }
 }

@@ -35,7 +35,8 @@ void main()
 #endif
         uint base = (n * p.H + h) * p.hd;
         VT a = FETCH(tx, base + j), b = FETCH(tx, base + j + half_hd);
-        x[(base + j) / W] = a * cs - b * sn;
-        x[(base + j + half_hd) / W] = b * cs + a * sn;
+        precise VT r0 = a * cs - b * sn, r1 = b * cs + a * sn; // as rope.comp: no FMA
+        x[(base + j) / W] = r0;
+        x[(base + j + half_hd) / W] = r1;
     }
 }

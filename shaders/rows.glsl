@@ -1,11 +1,9 @@
-// rows: one workgroup per row, WG invocations (specialization constant 0,
-// from the device's subgroup size), and workgroup reductions in a fixed
+// rows: one workgroup per row, WG invocations (wg1d.glsl), and workgroup reductions in a fixed
 // tree order so results are deterministic. Call row_sum/row_max from
 // uniform control flow: every invocation of the workgroup must reach them.
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 256;
+#include "wg1d.glsl"
 
-shared float row_scratch[WG];
+shared float row_scratch[WG_MAX];
 
 float row_reduce(float v, bool is_max)
 {

@@ -102,9 +102,12 @@ void gpu_set_limits(struct gpu *g, const char *spec);
 /* Forces a kernel family (tests run both on one device; a rank may be given
  * another family to simulate a mixed-vendor cluster). */
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
-/* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256
- * within the device's limits (and with a float per invocation within its
- * shared memory, which the row and reduction kernels need). */
+/* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256,
+ * at most GPU_WORKGROUP_1D_MAX (the size of their shared arrays,
+ * shaders/wg1d.glsl), within the device's limits (and with a float per
+ * invocation within its shared memory, which the row and reduction kernels
+ * need). */
+#define GPU_WORKGROUP_1D_MAX 256
 uint32_t gpu_workgroup_1d(const struct gpu *g);
 
 /* Buffers. The name appears in every error about the buffer. */
@@ -163,6 +166,15 @@ uint64_t gpu_memory_available(const struct gpu *g, char *source, size_t n);
 
 /* Synchronous copies: pending dispatches are submitted and finished first. */
 void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *src, size_t bytes);
+/* Several uploads (to distinct ranges) in one submit: where they are
+ * staged, through one staging buffer and one command buffer. */
+struct gpu_copy {
+    struct gpu_buffer *buf;
+    size_t offset;
+    const void *src;
+    size_t bytes;
+};
+void gpu_upload_batch(struct gpu *g, const struct gpu_copy *c, int n);
 void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void *dst, size_t bytes);
 /* Records a fill of the whole buffer with zero bytes. */
 void gpu_zero(struct gpu *g, struct gpu_buffer *b);

@@ -55,6 +55,18 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityF
     return VK_FALSE;
 }
 
+/* A switch of the environment: unset, empty or "0" is off, "1" on;
+ * anything else is an error naming it. */
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v || !strcmp(v, "0"))
+        return 0;
+    if (strcmp(v, "1"))
+        vkt_fatal("%s='%s': expected 0 or 1", name, v);
+    return 1;
+}
+
 static int has_layer(const char *name)
 {
     uint32_t n = 0;
@@ -441,9 +453,19 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, NULL);
     VkExtensionProperties *dext = vkt_calloc(n_dext, sizeof *dext, "device extensions");
     vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, dext);
-    const char *enable[2];
+    const char *enable[3];
     uint32_t n_enable = 0;
+    /* GPU-assisted validation (1.3.239, Debian 12's layer) does not see
+     * pushed descriptors and reports each as uninitialized: under it,
+     * descriptors come from the pool. */
+    const char *layer_enables = getenv("VK_LAYER_ENABLES");
+    int gpu_assisted = g->messenger && layer_enables && strstr(layer_enables, "GPU_ASSISTED");
+    int push_descriptors = 0;
     for (uint32_t i = 0; i < n_dext; i++) {
+        if (!strcmp(dext[i].extensionName, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) && !gpu_assisted) {
+            enable[n_enable++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+            push_descriptors = 1;
+        }
         if (!strcmp(dext[i].extensionName, "VK_KHR_portability_subset"))
             enable[n_enable++] = "VK_KHR_portability_subset";
         if (!strcmp(dext[i].extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) {
@@ -470,10 +492,14 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     VK_CHECK(vkCreateDevice(g->phys, &dci, NULL, &g->device), "creating the logical device on %s",
              g->info.name);
     vkGetDeviceQueue(g->device, g->queue_family, 0, &g->queue);
+    if (push_descriptors)
+        g->push_descriptors =
+            (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(g->device, "vkCmdPushDescriptorSetKHR");
 
     /* Unified memory: integrated and CPU devices whose device-local memory
-     * can be mapped; discrete GPUs go through a staging buffer. */
-    if (g->info.type_rank == 3 || g->info.type_rank == 1) {
+     * can be mapped; discrete GPUs go through a staging buffer, and so does
+     * any device under VKTRAIN_FORCE_STAGING=1 (CI tests that path). */
+    if ((g->info.type_rank == 3 || g->info.type_rank == 1) && !env_flag("VKTRAIN_FORCE_STAGING")) {
         VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
                                      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -519,9 +545,11 @@ struct gpu *gpu_create(const struct gpu_options *opt)
         VK_CHECK(vkCreateQueryPool(g->device, &qpci, NULL, &g->query_pool), "creating the timestamp pool");
     }
     g->epoch = 1;
+    g->fill_nan = env_flag("VKTRAIN_FILL_NAN");
     if (!(opt && opt->quiet))
-        vkt_info("device %d: %s (%s, %s kernels)", g->info.index, g->info.name, g->info.type,
-                 g->kclass == GPU_KERNELS_TEXEL ? "texel" : "tiled");
+        vkt_info("device %d: %s (%s, %s kernels%s%s)", g->info.index, g->info.name, g->info.type,
+                 g->kclass == GPU_KERNELS_TEXEL ? "texel" : "tiled", g->unified ? "" : ", staged copies",
+                 g->fill_nan ? ", new buffers NaN" : "");
     return g;
 }
 
@@ -574,7 +602,7 @@ uint32_t gpu_workgroup_1d(const struct gpu *g)
     uint32_t s = g->info.subgroup_size, max = g->info.max_workgroup_invocations;
     if (max > g->info.shared_memory / sizeof(float))
         max = g->info.shared_memory / (uint32_t)sizeof(float);
-    uint32_t wg = 256 < max ? 256 : max;
+    uint32_t wg = GPU_WORKGROUP_1D_MAX < max ? GPU_WORKGROUP_1D_MAX : max;
     wg -= wg % s;
     return wg ? wg : s;
 }

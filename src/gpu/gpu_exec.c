@@ -1,6 +1,8 @@
-/* gpu_exec: kernels (pipelines from embedded SPIR-V), descriptor binding,
- * dispatch recording with the barriers hazards need, batched submission,
- * and timestamp timers (per-dispatch profiling is gpu_profile.c's).
+/* gpu_exec: kernels (pipelines from embedded SPIR-V), descriptor binding
+ * (pushed into the command buffer where VK_KHR_push_descriptor exists, else
+ * a set per dispatch from a pool), dispatch recording with the barriers
+ * hazards need, batched submission, and timestamp timers (per-dispatch
+ * profiling is gpu_profile.c's).
  * Owns the command buffer's life: begun lazily, submitted and waited for
  * by gpu_submit. */
 #include <stdio.h>
@@ -57,6 +59,7 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
         };
     VkDescriptorSetLayoutCreateInfo dl = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags = g->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
         .bindingCount = (uint32_t)d->n_bindings,
         .pBindings = b,
     };
@@ -252,19 +255,22 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
             vkt_fatal("kernel '%s': %u workgroups in dimension %d exceed the device limit %u", k->shader, c, i,
                       g->info.max_workgroup_count[i]);
     }
-    if (g->sets_used == GPU_POOL_SETS)
+    if (!g->push_descriptors && g->sets_used == GPU_POOL_SETS)
         gpu_submit(g);
     gpu_cmd_ensure(g);
 
-    VkDescriptorSetAllocateInfo ai = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-        .descriptorPool = g->desc_pool,
-        .descriptorSetCount = 1,
-        .pSetLayouts = &k->set_layout,
-    };
-    VkDescriptorSet set;
-    VK_CHECK(vkAllocateDescriptorSets(g->device, &ai, &set), "allocating descriptors for kernel '%s'", k->shader);
-    g->sets_used++;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (!g->push_descriptors) {
+        VkDescriptorSetAllocateInfo ai = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+            .descriptorPool = g->desc_pool,
+            .descriptorSetCount = 1,
+            .pSetLayouts = &k->set_layout,
+        };
+        VK_CHECK(vkAllocateDescriptorSets(g->device, &ai, &set), "allocating descriptors for kernel '%s'",
+                 k->shader);
+        g->sets_used++;
+    }
 
     VkWriteDescriptorSet w[GPU_MAX_BINDINGS];
     VkDescriptorBufferInfo bi[GPU_MAX_BINDINGS];
@@ -310,10 +316,14 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
         bufs[i] = a->buf;
         writes[i] = a->write;
     }
-    vkUpdateDescriptorSets(g->device, (uint32_t)k->n_bindings, w, 0, NULL);
     gpu_hazard(g, bufs, writes, k->n_bindings);
     vkCmdBindPipeline(g->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
-    vkCmdBindDescriptorSets(g->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
+    if (g->push_descriptors) {
+        g->push_descriptors(g->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, (uint32_t)k->n_bindings, w);
+    } else {
+        vkUpdateDescriptorSets(g->device, (uint32_t)k->n_bindings, w, 0, NULL);
+        vkCmdBindDescriptorSets(g->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
+    }
     if (k->push_size)
         vkCmdPushConstants(g->cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->push_size, push);
     if (g->profiling)

@@ -70,6 +70,7 @@ struct gpu {
     VkPhysicalDeviceLimits limits;
     enum gpu_kernel_class kclass;
     int unified;            /* device-local memory is host-visible */
+    int fill_nan;           /* VKTRAIN_FILL_NAN: new buffers start as NaN */
 
     VkCommandPool cmd_pool;
     VkCommandBuffer cmd;
@@ -77,6 +78,10 @@ struct gpu {
     int recording;          /* cmd has been begun */
     int in_flight;          /* cmd was submitted and not yet waited for */
     uint32_t n_recorded;    /* commands since the last submit */
+    /* Descriptors: pushed into the command buffer (VK_KHR_push_descriptor)
+     * where the device has it, else one set per dispatch from desc_pool,
+     * which holds GPU_POOL_SETS and is reset at every submit. */
+    PFN_vkCmdPushDescriptorSetKHR push_descriptors; /* NULL: the pool */
     VkDescriptorPool desc_pool;
     uint32_t sets_used;
     VkBufferView *transient;  /* views of sub-ranges, freed at submit */

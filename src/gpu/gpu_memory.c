@@ -2,8 +2,10 @@
  * (and the planning mode that counts them without allocating), and copies
  * between host and device. Memory itself comes from gpu_alloc.c. On
  * unified memory (lavapipe, integrated GPUs) buffers are mapped and copies
- * are memcpy; on discrete GPUs they go through one staging buffer. Copies
- * are synchronous: they finish pending work first. */
+ * are memcpy; on discrete GPUs (and under VKTRAIN_FORCE_STAGING=1) they go
+ * through one staging buffer, HOST_CACHED where the device has such
+ * memory. Copies are synchronous: they finish pending work first. Under
+ * VKTRAIN_FILL_NAN=1 every new buffer starts filled with NaN. */
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -11,8 +13,14 @@
 #include "gpu_internal.h"
 #include "vktrain/util.h"
 
-static uint32_t memory_type(struct gpu *g, uint32_t bits, VkMemoryPropertyFlags want, const char *name)
+/* The first memory type with the flags `want`, preferring one that also
+ * has `prefer`. */
+static uint32_t memory_type(struct gpu *g, uint32_t bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags prefer,
+                            const char *name)
 {
+    for (uint32_t i = 0; i < g->mem.memoryTypeCount; i++)
+        if ((bits & (1u << i)) && (g->mem.memoryTypes[i].propertyFlags & (want | prefer)) == (want | prefer))
+            return i;
     for (uint32_t i = 0; i < g->mem.memoryTypeCount; i++)
         if ((bits & (1u << i)) && (g->mem.memoryTypes[i].propertyFlags & want) == want)
             return i;
@@ -49,6 +57,16 @@ void gpu_memory_stats(const struct gpu *g, struct gpu_memory_stats *s)
         s->bytes[c] = g->used[c];
         s->total += g->used[c];
     }
+}
+
+/* Records a fill of the whole buffer with the 32-bit pattern `word`. */
+static void fill(struct gpu *g, struct gpu_buffer *b, uint32_t word)
+{
+    gpu_cmd_ensure(g);
+    int w = 1;
+    gpu_hazard(g, &b, &w, 1);
+    vkCmdFillBuffer(g->cmd, b->buffer, 0, VK_WHOLE_SIZE, word);
+    g->n_recorded++;
 }
 
 /* host: host-visible memory of its own, outside the categories (the
@@ -93,9 +111,15 @@ static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *na
                VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     else
         want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    gpu_alloc_bind(g, b, &req, memory_type(g, req.memoryTypeBits, want, name), host);
+    /* The staging buffer in HOST_CACHED memory where there is such: the
+     * host reads downloads (gradients, checkpoints) from it, and uncached
+     * write-combined memory reads many times slower. */
+    VkMemoryPropertyFlags prefer = host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0;
+    gpu_alloc_bind(g, b, &req, memory_type(g, req.memoryTypeBits, want, prefer, name), host);
     if (!host && !g->unified)
         b->mapped = NULL; /* copies go through staging, as on any discrete GPU */
+    if (!host && g->fill_nan)
+        fill(g, b, 0x7fc00000u); /* a quiet NaN; as int32 2143289344, no valid id */
     return b;
 }
 
@@ -155,29 +179,56 @@ static struct gpu_buffer *staging(struct gpu *g, size_t bytes)
 /* Largest piece moved through the staging buffer at once. */
 #define STAGING_CHUNK ((size_t)64 << 20)
 
-void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *src, size_t bytes)
+void gpu_upload_batch(struct gpu *g, const struct gpu_copy *c, int n)
 {
-    check_range(b, offset, bytes, "uploading");
-    if (!b->buffer)
-        return; /* a planning placeholder */
+    size_t staged = 0; /* bytes that go through the staging buffer */
+    int work = 0;
+    for (int i = 0; i < n; i++) {
+        check_range(c[i].buf, c[i].offset, c[i].bytes, "uploading");
+        if (!c[i].buf->buffer || !c[i].bytes)
+            continue; /* a planning placeholder, or nothing */
+        work = 1;
+        if (!c[i].buf->mapped)
+            staged += (c[i].bytes + 15) & ~(size_t)15;
+    }
+    if (!work)
+        return;
     if (g->n_recorded)
         gpu_submit(g);
     gpu_wait(g);
-    if (b->mapped) {
-        memcpy((char *)b->mapped + offset, src, bytes);
-        return;
+    struct gpu_buffer *s = staged ? staging(g, staged < STAGING_CHUNK ? staged : STAGING_CHUNK) : NULL;
+    size_t at = 0; /* bytes of s holding copies recorded since the last submit */
+    for (int i = 0; i < n; i++) {
+        struct gpu_buffer *b = c[i].buf;
+        const char *src = c[i].src;
+        if (!b->buffer || !c[i].bytes)
+            continue;
+        if (b->mapped) {
+            memcpy((char *)b->mapped + c[i].offset, src, c[i].bytes);
+            continue;
+        }
+        for (size_t done = 0; done < c[i].bytes;) {
+            size_t piece = c[i].bytes - done < STAGING_CHUNK ? c[i].bytes - done : STAGING_CHUNK;
+            if (at + piece > s->size) {
+                gpu_submit(g);
+                at = 0;
+            }
+            memcpy((char *)s->mapped + at, src + done, piece);
+            gpu_cmd_ensure(g);
+            VkBufferCopy r = {.srcOffset = at, .dstOffset = c[i].offset + done, .size = piece};
+            vkCmdCopyBuffer(g->cmd, s->buffer, b->buffer, 1, &r);
+            g->n_recorded++;
+            at += (piece + 15) & ~(size_t)15;
+            done += piece;
+        }
     }
-    for (size_t done = 0; done < bytes;) {
-        size_t n = bytes - done < STAGING_CHUNK ? bytes - done : STAGING_CHUNK;
-        struct gpu_buffer *s = staging(g, n);
-        memcpy(s->mapped, (const char *)src + done, n);
-        gpu_cmd_ensure(g);
-        VkBufferCopy c = {.srcOffset = 0, .dstOffset = offset + done, .size = n};
-        vkCmdCopyBuffer(g->cmd, s->buffer, b->buffer, 1, &c);
-        g->n_recorded++;
+    if (at)
         gpu_submit(g);
-        done += n;
-    }
+}
+
+void gpu_upload(struct gpu *g, struct gpu_buffer *b, size_t offset, const void *src, size_t bytes)
+{
+    gpu_upload_batch(g, &(struct gpu_copy){.buf = b, .offset = offset, .src = src, .bytes = bytes}, 1);
 }
 
 void gpu_download(struct gpu *g, const struct gpu_buffer *b, size_t offset, void *dst, size_t bytes)
@@ -210,9 +261,5 @@ void gpu_zero(struct gpu *g, struct gpu_buffer *b)
 {
     if (!b->buffer)
         return; /* a planning placeholder */
-    gpu_cmd_ensure(g);
-    int w = 1;
-    gpu_hazard(g, &b, &w, 1);
-    vkCmdFillBuffer(g->cmd, b->buffer, 0, VK_WHOLE_SIZE, 0);
-    g->n_recorded++;
+    fill(g, b, 0);
 }

@@ -24,12 +24,14 @@ static void upload_batch(struct model *m, const struct model_batch *b)
         if (b->positions[i] < 0 || (uint32_t)b->positions[i] >= m->c.max_seq_len)
             vkt_fatal("model: position %d at row %zu is outside [0, %u)", b->positions[i], i, m->c.max_seq_len);
     }
-    gpu_upload(m->g, m->tokens, 0, b->tokens, bytes);
-    gpu_upload(m->g, m->labels, 0, b->labels, bytes);
-    gpu_upload(m->g, m->positions, 0, b->positions, bytes);
+    struct gpu_copy arrays[4] = {
+        {m->tokens, 0, b->tokens, bytes},
+        {m->labels, 0, b->labels, bytes},
+        {m->positions, 0, b->positions, bytes},
+        {m->doc_ids, 0, b->doc_ids, bytes},
+    };
     m->has_doc = b->doc_ids != NULL;
-    if (b->doc_ids)
-        gpu_upload(m->g, m->doc_ids, 0, b->doc_ids, bytes);
+    gpu_upload_batch(m->g, arrays, m->has_doc ? 4 : 3); /* one staged copy on a discrete GPU */
     m->last = *b;
 }
 

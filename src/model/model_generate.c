@@ -180,8 +180,8 @@ const float *decoder_step(struct decoder *d, int32_t token)
     if (d->pos >= d->T)
         vkt_fatal("decoder: the key/value cache is full (max_seq_len %u)", d->T);
     int32_t pos = (int32_t)d->pos;
-    gpu_upload(g, d->token, 0, &token, sizeof token);
-    gpu_upload(g, d->position, 0, &pos, sizeof pos);
+    gpu_upload_batch(g, (struct gpu_copy[]){{d->token, 0, &token, sizeof token}, {d->position, 0, &pos, sizeof pos}},
+                     2);
     int gpt2 = c->arch == MODEL_GPT2;
     op_embedding(g, d->token, gpt2 ? d->position : NULL, weight(m, m->embed), gpt2 ? weight(m, m->pos_embed) : NULL,
                  d->x, 1, d->C, d->V, d->T);

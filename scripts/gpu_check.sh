@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# gpu_check: one prepared check of vktrain on this machine's Vulkan device,
+# about 7 minutes on a GPU. It
+#   1. builds without MPI into build-gpucheck/ (or uses the build in
+#      GPU_CHECK_BUILD, e.g. one carried from a machine with the toolchain);
+#   2. prints the device (`vktrain devices`);
+#   3. runs the op, model, large, generate and PyTorch parity tests with the
+#      Khronos validation layer on (any message fails the test);
+#   4. runs the matmul and model benchmarks, the same matmul shapes in
+#      PyTorch on the GPU (fp32, TF32 off), and GPT-2 124M training steps in
+#      vktrain and in PyTorch eager on the same GPU;
+#   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
+#      the device, each test's result and time, the figures and their
+#      ratios to PyTorch, and what was skipped and why.
+# Exit status 1 when a test failed or a step could not run.
+#
+# On a CPU device (lavapipe, CI) the GPU-only parts are skipped and the
+# report says so: PyTorch on CUDA, the GPT-2 124M training comparison, and
+# test_large (minutes on a CPU; the suite runs it). Benchmarks then use
+# small shapes.
+#
+# A GPU machine with only a driver and Python with PyTorch (no compiler for
+# shaders, no Vulkan loader): on a Debian 12 machine run
+#   scripts/gpu_check.sh --pack
+# which builds build-gpucheck/ and downloads the Debian packages of the
+# Vulkan loader and the validation layer into .gl/; carry both folders to
+# the GPU machine (same repository checkout) and there, as root, run
+#   scripts/gpu_check.sh
+# It unpacks .gl/*.deb into / when no Vulkan loader is installed, and points
+# the loader at NVIDIA's driver in /usr/local/nvidia when it finds no
+# device otherwise. GPU_CHECK_PYTHON names the Python with PyTorch
+# (default: python3 or /usr/bin/python3, whichever has it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+build=${GPU_CHECK_BUILD:-build-gpucheck}
+report=${GPU_CHECK_REPORT:-gpu_check_report.md}
+# The Python with PyTorch: GPU_CHECK_PYTHON, else the first of python3 and
+# /usr/bin/python3 that has it.
+py=${GPU_CHECK_PYTHON:-}
+if [ -z "$py" ]; then
+  py=python3
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import torch' 2> /dev/null; then py=$p && break; fi
+  done
+fi
+started=$SECONDS
+
+configure_and_build() {
+  mkdir -p "$build"
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DVKTRAIN_WITH_MPI=OFF > "$build/gpu_check_build.log" 2>&1 &&
+    cmake --build "$build" -j"$(nproc)" >> "$build/gpu_check_build.log" 2>&1 ||
+    { tail -30 "$build/gpu_check_build.log"; return 1; }
+}
+
+if [ "${1:-}" = --pack ]; then
+  set -e
+  scripts/deps.sh test
+  configure_and_build
+  mkdir -p .gl
+  # The loader, the validation layer, and the libraries vktrain links that
+  # a machine with only a driver and Python may lack.
+  (cd .gl && apt-get download libvulkan1 vulkan-validationlayers libyaml-0-2 libjansson4)
+  echo "gpu_check: built $build/ and fetched .gl/$(cd .gl && ls | tr '\n' ' ')"
+  echo "gpu_check: carry $build and .gl to the GPU machine and run scripts/gpu_check.sh there"
+  exit 0
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/gpu_check.sh [--pack]" >&2
+  exit 2
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+skipped=()
+failed=0
+note() { echo "gpu_check: $*"; }
+skip() { skipped+=("$1: $2"); note "skipped $1 ($2)"; }
+
+if [ -z "${GPU_CHECK_BUILD:-}" ] && command -v glslc > /dev/null; then
+  note "building $build/ (no MPI)"
+  configure_and_build || exit 1
+fi
+case $build in /*) bdir=$build ;; *) bdir=$root/$build ;; esac
+vk=$bdir/vktrain
+[ -x "$vk" ] || { note "no vktrain in $build/ (and no glslc to build it: see --pack)"; exit 1; }
+
+# The Vulkan loader, or a library vktrain links, missing: the carried
+# Debian packages (--pack) unpacked into /.
+if ldd "$vk" | grep -q 'not found'; then
+  debs=(.gl/*.deb)
+  if [ -e "${debs[0]}" ] && [ "$(id -u)" = 0 ]; then
+    for f in "${debs[@]}"; do dpkg -x "$f" /; done
+    ldconfig
+    note "unpacked ${#debs[@]} carried package(s) from .gl/"
+  fi
+  ldd "$vk" | grep 'not found' && { note "libraries missing, and no .gl/*.deb to unpack as root (see --pack)"; exit 1; }
+fi
+
+devices=$("$vk" devices 2>&1)
+if ! grep -q '^\* device' <<< "$devices" && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  devices=$("$vk" devices 2>&1)
+fi
+echo "$devices"
+grep -q '^\* device' <<< "$devices" || { note "no usable Vulkan device"; exit 1; }
+chosen=$(sed -n '/^\* device/,/^$/p' <<< "$devices")
+name=$(sed -n 's/^\* device [0-9]*: //p' <<< "$chosen")
+cpu=0
+grep -q 'texel (CPU driver)' <<< "$chosen" && cpu=1
+
+validate=1
+if ! ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > /dev/null 2>&1; then
+  validate=0
+  skip "validation layer" "not installed (Debian: vulkan-validationlayers; --pack carries it)"
+fi
+torch_cuda=0
+if "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
+  torch_cuda=1
+fi
+torch_any=0
+"$py" -c 'import torch' 2> /dev/null && torch_any=1
+
+# --- tests --------------------------------------------------------------
+rows=()
+run_test() { # name command...
+  local t=$1 begin=$SECONDS status=0
+  shift
+  (cd "$bdir/tests" && env VKTRAIN="$vk" SRC="$root" BUILD="$bdir" TOOLS="$bdir/tests/tools" \
+    VKTRAIN_VALIDATE=$validate "$@") > "$work/$t.log" 2>&1 || status=$?
+  if [ $status -eq 0 ] && grep -q 'Vulkan validation:' "$work/$t.log"; then
+    status=99
+  fi
+  local secs=$((SECONDS - begin)) result=pass
+  if [ $status -ne 0 ]; then
+    result="FAIL (status $status)"
+    failed=1
+    tail -40 "$work/$t.log"
+  fi
+  rows+=("| $t | $result | $secs |")
+  note "$t: $result, $secs s"
+}
+for t in test_ops test_ops_nn test_model test_large test_generate; do
+  if [ $t = test_large ] && [ $cpu = 1 ]; then
+    skip $t "CPU device: minutes here, and the suite (scripts/test.sh) runs it"
+    continue
+  fi
+  run_test $t "./$t"
+done
+for t in test_parity_torch test_train_parity_torch; do
+  if [ $torch_any = 0 ]; then
+    skip $t "no PyTorch for $py"
+    continue
+  fi
+  run_test $t "$py" "$root/tests/$t.py"
+done
+
+# --- benchmarks ---------------------------------------------------------
+bench=()
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+if [ $cpu = 1 ]; then
+  M=1024 N=768 K=768 R=3 model_args=()
+else
+  M=8192 N=3072 K=768 R=20 model_args=(16 1024 768 12) # GPT-2 124M's MLP at 16 x 1024 tokens
+fi
+"$bdir/bench/bench_matmul" $M $N $K $R > "$work/matmul.log" 2>&1 ||
+  { note "bench_matmul failed"; cat "$work/matmul.log"; failed=1; }
+cat "$work/matmul.log"
+if [ $torch_cuda = 1 ]; then
+  "$py" - $M $N $K $R > "$work/torch_matmul.log" 2>&1 <<'PY' || { note "PyTorch matmul failed"; cat "$work/torch_matmul.log"; }
+import sys, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+M, N, K, R = map(int, sys.argv[1:])
+g = torch.Generator(device="cuda").manual_seed(0)
+X = torch.randn(M, K, device="cuda", generator=g)
+W = torch.randn(N, K, device="cuda", generator=g)
+dY = torch.randn(M, N, device="cuda", generator=g)
+for name, f in [("nt", lambda: X @ W.T), ("nn", lambda: dY @ W), ("tn", lambda: dY.T @ X)]:
+    f()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(R):
+        f()
+    b.record()
+    torch.cuda.synchronize()
+    print(f"torch {name} {2.0 * M * N * K * R / (a.elapsed_time(b) * 1e-3) * 1e-9:.2f} GFLOP/s")
+PY
+  cat "$work/torch_matmul.log"
+else
+  skip "PyTorch matmul on the GPU" "$([ $torch_any = 1 ] && echo "PyTorch sees no CUDA device" || echo "no PyTorch")"
+fi
+for l in nt nn tn; do
+  v=$(awk -v l=$l '$1 == "vktrain" && $2 == l { print $(NF - 1) }' "$work/matmul.log")
+  t=$(awk -v l=$l '$1 == "torch" && $2 == l { print $3 }' "$work/torch_matmul.log" 2> /dev/null)
+  bench+=("| matmul $l ${M}x${N}x${K} fp32, GFLOP/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.7x (cuBLAS, TF32 off) |")
+done
+
+"$bdir/bench/bench_model" "${model_args[@]}" > "$work/model.log" 2>&1 ||
+  { note "bench_model failed"; cat "$work/model.log"; failed=1; }
+head -4 "$work/model.log"
+v=$(sed -n 's/^\([0-9.]*\) tokens\/s.*/\1/p' "$work/model.log")
+bench+=("| llama forward+backward ($(sed -n 's/^device: [^;]*; //p' "$work/model.log")), tokens/s | ${v:--} | - | - | - |")
+
+if [ $cpu = 1 ] || [ $torch_cuda = 0 ]; then
+  skip "GPT-2 124M training against PyTorch" "$([ $cpu = 1 ] && echo "CPU device (scripts/bench.sh compares on a CPU)" || echo "PyTorch sees no CUDA device")"
+else
+  B=8 T=1024 steps=6 warm=2
+  [ -f data/examples/tokens_train_000.bin ] || "$py" scripts/gen_example_data.py > /dev/null
+  "$vk" train --config configs/gpt2_124m.yaml batch_size=$B model.max_seq_len=$T max_steps=$((warm + steps)) \
+    output_dir="$work/gpt2" log_every_n_steps=1 > "$work/gpt2.log" 2>&1 ||
+    { note "vktrain GPT-2 training failed"; tail -20 "$work/gpt2.log"; failed=1; }
+  v=$("$py" - "$work/gpt2/metrics.jsonl" $warm <<'PY' 2> /dev/null
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
+print("%.1f" % (sum(r["tokens"] for r in rows) / sum(r["step_ms"] for r in rows) * 1e3))
+PY
+)
+  "$py" bench/torch_gpt2.py --device cuda --batch $B --seq $T --steps $steps --warmup $warm --threads "$(nproc)" \
+    > "$work/torch_gpt2.log" 2>&1 || { note "PyTorch GPT-2 failed"; tail -20 "$work/torch_gpt2.log"; }
+  t=$(sed -n 's/^torch tokens\/s \([0-9.]*\).*/\1/p' "$work/torch_gpt2.log")
+  bench+=("| GPT-2 124M training B=$B T=$T fp32, tokens/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.5x (eager fp32) |")
+  note "GPT-2 124M: vktrain ${v:--} tokens/s, PyTorch ${t:--} tokens/s"
+fi
+
+# --- report -------------------------------------------------------------
+{
+  echo "# vktrain gpu_check, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "Device: $name ($([ $cpu = 1 ] && echo "CPU driver, texel kernels" || echo "tiled kernels")); commit $(git rev-parse --short HEAD 2> /dev/null || echo unknown); validation layer $([ $validate = 1 ] && echo on || echo off); $((SECONDS - started)) s in all."
+  echo
+  echo '```'
+  echo "$chosen"
+  echo '```'
+  echo
+  echo "| test | result | seconds |"
+  echo "|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "| benchmark | vktrain | PyTorch | ratio | target |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${bench[@]}"
+  echo
+  echo "Skipped:"
+  [ ${#skipped[@]} -eq 0 ] && echo "- nothing"
+  for s in "${skipped[@]}"; do echo "- $s"; done
+} > "$report"
+note "report written to $report"
+cat "$report"
+exit $failed
