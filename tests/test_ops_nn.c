@@ -163,6 +163,43 @@ static void test_embedding(int N, int C, int V, int P, int with_pos)
     free(dwpe);
 }
 
+/* bf16 tables (a frozen base, model.base_dtype bf16) on the current kernel
+ * family: the output is the reference's on the tables rounded to bf16,
+ * and bit for bit the fp32 kernel's on those rounded tables. */
+static void test_embedding_bf16(int N, int C, int V, int P, int with_pos)
+{
+    int32_t *tok = vkt_malloc(sizeof(int32_t) * N, "tok"), *pos = vkt_malloc(sizeof(int32_t) * N, "pos");
+    for (int i = 0; i < N; i++) {
+        tok[i] = (int32_t)(ref_rng_u64(&rng) % (uint64_t)V);
+        pos[i] = (int32_t)(ref_rng_u64(&rng) % (uint64_t)P);
+    }
+    size_t n = (size_t)N * C;
+    double *wte = rnd((size_t)V * C, 1), *wpe = rnd((size_t)P * C, 1), *out = vkt_calloc(n, 8, "out");
+    /* buffer_bf16_from_doubles rounds the doubles first */
+    struct gpu_buffer *hwte = buffer_bf16_from_doubles(g, wte, (size_t)V * C, "wte bf16");
+    struct gpu_buffer *hwpe = buffer_bf16_from_doubles(g, wpe, (size_t)P * C, "wpe bf16");
+    struct gpu_buffer *fwte = buffer_from_doubles(g, wte, (size_t)V * C, "wte rounded");
+    struct gpu_buffer *fwpe = buffer_from_doubles(g, wpe, (size_t)P * C, "wpe rounded");
+    ref_embedding_forward(out, tok, with_pos ? pos : NULL, wte, with_pos ? wpe : NULL, N, C);
+    struct gpu_buffer *bt = ints(tok, N, "tokens"), *bp = ints(pos, N, "positions");
+    struct gpu_buffer *bh = gpu_buffer_create(g, 4 * n, "out bf16"), *bf = gpu_buffer_create(g, 4 * n, "out fp32");
+    op_embedding(g, bt, with_pos ? bp : NULL, hwte, with_pos ? hwpe : NULL, bh, N, C, V, P);
+    op_embedding(g, bt, with_pos ? bp : NULL, fwte, with_pos ? fwpe : NULL, bf, N, C, V, P);
+    expect("embedding out (bf16 tables)", bh, out, n);
+    float *x = download_floats(g, bh, n), *y = download_floats(g, bf, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += memcmp(&x[i], &y[i], sizeof(float)) != 0;
+    CHECK(bad == 0, "embedding %s N=%d C=%d V=%d P=%d: %zu of %zu outputs of the bf16 tables differ from the fp32 "
+          "kernel's on the same rounded tables (bitwise expected)",
+          gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", N, C, V, P, bad, n);
+    free(x), free(y);
+    struct gpu_buffer *bufs[] = {hwte, hwpe, fwte, fwpe, bt, bp, bh, bf};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(tok), free(pos), free(wte), free(wpe), free(out);
+}
+
 static void test_rope(int N, int H, int hd, int max_pos)
 {
     size_t n = (size_t)N * H * hd;
@@ -431,6 +468,12 @@ int main(void)
         test_rope(9, 2, 12, 9);
         test_bias(19, 68); /* C % 4 == 0: the vec4 texel bias add */
         test_rope(7, 3, 8, 5);
+        /* bf16 tables: R16 views and odd rows (C = 13), bf16x4 views
+         * (C = 24), one element, a table of 259 rows */
+        test_embedding_bf16(1, 1, 1, 1, 0);
+        test_embedding_bf16(37, 13, 11, 9, 1);
+        test_embedding_bf16(41, 24, 19, 12, 1);
+        test_embedding_bf16(50, 70, 259, 64, 0);
     }
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);

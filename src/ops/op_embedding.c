@@ -3,7 +3,11 @@
  * Face rotate_half) with its cos/sin table. On CPU devices (texel family)
  * the kernels are embedding_texel.comp and rope_texel.comp: float inputs
  * through texel views (RGBA32F when the contiguous width is a multiple of
- * 4, else R32F), ids and outputs storage. Never allocates. */
+ * 4, else R32F), ids and outputs storage. The forward's tables may
+ * hold bf16 values (frozen, model.base_dtype bf16, tagged by
+ * gpu_buffer_set_dtype): read through bf16 views (texel) or as uints
+ * (storage) and widened by a shift, the output is the fp32 kernel's on the
+ * tables rounded to bf16, bit for bit. Never allocates. */
 #include <math.h>
 #include <string.h>
 
@@ -23,24 +27,70 @@ static int texel_width(const struct gpu *g, int vec4, size_t row_bytes)
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 /* The rows of a table of `rows` rows one range of binding i of k may hold
- * (all of them when the table fits). */
+ * (all of them when the table fits); pad: with 2 bytes more for a range
+ * that ends mid-uint (uint_end). */
 static size_t table_rows(const struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *args, int i, size_t rows,
-                         size_t row_bytes)
+                         size_t row_bytes, int pad)
 {
     size_t ub[GPU_MAX_BINDINGS] = {0}, step;
     ub[i] = row_bytes;
-    return min_size(rows, ops_range_units(g, k, args, ub, &step));
+    size_t n = ops_range_units(g, k, args, ub, &step);
+    if (pad && n < rows && n * row_bytes + 2 > gpu_binding_limit(g, gpu_kernel_binding(k, i)))
+        n -= step;
+    if (n == 0)
+        vkt_fatal("kernel '%s': binding %d (buffer '%s') cannot hold a range of %zu rows of %zu bytes and the "
+                  "2 bytes of the bf16 padding within this device's binding limit",
+                  gpu_kernel_name(k), i, gpu_buffer_name(args[i].buf), step, row_bytes);
+    return min_size(rows, n);
+}
+
+/* The texel width of the forward's tables, rows of C elements of fp32 or
+ * (bf16) bf16 views; 0: the storage kernel. */
+static int table_width(const struct gpu *g, int bf16, uint32_t C)
+{
+    if (!bf16)
+        return texel_width(g, C % 4 == 0, sizeof(float) * C);
+    if (!gpu_info(g)->texel_bf16)
+        return 0;
+    return ops_texel_width(C % 4 == 0, ops_texel_rows_fit(g, GPU_BIND_TEXEL_BF16X4, 2 * (size_t)C),
+                           ops_texel_rows_fit(g, GPU_BIND_TEXEL_BF16, 2 * (size_t)C), 0);
+}
+
+/* A range of bf16 table rows for the storage kernel, which reads whole
+ * uints: to the end of its last 4 bytes (2 bytes past an odd number of
+ * rows of odd C, padding or the next row). */
+static struct gpu_arg uint_end(struct gpu_arg a)
+{
+    if (a.range % 4)
+        a.range += 4 - a.range % 4;
+    return a;
 }
 
 void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *positions, struct gpu_buffer *wte,
                   struct gpu_buffer *wpe, struct gpu_buffer *out, uint32_t rows, uint32_t C, uint32_t V, uint32_t P)
 {
+    /* bf16 tables (frozen, model.base_dtype bf16): both of them */
+    int bf16 = gpu_buffer_dtype(wte) == GPU_DTYPE_BF16;
+    size_t row = (bf16 ? 2 : sizeof(float)) * (size_t)C;
     ops_check("embedding", "tokens", tokens, sizeof(int32_t) * rows);
-    ops_check("embedding", "token table", wte, sizeof(float) * V * C);
+    ops_check("embedding", "token table", wte, row * V);
     ops_check("embedding", "output", out, sizeof(float) * rows * C);
+    if (gpu_buffer_dtype(out) != GPU_DTYPE_F32)
+        vkt_fatal("embedding: the output '%s' holds bf16 values; it must be fp32", gpu_buffer_name(out));
     if (wpe) {
         ops_check("embedding", "positions", positions, sizeof(int32_t) * rows);
-        ops_check("embedding", "position table", wpe, sizeof(float) * P * C);
+        ops_check("embedding", "position table", wpe, row * P);
+        if (gpu_buffer_dtype(wpe) != gpu_buffer_dtype(wte))
+            vkt_fatal("embedding: the token table '%s' holds %s values and the position table '%s' %s ones; both "
+                      "must be of one type",
+                      gpu_buffer_name(wte), bf16 ? "bf16" : "fp32", gpu_buffer_name(wpe), bf16 ? "fp32" : "bf16");
+    }
+    for (int i = 0; i < 2; i++) {
+        struct gpu_buffer *t = i ? wpe : wte;
+        if (bf16 && t && gpu_buffer_size(t) % 4)
+            vkt_fatal("embedding: the bf16 table '%s' has %zu bytes, not a multiple of 4 (the storage kernel reads "
+                      "uints)",
+                      gpu_buffer_name(t), gpu_buffer_size(t));
     }
     if (!wpe)
         P = 1;
@@ -52,27 +102,39 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     } push = {0, C, V, P, wpe != NULL, 0, 0, 0, 0};
     /* The bindings of each kernel: tokens, positions, wte, wpe, out. */
     int it = 0, ip = 1, iw = 2, iwp = 3, io = 4;
-    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
+    int width = table_width(g, bf16, C), storage_bf16 = bf16 && !width;
     struct gpu_kernel *k;
+    uint32_t wg = gpu_workgroup_1d(g);
     if (width) {
         /* bindings: wte, wpe as texels, then tokens, positions, out */
         struct gpu_arg targs[5] = {args[2], args[3], args[0], args[1], args[4]};
         memcpy(args, targs, sizeof args);
         iw = 0, iwp = 1, it = 2, ip = 3;
-        uint32_t wg = gpu_workgroup_1d(g);
-        k = ops_texel_variant(g, "embedding_texel_fwd", width, 2, 0, 5, sizeof push, 1, &wg);
+        if (bf16) {
+            enum gpu_binding_kind t = width == 4 ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16;
+            const enum gpu_binding_kind kinds[5] = {t, t, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE};
+            k = ops_texel_kernel(g, width == 4 ? "embedding_texel_fwd_vec4_bf16" : "embedding_texel_fwd_scalar_bf16",
+                                 5, kinds, sizeof push, 1, &wg);
+        } else {
+            k = ops_texel_variant(g, "embedding_texel_fwd", width, 2, 0, 5, sizeof push, 1, &wg);
+        }
     } else {
         width = 1;
-        k = ops_kernel(g, "embedding", 5, sizeof push, 1);
+        struct gpu_kernel_desc d = {.shader = "embedding", .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
+        d.spec[0] = wg, d.spec[1] = (uint32_t)bf16; /* BF16: the tables hold bf16 */
+        for (int i = 0; i < 5; i++)
+            d.bindings[i] = GPU_BIND_STORAGE;
+        k = gpu_kernel_get(g, &d);
     }
     /* Ranges of rows within the output and id bindings; of table rows
      * within the table bindings, each dispatch doing the rows whose token
-     * (and position) fall in its tables' ranges. */
+     * (and position) fall in its tables' ranges. A bf16 range of the
+     * storage kernel may end 2 bytes past its rows (uint_end). */
     size_t ub[5] = {0}, step;
     ub[it] = ub[ip] = sizeof(int32_t), ub[io] = sizeof(float) * C;
     size_t per_r = ops_range_units(g, k, args, ub, &step);
-    size_t per_v = table_rows(g, k, args, iw, V, sizeof(float) * C);
-    size_t per_p = wpe ? table_rows(g, k, args, iwp, P, sizeof(float) * C) : 1;
+    size_t per_v = table_rows(g, k, args, iw, V, row, storage_bf16);
+    size_t per_p = wpe ? table_rows(g, k, args, iwp, P, row, storage_bf16) : 1;
     struct gpu_arg a[5];
     for (size_t r0 = 0; r0 < rows; r0 += per_r) {
         size_t nr = min_size(per_r, rows - r0);
@@ -81,11 +143,15 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         push.n = (uint32_t)(nr * (C / width));
         for (size_t v0 = 0; v0 < V; v0 += per_v) {
             push.v0 = (uint32_t)v0, push.v1 = (uint32_t)min_size(V, v0 + per_v);
-            a[iw] = ops_range_arg(g, k, iw, args, v0, push.v1 - v0, V, sizeof(float) * C);
+            a[iw] = ops_range_arg(g, k, iw, args, v0, push.v1 - v0, V, row);
+            if (storage_bf16)
+                a[iw] = uint_end(a[iw]);
             for (size_t p0 = 0; p0 < P; p0 += per_p) {
                 push.p0 = (uint32_t)p0, push.p1 = (uint32_t)min_size(P, p0 + per_p);
                 if (wpe)
-                    a[iwp] = ops_range_arg(g, k, iwp, args, p0, push.p1 - p0, P, sizeof(float) * C);
+                    a[iwp] = ops_range_arg(g, k, iwp, args, p0, push.p1 - p0, P, row);
+                if (wpe && storage_bf16)
+                    a[iwp] = uint_end(a[iwp]);
                 ops_dispatch_elements(g, k, a, &push, push.n, 1);
             }
         }
@@ -103,6 +169,10 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     ops_check("embedding_backward", "ids", ids, sizeof(int32_t) * rows);
     ops_check("embedding_backward", "output gradient", dout, sizeof(float) * rows * C);
     ops_check("embedding_backward", "table gradient", dtable, sizeof(float) * V * C);
+    if (gpu_buffer_dtype(dtable) != GPU_DTYPE_F32)
+        vkt_fatal("embedding_backward: the table gradient '%s' holds bf16 values; it must be fp32 (a bf16 table is "
+                  "frozen, with no gradient)",
+                  gpu_buffer_name(dtable));
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
     size_t ub[3] = {sizeof(int32_t), sizeof(float) * C, 0};
     int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
@@ -125,7 +195,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
      * of ids (each dispatch adds the rows whose id is in its range). Every
      * table row gets its rows added in row order, as in one walk. */
     size_t step, per_r = ops_range_units(g, k, args, ub, &step), chunk = ops_loop_chunk(g);
-    size_t per_v = table_rows(g, k, args, 2, V, sizeof(float) * C);
+    size_t per_v = table_rows(g, k, args, 2, V, sizeof(float) * C, 0);
     struct gpu_arg a[3];
     for (size_t rr = 0; rr < rows; rr += per_r) {
         size_t nr = min_size(per_r, rows - rr);
@@ -222,7 +292,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
         memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);
         it = 1;
     }
-    size_t per_p = table_rows(g, k, args, it, max_pos, table_row);
+    size_t per_p = table_rows(g, k, args, it, max_pos, table_row, 0);
     struct gpu_arg a[4];
     memcpy(a, args, sizeof a);
     for (size_t p0 = 0; p0 < max_pos; p0 += per_p) {
