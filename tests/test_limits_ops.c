@@ -11,7 +11,7 @@
  *   bit for bit where only rows, columns, elements or sequences are split:
  *     element-wise ops, AdamW, activations, bias add, LoRA dropout (its
  *     mask follows the rows of each range), embedding (tables in
- *     vocabulary ranges) and its backward, RoPE, norms forward and their
+ *     vocabulary ranges, also bf16 ones) and its backward, RoPE, norms forward and their
  *     input gradients, cross-entropy, attention and flash attention;
  *   within float rounding where a reduction is split or changes shape
  *     (sums, sums of squares, column sums behind the norm weight and bias
@@ -163,6 +163,29 @@ static void run_embedding(struct gpu *g, struct out *o)
     take(g, o, EXACT, b[6], (size_t)V * C);
     take(g, o, EXACT, b[7], (size_t)P * C);
     destroy(g, b, 8);
+}
+
+/* bf16 tables (model.base_dtype bf16) in vocabulary ranges: vec4 rows
+ * (C = 64, bf16x4 views) and odd rows (C = 13, R16 views; a storage range
+ * of an odd number of rows ends mid-uint). */
+static void run_embedding_bf16(struct gpu *g, struct out *o)
+{
+    const uint32_t shapes[2][2] = {{1000, 64}, {3001, 13}}; /* V, C */
+    uint32_t P = 200, rows = 500;
+    for (int s = 0; s < 2; s++) {
+        uint32_t V = shapes[s][0], C = shapes[s][1];
+        double *w = random_floats(&rng, (size_t)V * C, 1), *wp = random_floats(&rng, (size_t)P * C, 1);
+        struct gpu_buffer *b[5] = {id_buf(g, rows, -3, V + 3, "tokens"), id_buf(g, rows, 0, P, "positions"),
+                                   buffer_bf16_from_doubles(g, w, (size_t)V * C, "wte"),
+                                   buffer_bf16_from_doubles(g, wp, (size_t)P * C, "wpe"),
+                                   gpu_buffer_create(g, 4 * rows * C, "out")};
+        op_embedding(g, b[0], b[1], b[2], b[3], b[4], rows, C, V, P);
+        take(g, o, EXACT, b[4], (size_t)rows * C);
+        op_embedding(g, b[0], NULL, b[2], NULL, b[4], rows, C, V, 0);
+        take(g, o, EXACT, b[4], (size_t)rows * C);
+        destroy(g, b, 5);
+        free(w), free(wp);
+    }
 }
 
 static void run_rope(struct gpu *g, struct out *o)
@@ -335,6 +358,7 @@ static const struct {
     {"activations", run_activations, SPLIT_TIGHT},
     {"bias", run_bias, SPLIT_TIGHT},
     {"embedding", run_embedding, SPLIT_TIGHT},
+    {"embedding_bf16", run_embedding_bf16, SPLIT_TIGHT},
     {"rope", run_rope, SPLIT_TIGHT},
     {"norms", run_norms, SPLIT_TIGHT | SPLIT_WORKGROUPS},
     {"cross_entropy", run_cross_entropy, SPLIT_TIGHT | SPLIT_WORKGROUPS},
