@@ -19,10 +19,11 @@
  *     error < 1e-10) while a wrong sample index does not (> 1e-6); the
  *     gradients differ from those without dropout; an evaluation forward
  *     (scale 0) gives the logits without dropout bit for bit;
- *   - model.base_dtype bf16: the base's matrices (not the embeddings,
- *     norms, biases) are stored in bf16 at 2 bytes per value; 3 AdamW
- *     steps against the fp32 model whose base was rounded to bf16 first
- *     (the oracle): the matmuls read the same values in the same order, so
+ *   - model.base_dtype bf16: the base's matrices, the embedding tables
+ *     among them (not the norms, biases), are stored in bf16 at 2 bytes per
+ *     value; 3 AdamW steps against the fp32 model whose base was rounded to
+ *     bf16 first (the oracle): the matmuls and the embedding kernels read
+ *     the same values in the same order, so
  *     losses and adapters are expected bitwise equal; checked: losses rel
  *     < 1e-6, adapters within 1e-6 of their scale, and the base, read back,
  *     bitwise the rounded one before and after. */
@@ -306,7 +307,9 @@ static void run_bf16(const char *what, struct model_config mc)
         if (strstr(p->name, ".lora_B."))
             for (size_t j = 0; j < p->numel; j++)
                 w[j] = (float)(0.2 * sin(0.7 * (double)(j + 13 * (size_t)i)));
-        int matrix = !p->adapter && p->ndim == 2 && i != 0 && !strstr(p->name, "wpe");
+        /* every frozen matrix: the linear weights, the LM head and the
+         * embedding tables (gpt2's positions too) */
+        int matrix = !p->adapter && p->ndim == 2;
         CHECK(q->bf16 == matrix, "%s: %s is %s, want %s", what, q->name, q->bf16 ? "bf16" : "fp32",
               matrix ? "bf16" : "fp32");
         if (q->bf16) {

@@ -62,10 +62,11 @@ struct model_config {
     float lora_dropout;
     int lora_n_targets;
     const char *const *lora_targets;
-    /* model.base_dtype bf16 (needs lora_rank): the frozen linear weights
-     * (and an untied LM head) live on the device as bf16, rounded to
-     * nearest even from what is uploaded; the matmuls widen them. The
-     * embedding tables, norms and biases stay fp32. */
+    /* model.base_dtype bf16 (needs lora_rank): the frozen linear weights,
+     * the embedding tables (token and gpt2's positions; a tied LM head
+     * reads the token table) and an untied LM head live on the device as
+     * bf16, rounded to nearest even from what is uploaded; the matmuls and
+     * the embedding kernels widen them. Norms and biases stay fp32. */
     int base_bf16;
 };
 

@@ -36,10 +36,10 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->stage = m->building_stage;
     p->adapter = m->adding_adapter;
     int trained = !m->c.lora_rank || p->adapter;
-    /* base_dtype bf16: the frozen matrices the matmuls read (not the
-     * embedding tables, added at stage n_layers + 1, which the embedding
-     * kernels read as fp32); whole uints, as the tiled matmul reads them. */
-    p->bf16 = m->c.base_bf16 && !trained && p->ndim == 2 && p->stage <= (int)m->c.n_layers;
+    /* base_dtype bf16: the frozen matrices, those the matmuls read and the
+     * embedding tables (which a tied LM head shares); whole uints, as the
+     * tiled matmul and the storage embedding kernel read them. */
+    p->bf16 = m->c.base_bf16 && !trained && p->ndim == 2;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
     p->w = gpu_buffer_create(m->g, p->bf16 ? (p->numel * 2 + 3) / 4 * 4 : p->numel * sizeof(float), p->name);
     if (p->bf16)
