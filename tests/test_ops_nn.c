@@ -190,7 +190,8 @@ static void test_embedding_bf16(int N, int C, int V, int P, int with_pos)
     size_t bad = 0;
     for (size_t i = 0; i < n; i++)
         bad += memcmp(&x[i], &y[i], sizeof(float)) != 0;
-    CHECK(bad == 0, "embedding %s N=%d C=%d V=%d P=%d: %zu of %zu outputs of the bf16 tables differ from the fp32 "
+    CHECK(bad == 0,
+          "embedding %s N=%d C=%d V=%d P=%d: %zu of %zu outputs of the bf16 tables differ from the fp32 "
           "kernel's on the same rounded tables (bitwise expected)",
           gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", N, C, V, P, bad, n);
     free(x), free(y);

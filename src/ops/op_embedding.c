@@ -113,8 +113,8 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         if (bf16) {
             enum gpu_binding_kind t = width == 4 ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16;
             const enum gpu_binding_kind kinds[5] = {t, t, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE};
-            k = ops_texel_kernel(g, width == 4 ? "embedding_texel_fwd_vec4_bf16" : "embedding_texel_fwd_scalar_bf16",
-                                 5, kinds, sizeof push, 1, &wg);
+            k = ops_texel_kernel(g, width == 4 ? "embedding_texel_fwd_vec4_bf16" : "embedding_texel_fwd_scalar_bf16", 5,
+                                 kinds, sizeof push, 1, &wg);
         } else {
             k = ops_texel_variant(g, "embedding_texel_fwd", width, 2, 0, 5, sizeof push, 1, &wg);
         }
