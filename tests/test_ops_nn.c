@@ -7,7 +7,9 @@
  * inputs (seen: 1e-14 .. 1e-12; an indexing or formula mistake gives
  * errors near 1). Backward outputs start from random values, so
  * accumulation (+=) is checked too. Determinism: two runs of the attention
- * and cross-entropy kernels give the same bits. */
+ * and cross-entropy kernels give the same bits. Embedding tables in bf16
+ * (model.base_dtype bf16): against the reference on the rounded tables,
+ * and bit for bit the fp32 kernel's on them, in each kernel family. */
 #include <math.h>
 #include <string.h>
 
