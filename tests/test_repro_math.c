@@ -25,25 +25,11 @@ static const char *fn_names[FN_COUNT] = {"div", "sqrt", "exp", "log", "tanh", "s
 #define SWEEP (1u << 20)  /* patterns i·4099, i < 2^20: all of 2^32 */
 #define RANDOM (1u << 19) /* random values in the working range */
 
-static float f_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t u_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 /* Floats in the order of their values, as integers: the difference of two
  * is their distance in ULP (±0 both map to 0). */
 static int64_t ordered(float f)
 {
-    uint32_t u = u_of(f);
+    uint32_t u = repro_bits_of(f);
     return (u & 0x80000000u) ? -(int64_t)(u & 0x7fffffffu) : (int64_t)u;
 }
 
@@ -95,13 +81,13 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
             b[n] = (uint32_t)ref_rng_u64(rng) & (0x80ffffffu | (i & 4 ? 0x3f000000u : 0x7f000000u));
             break;
         case FN_EXP:
-            u = u_of((float)(-105.0 + 195.0 * r));
+            u = repro_bits_of((float)(-105.0 + 195.0 * r));
             break;
         case FN_LOG:
-            u = u_of((float)(4.0 * r));
+            u = repro_bits_of((float)(4.0 * r));
             break;
         default:
-            u = u_of((float)((fn >= FN_SIN && (i & 3) == 0 ? 4.0 : range[fn]) * (2.0 * r - 1.0)));
+            u = repro_bits_of((float)((fn >= FN_SIN && (i & 3) == 0 ? 4.0 : range[fn]) * (2.0 * r - 1.0)));
             break;
         }
         a[n++] = u;
@@ -233,14 +219,15 @@ int main(void)
         size_t differ = 0, over = 0;
         int64_t worst = 0;
         for (size_t i = 0; i < n; i++) {
-            float x = f_of(a[i]), y = f_of(b[i]);
-            float c = c_routine(fn, x, y), s = f_of(out[i]);
-            if (u_of(c) != out[i] && !(isnan(c) && isnan(s)) && differ++ < 5)
-                fprintf(stderr, "%s(%a [%08x], %a): shader %08x, C %08x\n", fn_names[fn], x, a[i], y, out[i], u_of(c));
+            float x = repro_float_of(a[i]), y = repro_float_of(b[i]);
+            float c = c_routine(fn, x, y), s = repro_float_of(out[i]);
+            if (repro_bits_of(c) != out[i] && !(isnan(c) && isnan(s)) && differ++ < 5)
+                fprintf(stderr, "%s(%a [%08x], %a): shader %08x, C %08x\n", fn_names[fn], x, a[i], y, out[i],
+                        repro_bits_of(c));
             float o = oracle(fn, x, y);
             int64_t dist = ulp_distance(c, o);
             /* Division and sqrt: exact, the sign of zero included. */
-            if ((fn == FN_DIV || fn == FN_SQRT) && dist == 0 && !isnan(c) && u_of(c) != u_of(o))
+            if ((fn == FN_DIV || fn == FN_SQRT) && dist == 0 && !isnan(c) && repro_bits_of(c) != repro_bits_of(o))
                 dist = 1;
             if (!within_bound(fn, x, c, o, dist) && over++ < 5)
                 fprintf(stderr, "%s(%a, %a) = %a, oracle %a: %lld ULP\n", fn_names[fn], x, y, c, o, (long long)dist);

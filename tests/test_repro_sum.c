@@ -14,16 +14,9 @@
 #include "gpu_testing.h"
 #include "vktrain/repro.h"
 
-static uint32_t bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 static int same(float a, float b)
 {
-    return bits(a) == bits(b) || (isnan(a) && isnan(b));
+    return repro_bits_of(a) == repro_bits_of(b) || (isnan(a) && isnan(b));
 }
 
 static float device_sum(struct gpu *g, const float *x, size_t n, uint32_t wg, uint32_t log_run)
@@ -112,8 +105,8 @@ int main(void)
     check_rows(g, x);
 
     float zeros[7] = {-0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f, -0.0f};
-    CHECK(bits(repro_sum_ref(zeros, 7)) == 0 && bits(device_sum(g, zeros, 7, 2, 1)) == 0 &&
-              bits(device_sum(g, zeros, 4, 4, 0)) == 0,
+    CHECK(repro_bits_of(repro_sum_ref(zeros, 7)) == 0 && repro_bits_of(device_sum(g, zeros, 7, 2, 1)) == 0 &&
+              repro_bits_of(device_sum(g, zeros, 4, 4, 0)) == 0,
           "a sum of -0 must be +0");
     float special[5] = {1.0f, INFINITY, 2.0f, 0.0f, -1.0f};
     CHECK(device_sum(g, special, 5, 0, 0) == INFINITY && repro_sum_ref(special, 5) == INFINITY, "Inf lost");

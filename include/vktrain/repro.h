@@ -15,8 +15,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "vktrain/ops_optim.h"
+
+/* A float's bits and back (no conversion). */
+static inline float repro_float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint32_t repro_bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
 
 float repro_div(float a, float b);
 float repro_sqrt(float x);

@@ -26,19 +26,10 @@
 #define REPRO_F(x) ((float)(x))
 typedef uint32_t uint;
 
-static inline float uintBitsToFloat(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+#include "vktrain/repro.h"
 
-static inline uint32_t floatBitsToUint(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+#define uintBitsToFloat repro_float_of
+#define floatBitsToUint repro_bits_of
 
 /* GLSL's findMSB of a uint: the index of the highest set bit, −1 for 0. */
 static inline int findMSB(uint32_t x)

@@ -65,47 +65,33 @@ static uint32_t canonical(uint32_t u)
     return is_nan(u) ? 0x7fc00000u : u;
 }
 
-static float f_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t u_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 uint32_t repro_probe_host(const struct repro_probe_case *c)
 {
-    float a = f_of(c->a), b = f_of(c->b), x = f_of(c->c), t, u;
+    float a = repro_float_of(c->a), b = repro_float_of(c->b), x = repro_float_of(c->c), t, u;
     switch (c->op) {
     case OP_ADD:
-        return u_of(a + b);
+        return repro_bits_of(a + b);
     case OP_SUB:
-        return u_of(a - b);
+        return repro_bits_of(a - b);
     case OP_MUL:
-        return u_of(a * b);
+        return repro_bits_of(a * b);
     case OP_MUL_ADD:
         t = a * b;
-        return u_of(t + x);
+        return repro_bits_of(t + x);
     case OP_MUL_MUL:
         t = a * b;
-        return u_of(t * x);
+        return repro_bits_of(t * x);
     case OP_FACTOR:
         t = a * b;
         u = b * x;
-        return u_of(t + u);
+        return repro_bits_of(t + u);
     case OP_ADD_ADD:
         t = a + b;
-        return u_of(t + x);
+        return repro_bits_of(t + x);
     case OP_LESS:
-        return u_of(a < b ? 1.0f : 0.0f);
+        return repro_bits_of(a < b ? 1.0f : 0.0f);
     default:
-        return u_of(a == b ? 1.0f : 0.0f);
+        return repro_bits_of(a == b ? 1.0f : 0.0f);
     }
 }
 
