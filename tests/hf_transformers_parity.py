@@ -55,13 +55,15 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
 import transformers
+
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
                           PreTrainedTokenizerFast, Qwen2Config)
 from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+
+from shard_testing import write_shard
 
 VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS, MODEL_VOCAB = 16, 8, 4, 4, 320
@@ -90,14 +92,6 @@ def make_tokenizer(d):
                                    pad_token="<|pad|>")
     fast.save_pretrained(d)
     return fast
-
-
-def write_shard(path, ids):
-    header = np.zeros(256, np.int32)
-    header[0], header[1], header[2] = 20240520, 1, len(ids)
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(np.asarray(ids, np.uint16).tobytes())
 
 
 def randomize(model, gen):

@@ -54,9 +54,12 @@ import numpy as np
 import peft
 import torch
 import transformers
+
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+
+from shard_testing import write_shard
 
 VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS, VOCAB, RANK, ALPHA = 16, 8, 4, 4, 320, 4, 8
@@ -70,14 +73,6 @@ def check(name, ok, detail=""):
     print(("ok: " if ok else "FAIL: ") + name + (f"  ({detail})" if detail else ""))
     if not ok:
         failures.append(name)
-
-
-def write_shard(path, ids):
-    header = np.zeros(256, np.int32)
-    header[0], header[1], header[2] = 20240520, 1, len(ids)
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(np.asarray(ids, np.uint16).tobytes())
 
 
 def build_base(arch, d, gen):
