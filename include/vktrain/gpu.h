@@ -102,6 +102,12 @@ void gpu_set_limits(struct gpu *g, const char *spec);
 /* Forces a kernel family (tests run both on one device; a rank may be given
  * another family to simulate a mixed-vendor cluster). */
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
+/* precision: reproducible. When on, every op of ops.h and ops_optim.h
+ * records its reproducible-profile kernel (include/vktrain/repro.h): the
+ * same bits from either kernel family and from every device that passes
+ * the start-up probe. Off by default. */
+int gpu_reproducible(const struct gpu *g);
+void gpu_set_reproducible(struct gpu *g, int on);
 /* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256,
  * at most GPU_WORKGROUP_1D_MAX (the size of their shared arrays,
  * shaders/wg1d.glsl), within the device's limits (and with a float per

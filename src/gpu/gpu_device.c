@@ -589,6 +589,8 @@ void gpu_destroy(struct gpu *g)
 const struct gpu_device_info *gpu_info(const struct gpu *g) { return &g->info; }
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; }
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
+int gpu_reproducible(const struct gpu *g) { return g->reproducible; }
+void gpu_set_reproducible(struct gpu *g, int on) { g->reproducible = on; }
 
 void gpu_set_limits(struct gpu *g, const char *spec)
 {

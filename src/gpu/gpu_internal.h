@@ -69,6 +69,7 @@ struct gpu {
     VkPhysicalDeviceMemoryProperties mem;
     VkPhysicalDeviceLimits limits;
     enum gpu_kernel_class kclass;
+    int reproducible;       /* the ops record the reproducible profile's kernels */
     int unified;            /* device-local memory is host-visible */
     int fill_nan;           /* VKTRAIN_FILL_NAN: new buffers start as NaN */
 
