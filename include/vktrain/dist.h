@@ -34,6 +34,12 @@ void dist_ireduce_scatter_f32(const float *x, float *mine, const int *counts);
 /* In place (MPI_Allgatherv): x holds the world's blocks one after another,
  * counts[r] floats for rank r; each rank's block is sent to all. */
 void dist_allgather_blocks_f32(float *x, const int *counts);
+/* All-to-all of blocks (MPI_Alltoallv): x holds the world's blocks one
+ * after another, counts[r] floats for rank r (the same counts on every
+ * rank); block r goes to rank r, and recv receives world blocks of
+ * counts[rank] floats, rank 0's first. Without MPI recv = this rank's
+ * block. */
+void dist_alltoall_blocks_f32(const float *x, const int *counts, float *recv);
 /* Every rank's `n` bytes at `mine` gathered on every rank into all[world*n]. */
 void dist_allgather(const void *mine, void *all, size_t n);
 void dist_barrier(void);

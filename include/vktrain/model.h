@@ -177,6 +177,10 @@ void model_backward_stage(struct model *m, int stage);
  * model_loss_reset zeroes it, model_read_loss submits and reads it. */
 void model_loss_reset(struct model *m);
 void model_read_loss(struct model *m, double *loss_sum, double *count);
+/* The device buffer holding (loss sum, valid count) of the last forward
+ * alone, 2 floats, valid until the next forward records: what the
+ * reproducible step copies per sample (src/train/repro_step.c). */
+struct gpu_buffer *model_loss_stats(struct model *m);
 /* With keep set, each forward copies each chunk's logits, before the
  * cross-entropy turns them into gradients, into a rows x V buffer that
  * model_read_logits returns. For tests: it costs the rows x V floats that

@@ -361,6 +361,27 @@ static int check_lora(struct config_ctx *ctx)
     return 0;
 }
 
+/* What precision: reproducible does not support yet (docs/reproducible.md);
+ * the world size is checked at start-up (train.c). */
+static int check_reproducible(struct config_ctx *ctx)
+{
+    const struct config *c = ctx->cfg;
+    const char *why = " is not supported with precision: reproducible (docs/reproducible.md); use precision: fp32";
+    if (c->model.base_dtype == BASE_BF16)
+        return config_fail(ctx, K("model.base_dtype"), "model.base_dtype: bf16%s", why);
+    if (c->lora.rank)
+        return config_fail(ctx, K(is_set(ctx, "lora.rank") ? "lora.rank" : "lora.init_from"), "lora: LoRA%s", why);
+    if (c->dist.zero)
+        return config_fail(ctx, K("dist.zero"), "dist.zero: ZeRO-1%s", why);
+    if (c->batch_size <= 0 || (c->batch_size & (c->batch_size - 1)))
+        return config_fail(ctx, K("batch_size"),
+                           "batch_size: %d is not a power of two: precision: reproducible sums a micro-batch's "
+                           "samples in an aligned subtree of its tree over samples (docs/reproducible.md); use "
+                           "1, 2, 4, 8, ... (gradient_accumulation_steps may be any count)",
+                           c->batch_size);
+    return 0;
+}
+
 int config_resolve(struct config_ctx *ctx)
 {
     struct tokenizer tok;
@@ -385,11 +406,8 @@ int config_resolve(struct config_ctx *ctx)
         return config_fail(ctx, K("model.base_dtype"),
                            "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them: add a lora "
                            "section (lora.rank or lora.init_from), or use fp32");
-    if (ctx->cfg->precision == PRECISION_REPRODUCIBLE)
-        return config_fail(ctx, K("precision"),
-                           "precision: reproducible is not complete yet: its math, start-up probe, SPIR-V lint, "
-                           "matmul, sums and AdamW exist, but the model does not use them and the "
-                           "split-invariant gradient sum is missing (docs/reproducible.md); use precision: fp32");
+    if (ctx->cfg->precision == PRECISION_REPRODUCIBLE && check_reproducible(ctx))
+        return -1;
     if (ctx->cfg->resume && ctx->cfg->overwrite)
         return config_fail(ctx, K(ctx->set[K("overwrite")] ? "overwrite" : "resume"),
                            "resume and overwrite: resume: true continues the run in output_dir, overwrite: "

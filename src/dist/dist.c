@@ -166,6 +166,27 @@ void dist_allgather_blocks_f32(float *x, const int *counts)
 #endif
 }
 
+void dist_alltoall_blocks_f32(const float *x, const int *counts, float *recv)
+{
+#ifdef VKTRAIN_HAVE_MPI
+    if (mpi_on) {
+        int world, rank;
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        int *sdispls = vkt_malloc(sizeof(int) * 3 * (size_t)world, "MPI displacements");
+        int *rcounts = sdispls + world, *rdispls = rcounts + world;
+        for (int r = 0, d = 0; r < world; d += counts[r++])
+            sdispls[r] = d;
+        for (int r = 0; r < world; r++)
+            rcounts[r] = counts[rank], rdispls[r] = r * counts[rank];
+        MPI_Alltoallv(x, counts, sdispls, MPI_FLOAT, recv, rcounts, rdispls, MPI_FLOAT, MPI_COMM_WORLD);
+        free(sdispls);
+        return;
+    }
+#endif
+    memcpy(recv, x, sizeof(float) * (size_t)counts[0]);
+}
+
 void dist_wait_all(void)
 {
 #ifdef VKTRAIN_HAVE_MPI

@@ -604,6 +604,12 @@ void model_loss_reset(struct model *m)
     gpu_zero(m->g, m->loss_acc);
 }
 
+struct gpu_buffer *model_loss_stats(struct model *m)
+{
+    require_training(m, "model_loss_stats");
+    return m->stats;
+}
+
 void model_read_loss(struct model *m, double *loss_sum, double *count)
 {
     require_training(m, "model_read_loss");

@@ -32,6 +32,7 @@ static void plan_measure(struct gpu *g, const struct config *cfg, const struct d
     for (int i = 0; t.zero && i < model_param_count(t.model); i++)
         if (trainer_updates(&t, i)) /* the reduce-scatter's shard */
             out->host += model_param(t.model, i)->numel * sizeof(float);
+    out->host += repro_host_bytes(&t);
     trainer_buffers_destroy(&t);
     gpu_memory_plan(g, 0);
     for (int c = 0; c < GPU_MEM_CATEGORIES; c++)
@@ -98,6 +99,8 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
         if (c == GPU_MEM_ACTIVATIONS)
             printf("  (one micro-batch: batch_size %d x max_seq_len %d)", t->cfg->batch_size,
                    t->cfg->model.max_seq_len);
+        if (c == GPU_MEM_GRADIENTS && t->cfg->precision == PRECISION_REPRODUCIBLE)
+            printf("  (precision: reproducible: the gradients and log2(batch_size) copies for the sum over samples)");
         if (c == GPU_MEM_OPTIMIZER && t->cfg->dist.zero && t->dist->world > 1)
             printf("  (dist.zero: rank %d's shard of %d)", t->dist->rank, t->dist->world);
         printf("\n");
@@ -105,8 +108,10 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
     printf("  %-16s %12s  of %s available (%s)\n", "total", bytes_text(p->dev.total, a, sizeof a),
            bytes_text(avail, b, sizeof b), source);
     printf("  %-16s %12s  (%s)\n", "host memory", bytes_text(p->host, a, sizeof a),
-           t->cfg->dist.zero && t->dist->world > 1 ? "gradients staged for the reduce-scatter, and the shard's sums"
-                                                   : "gradients staged for the all-reduce");
+           t->cfg->precision == PRECISION_REPRODUCIBLE ? "gradients staged for the all-to-all, the ranks' shards and "
+                                                         "the stack over micro-batches"
+           : t->cfg->dist.zero && t->dist->world > 1   ? "gradients staged for the reduce-scatter, and the shard's sums"
+                                                       : "gradients staged for the all-reduce");
     fflush(stdout);
 }
 

@@ -125,6 +125,8 @@ static void check_label_count(struct trainer *t, double device, int64_t host)
 
 static double evaluate(struct trainer *t)
 {
+    if (t->repro)
+        return repro_evaluate(t);
     int B = t->cfg->batch_size;
     int64_t n = data_val_batches(&t->data, B);
     struct data_batch *b = &t->micro[0];
@@ -201,12 +203,16 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
 
     /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N;
      * 3. on the last one, the buckets of finished gradients are summed over
-     *    ranks while the backward goes on (grad_sync.c). */
-    model_zero_grad(t->model);
-    faults_gradient(t);
+     *    ranks while the backward goes on (grad_sync.c). precision:
+     *    reproducible runs each sample alone and sums in a tree over the
+     *    global sample index instead (repro_step.c). */
+    double s[2];
     faults_signal(t);
-    model_loss_reset(t->model);
-    for (int m = 0; m < A; m++) {
+    if (t->repro)
+        repro_step_backward(t, N, s);
+    else
+        model_zero_grad(t->model), faults_gradient(t), model_loss_reset(t->model);
+    for (int m = 0; !t->repro && m < A; m++) {
         struct data_batch *b = &t->micro[m];
         struct model_batch mb = {.B = (uint32_t)b->rows,
                                  .T = (uint32_t)b->T,
@@ -231,10 +237,11 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
      *    same on every rank, so every rank takes the same branch below. */
     gpu_profile_phase(t->g, "optimizer");
     double norm = global_grad_norm(t);
-    double s[2];
-    model_read_loss(t->model, &s[0], &s[1]);
+    if (!t->repro)
+        model_read_loss(t->model, &s[0], &s[1]);
     check_label_count(t, s[1], local);
-    dist_sum_f64(s, 1);
+    if (!t->repro)
+        dist_sum_f64(s, 1);
     double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps, t->total_steps,
                             cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
     *out = (struct step_metrics){
@@ -320,10 +327,12 @@ void trainer_buffers_create(struct trainer *t)
     t->norm_scratch =
         gpu_buffer_create(t->g, sizeof(float) * grad_norm_scratch(t->g, t->grads, n), "grad norm scratch");
     gpu_memory_category(t->g, was);
+    repro_buffers_create(t);
 }
 
 void trainer_buffers_destroy(struct trainer *t)
 {
+    repro_buffers_destroy(t);
     for (int i = 0; i < model_param_count(t->model); i++) {
         gpu_buffer_destroy(t->g, t->adam_m[i]);
         gpu_buffer_destroy(t->g, t->adam_v[i]);
@@ -342,7 +351,9 @@ void trainer_buffers_destroy(struct trainer *t)
 static struct gpu *trainer_gpu(const struct config *cfg, const struct dist *d)
 {
     struct gpu_options opt = {.device_index = cfg->device_index, .local_rank = d->local_rank, .quiet = 1};
-    return gpu_create(&opt);
+    struct gpu *g = gpu_create(&opt);
+    gpu_set_reproducible(g, cfg->precision == PRECISION_REPRODUCIBLE);
+    return g;
 }
 
 static void setup(struct trainer *t)
@@ -350,6 +361,11 @@ static void setup(struct trainer *t)
     const struct config *cfg = t->cfg;
     char err[2048];
     output_dir_check(t); /* written to only once the run has started */
+    if (cfg->precision == PRECISION_REPRODUCIBLE && !repro_power_of_two(t->dist->world))
+        train_fail(t, "precision: reproducible needs a world size that is a power of two (its sum over samples is "
+                      "a tree of aligned subtrees), this run has %d ranks; run 1, 2, 4, 8, ... ranks or use "
+                      "precision: fp32",
+                   t->dist->world);
     t->g = trainer_gpu(cfg, t->dist);
     memory_plan_check(t); /* before anything is allocated */
     /* Every rank reads the same data: an error in it is printed once. */
@@ -376,6 +392,8 @@ static void setup(struct trainer *t)
     t->host_flat = vkt_malloc(t->n_flat * sizeof(float), "host staging");
     t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
+    if (t->repro)
+        repro_init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
     for (int m = 0; m < cfg->gradient_accumulation_steps; m++)
         data_batch_init(&t->micro[m], cfg->batch_size, cfg->model.max_seq_len);
@@ -389,6 +407,7 @@ static void teardown(struct trainer *t)
     free(t->host_flat);
     free(t->norm_host);
     grad_sync_free(t);
+    repro_free(t);
     trainer_buffers_destroy(t);
     sampler_free(&t->sampler);
     data_close(&t->data);

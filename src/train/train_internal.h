@@ -63,6 +63,7 @@ struct trainer {
     int64_t first_step; /* the step this process started from */
     int64_t tokens_seen;
     int profiling;      /* rank 0 is in the profile window with timestamps */
+    struct repro *repro; /* precision: reproducible (repro_step.c), else NULL */
 };
 
 /* train.c: the run's device buffers (the model's, the AdamW moments, the
@@ -112,6 +113,24 @@ static inline int trainer_updates(const struct trainer *t, int i)
 {
     return t->owner[i] < 0 || t->owner[i] == t->dist->rank;
 }
+
+/* repro_step.c: precision: reproducible's sums over samples. The device
+ * stack (log2(batch_size) copies of the gradients) and the per-sample
+ * losses are created with the trainer's buffers (so the memory plan counts
+ * them); repro_init adds the host's shards after grad_sync_init.
+ * repro_step_backward runs the step's samples one at a time and leaves
+ * the global batch's gradient, the same bits on every rank, in the
+ * gradients; loss[0] is the global loss sum (in sample order), loss[1]
+ * this rank's valid-label count. repro_evaluate: the validation loss, per
+ * sequence, summed in sequence order. */
+void repro_buffers_create(struct trainer *t);
+void repro_buffers_destroy(struct trainer *t);
+size_t repro_host_bytes(const struct trainer *t); /* what repro_init allocates */
+void repro_init(struct trainer *t);
+void repro_free(struct trainer *t);
+void repro_step_backward(struct trainer *t, int64_t N, double loss[2]);
+double repro_evaluate(struct trainer *t);
+int repro_power_of_two(int64_t n);
 
 /* replica.c: rank 0's weights (and optimizer state) to every rank; the
  * check returns 1 when all replicas were identical, else repairs them. */
