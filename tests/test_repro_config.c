@@ -1,7 +1,8 @@
 /* test_repro_config: the precision key. fp32 is the default and leaves the
  * recipe hash of earlier versions alone; precision: reproducible is
- * refused, naming the key and saying the mode is not complete yet, until
- * issue 14 lands (docs/reproducible.md). */
+ * accepted and hashed, and what it does not support is refused naming the
+ * key: a batch_size that is not a power of two, dist.zero, LoRA,
+ * model.base_dtype: bf16 (docs/reproducible.md). */
 #include <string.h>
 
 #include "test_util.h"
@@ -23,10 +24,28 @@ int main(void)
     config_free(&c);
 
     char *repro[] = {"precision=reproducible"};
-    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, repro, err, sizeof err) == -1,
-          "precision: reproducible was accepted");
-    CHECK_MSG(err, "precision: reproducible is not complete yet");
-    CHECK_MSG(err, "use precision: fp32");
+    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, repro, err, sizeof err) == 0, "%s", err);
+    CHECK(c.precision == PRECISION_REPRODUCIBLE, "precision %d", (int)c.precision);
+    CHECK(config_hash(&c) != h, "precision: reproducible left the recipe hash alone");
+    config_free(&c);
+
+    struct {
+        const char *override, *key;
+    } refused[] = {
+        {"batch_size=6", "batch_size: 6 is not a power of two"},
+        {"dist.zero=1", "dist.zero"},
+        {"lora.rank=4", "lora"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char *o[] = {"precision=reproducible", (char *)refused[i].override};
+        CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 2, o, err, sizeof err) == -1, "%s accepted",
+              refused[i].override);
+        CHECK_MSG(err, refused[i].key);
+        CHECK_MSG(err, "precision: reproducible");
+    }
+    char *pow2[] = {"precision=reproducible", "batch_size=4"};
+    CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 2, pow2, err, sizeof err) == 0, "%s", err);
+    config_free(&c);
 
     char *bad[] = {"precision=fp16"};
     CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, bad, err, sizeof err) == -1, "precision: fp16 accepted");

@@ -1,0 +1,144 @@
+# test_repro_train: precision: reproducible trains to the same bits under
+# every split of the global batch (issue 14 items 3 and 7), on lavapipe
+# with one thread per rank:
+#  1. for a tiny llama and a tiny gpt2 (packed documents: rows hold several
+#     documents, so attention sees doc segments), (W,A,B) = (1,1,8),
+#     (2,2,2), (2,4,1), (4,1,2), (1,4,2) write byte-identical
+#     model.safetensors (cmp) and the same loss, grad_norm, val_loss, lr
+#     and tokens in every metrics row (the printed numbers compared as
+#     text, timing fields left out);
+#  2. a run killed after step 3 of 4 under (2,2,2) and resumed from its
+#     step-2 checkpoint under (1,4,2) gives the same bytes and rows;
+#  3. negative control: the same llama in precision: fp32 under (1,1,8)
+#     and (2,2,2) does not give the same bytes (all-reduce and micro-batch
+#     sums round differently), so the comparison above can fail;
+#  4. the recipe refusals of the mode, each naming its key, and a world
+#     size that is not a power of two refused at start-up.
+# Configurations that must give the same bits as well — the kernel family
+# and lavapipe's vector width / CPU features — are listed in variants()
+# below; they join once the reproducible kernels are routed in the ops.
+. "$SRC/tests/dist_testing.sh"
+
+# Documents of 1 to 4 lines separated by "%" lines: packed rows of 32
+# tokens hold pieces of several documents.
+for i in $(seq 1 240); do
+  for l in $(seq 0 $((i % 4))); do
+    echo "doc $i line $l: the $((i % 7)) quick brown foxes jump over $(((i + l) * 13 % 11)) lazy dogs"
+  done
+  echo "%"
+done > "$work/docs.txt"
+repro_recipe() { # arch extra-model-keys
+  cat <<YAML
+seed: 5
+output_dir: $work/unused
+model: {arch: $1, dim: 32, n_heads: 2, hidden_dim: 64, n_layers: 2, max_seq_len: 32 $2}
+dataset: {type: text, path: $work/docs.txt, separator: "%", packed: true, val_fraction: 0.05}
+batch_size: 8
+max_steps: 4
+optimizer: {lr: 3.0e-3, weight_decay: 0.1}
+lr_scheduler: {type: cosine, warmup_steps: 2}
+clip_grad_norm: 0.5
+log_every_n_steps: 1
+eval_every_n_steps: 2
+save_every_n_steps: 2
+precision: reproducible
+YAML
+}
+repro_recipe llama ", n_kv_heads: 1" > "$work/llama.yaml"
+repro_recipe gpt2 "" > "$work/gpt2.yaml"
+
+# The metrics rows without the timing fields, one line per row.
+rows() { $py -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print({k: v for k, v in r.items() if k not in ("tokens_per_sec", "step_ms")})' "$1/metrics.jsonl"; }
+# same DIR... : every model.safetensors equal to the first's, byte for
+# byte, and every metrics file's rows equal to the first's.
+same() {
+  local ref=$1 ok=0; shift
+  for d in "$@"; do
+    if ! cmp "$ref/model.safetensors" "$d/model.safetensors"; then ok=1; fi
+    if [ "$(rows "$ref")" != "$(rows "$d")" ]; then
+      echo "metrics differ: $ref vs $d"; diff <(rows "$ref") <(rows "$d"); ok=1
+    fi
+  done
+  return $ok
+}
+# The configurations each split runs under: today one, the default kernels
+# of this device. ADD HERE, once the reproducible kernels are routed in
+# the ops (gpu_reproducible), the variants that must give the same bytes:
+# VKTRAIN_KERNELS=texel and =tiled (the family for the whole run, as
+# test_dist.sh forces it), LP_NATIVE_VECTOR_WIDTH=128, 256 and 512, and
+# GALLIUM_OVERRIDE_CPU_CAPS=sse4.1 (as test_repro_lavapipe.sh runs them).
+# One line per variant: a name, then its VAR=value words.
+variants() {
+  echo "plain"
+}
+variant=plain variant_env=""
+
+# train NAME W A B [KEY=VALUE...]: one run into $work/NAME (recipe: the
+# name's first word), under $variant_env.
+train() {
+  local name=$1 w=$2 a=$3 b=$4; shift 4
+  local xs=() kv
+  for kv in $variant_env; do xs+=(-x "${kv%%=*}"); done
+  ( [ -z "$variant_env" ] || export $variant_env
+    mpi "$w" "${xs[@]}" "$VKTRAIN" train --config "$work/${name%%-*}.yaml" output_dir="$work/$name" \
+      gradient_accumulation_steps="$a" batch_size="$b" "$@" > "$work/$name.log" 2>&1 ) ||
+    { echo "run $name (W=$w A=$a B=$b $* $variant_env) failed:"; tail -5 "$work/$name.log"; fail=1; }
+}
+
+# 1. Every split, both archs, every variant.
+for arch in llama gpt2; do
+  while read -r variant variant_env; do
+    dirs=()
+    for wab in "1 1 8" "2 2 2" "2 4 1" "4 1 2" "1 4 2"; do
+      set -- $wab
+      train "$arch-$variant-$1$2$3" "$1" "$2" "$3"
+      dirs+=("$work/$arch-$variant-$1$2$3")
+    done
+    check "$arch ($variant): (W,A,B) = (1,1,8) (2,2,2) (2,4,1) (4,1,2) (1,4,2) give the same model.safetensors bytes and metrics" \
+      "same ${dirs[*]}"
+  done < <(variants)
+done
+variant=plain variant_env=""
+check "the runs log 4 steps with val_loss at steps 2 and 4" \
+  '[ "$(grep -c val_loss "$work/llama-plain-118/metrics.jsonl")" -eq 2 ] && [ "$(wc -l < "$work/llama-plain-118/metrics.jsonl")" -eq 4 ]'
+check "the (2,2,2) replicas needed no repair" 'grep -q "replicas: identical on all 2 ranks at step 4$" "$work/llama-plain-222.log"'
+check "the dry run shows the gradient stack" \
+  '"$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/dry" --dry-run 2>&1 | grep -q "log2(batch_size) copies"'
+
+# 2. Killed after step 3 under (2,2,2), resumed under (1,4,2).
+VKTRAIN_KILL_AFTER_STEP=3 mpi 2 -x VKTRAIN_KILL_AFTER_STEP "$VKTRAIN" train --config "$work/llama.yaml" \
+  output_dir="$work/llama-resumed" gradient_accumulation_steps=2 batch_size=2 > "$work/killed.log" 2>&1
+check "the killed run stopped after its step-2 checkpoint" \
+  '[ -d "$work/llama-resumed/checkpoints/step_2" ] && [ ! -e "$work/llama-resumed/model.safetensors" ]'
+train llama-resumed 1 4 2 resume=true
+check "the resumed run gives the same bytes and metrics" "same $work/llama-plain-118 $work/llama-resumed"
+
+# 3. Negative control: precision: fp32 at two splits.
+train llama-fp32a 1 1 8 precision=fp32
+train llama-fp32b 2 2 2 precision=fp32
+if cmp -s "$work/llama-fp32a/model.safetensors" "$work/llama-fp32b/model.safetensors"; then
+  echo "note: precision: fp32 gave the same bytes under (1,1,8) and (2,2,2) this time"
+  fail=1
+else
+  echo "ok: precision: fp32 gives different bytes under (1,1,8) and (2,2,2) (the control)"
+fi
+
+# 4. What the mode refuses.
+refused() { # key override...: the run fails naming the key
+  local key=$1; shift
+  "$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/refused" "$@" > "$work/refused.log" 2>&1
+  [ $? -ne 0 ] && grep -q "$key" "$work/refused.log" && grep -q "reproducible" "$work/refused.log"
+}
+check "batch_size 6 is refused" 'refused batch_size batch_size=6'
+check "dist.zero is refused" 'refused dist.zero dist.zero=1'
+check "LoRA is refused" 'refused lora lora.rank=4'
+check "model.base_dtype bf16 is refused" 'refused model.base_dtype lora.rank=4 model.base_dtype=bf16'
+mpi 3 "$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/w3" > "$work/w3.log" 2>&1
+rc=$?
+check "3 ranks are refused at start-up, naming the world size" \
+  '[ $rc -ne 0 ] && grep -q "power of two" "$work/w3.log" && [ ! -e "$work/w3/metrics.jsonl" ]'
+exit $fail
