@@ -96,7 +96,9 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
     for (int c = 0; c < GPU_MEM_CATEGORIES; c++) {
         printf("  %-16s %12s", gpu_memory_category_name((enum gpu_mem_category)c),
                bytes_text(p->dev.bytes[c], a, sizeof a));
-        if (c == GPU_MEM_ACTIVATIONS)
+        if (c == GPU_MEM_ACTIVATIONS && t->cfg->precision == PRECISION_REPRODUCIBLE)
+            printf("  (one sequence of max_seq_len %d: precision: reproducible)", t->cfg->model.max_seq_len);
+        else if (c == GPU_MEM_ACTIVATIONS)
             printf("  (one micro-batch: batch_size %d x max_seq_len %d)", t->cfg->batch_size,
                    t->cfg->model.max_seq_len);
         if (c == GPU_MEM_GRADIENTS && t->cfg->precision == PRECISION_REPRODUCIBLE)

@@ -277,6 +277,9 @@ static void banner(struct trainer *t)
     printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
            t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
            (long long)t->total_steps, t->step ? " (resumed)" : "");
+    if (t->repro)
+        printf("  precision: reproducible (one sequence per pass, gradients summed in a fixed tree over the global "
+               "batch; docs/reproducible.md)\n");
     printf("  output: %s\n", cfg->output_dir);
     fflush(stdout);
 }
@@ -304,7 +307,9 @@ void trainer_buffers_create(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
     struct model_config mc = model_config_of(cfg);
-    t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
+    /* precision: reproducible runs one sequence per pass (repro_step.c) */
+    int rows = cfg->precision == PRECISION_REPRODUCIBLE ? 1 : cfg->batch_size;
+    t->model = model_create(t->g, &mc, (uint32_t)rows);
     grad_sync_layout(t);
     int n = model_param_count(t->model);
     t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");
@@ -516,7 +521,10 @@ int train_run(const struct config *cfg, const struct dist *d)
                : cfg->lora.merge_on_save ? "adapter_model.safetensors, adapter_config.json; merged/: the merged model"
                                          : "adapter_model.safetensors, adapter_config.json",
                t.last_checkpoint, t.metrics_path);
-        if (d->world > 1 && t.step_seconds > 0)
+        if (d->world > 1 && t.step_seconds > 0 && t.repro)
+            printf("communication: %.1f%% of step time (%.1f ms per step; an all-to-all per micro-batch)\n",
+                   100.0 * t.comm_seconds / t.step_seconds, 1e3 * t.comm_seconds / (double)(t.step - t.first_step));
+        else if (d->world > 1 && t.step_seconds > 0)
             printf("communication: %.1f%% of step time (%.1f ms per step; %d bucket(s), overlap %s)\n",
                    100.0 * t.comm_seconds / t.step_seconds, 1e3 * t.comm_seconds / (double)(t.step - t.first_step),
                    t.n_buckets, cfg->dist.overlap ? "on" : "off");
