@@ -166,6 +166,34 @@ static void step_time(struct step_metrics *m, double t0)
     m->tokens_per_sec = m->tokens / (m->step_ms * 1e-3);
 }
 
+/* Steps 2 and 3 of the default mode (the file's comment). */
+static void backward_micro_batches(struct trainer *t, int64_t N)
+{
+    int A = t->cfg->gradient_accumulation_steps;
+    model_zero_grad(t->model);
+    faults_gradient(t);
+    model_loss_reset(t->model);
+    for (int m = 0; m < A; m++) {
+        struct data_batch *b = &t->micro[m];
+        struct model_batch mb = {.B = (uint32_t)b->rows,
+                                 .T = (uint32_t)b->T,
+                                 .tokens = b->inputs,
+                                 .labels = b->labels,
+                                 .positions = b->positions,
+                                 .doc_ids = b->doc_ids,
+                                 .seed = (uint64_t)t->cfg->seed,
+                                 .step = t->step,
+                                 .sample0 = sampler_first(&t->sampler, t->dist->rank, m)};
+        gpu_profile_phase(t->g, "forward");
+        model_forward(t->model, &mb, (float)(1.0 / (double)N));
+        gpu_profile_phase(t->g, "backward");
+        if (m + 1 < A)
+            model_backward(t->model);
+        else
+            grad_sync_backward(t);
+    }
+}
+
 enum step_result { STEP_APPLIED, STEP_NO_LABELS, STEP_SKIPPED, STEP_STOPPED };
 
 /* One step: the update is applied, or skipped for want of labels or for a
@@ -205,32 +233,13 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
      * 3. on the last one, the buckets of finished gradients are summed over
      *    ranks while the backward goes on (grad_sync.c). precision:
      *    reproducible runs each sample alone and sums in a tree over the
-     *    global sample index instead (repro_step.c). */
+     *    global sample index instead (repro_step.c), its loss sum too. */
     double s[2];
     faults_signal(t);
     if (t->repro)
         repro_step_backward(t, N, s);
     else
-        model_zero_grad(t->model), faults_gradient(t), model_loss_reset(t->model);
-    for (int m = 0; !t->repro && m < A; m++) {
-        struct data_batch *b = &t->micro[m];
-        struct model_batch mb = {.B = (uint32_t)b->rows,
-                                 .T = (uint32_t)b->T,
-                                 .tokens = b->inputs,
-                                 .labels = b->labels,
-                                 .positions = b->positions,
-                                 .doc_ids = b->doc_ids,
-                                 .seed = (uint64_t)cfg->seed,
-                                 .step = t->step,
-                                 .sample0 = sampler_first(&t->sampler, t->dist->rank, m)};
-        gpu_profile_phase(t->g, "forward");
-        model_forward(t->model, &mb, (float)(1.0 / (double)N));
-        gpu_profile_phase(t->g, "backward");
-        if (m + 1 < A)
-            model_backward(t->model);
-        else
-            grad_sync_backward(t);
-    }
+        backward_micro_batches(t, N);
 
     /* 4. The loss of the global batch (the device's count of valid labels
      *    checked against the host's) and the global gradient norm: both the
