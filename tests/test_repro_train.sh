@@ -7,6 +7,8 @@
 #     model.safetensors (cmp) and the same loss, grad_norm, val_loss, lr
 #     and tokens in every metrics row (the printed numbers compared as
 #     text, timing fields left out);
+#     the same for A = 3 (padded to 4) and for unpacked SFT samples of
+#     unequal length;
 #  2. a run killed after step 3 of 4 under (2,2,2) and resumed from its
 #     step-2 checkpoint under (1,4,2) gives the same bytes and rows;
 #  3. negative control: the same llama in precision: fp32 under (1,1,8)
@@ -108,6 +110,23 @@ check "the runs log 4 steps with val_loss at steps 2 and 4" \
 check "the (2,2,2) replicas needed no repair" 'grep -q "replicas: identical on all 2 ranks at step 4$" "$work/llama-plain-222.log"'
 check "the dry run shows the gradient stack" \
   '"$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/dry" --dry-run 2>&1 | grep -q "log2(batch_size) copies"'
+
+# 1b. A = 3 (the tree over micro-batches padded with +0 subtrees to 4), and
+# unpacked SFT samples of unequal length (each sequence's pass as long as
+# itself, whatever its micro-batch's longest): 2 steps.
+train llama-pad-132 1 3 2 max_steps=2
+train llama-pad-231 2 3 1 max_steps=2
+check "A = 3: (W,A,B) = (1,3,2) (2,3,1) give the same bytes and metrics" "same $work/llama-pad-132 $work/llama-pad-231"
+$py - "$work/sft.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(48):
+        f.write(json.dumps({"prompt": "q%d: %s?" % (i, "ab" * (i % 5)), "response": "r" * (1 + (i * 7) % 19)}) + "\n")
+PY
+sft="dataset.type=sft_jsonl dataset.path=$work/sft.jsonl dataset.separator=null dataset.packed=false max_steps=2"
+train llama-sft-118 1 1 8 $sft
+train llama-sft-412 4 1 2 $sft
+check "unpacked SFT: (W,A,B) = (1,1,8) (4,1,2) give the same bytes and metrics" "same $work/llama-sft-118 $work/llama-sft-412"
 
 # 2. Killed after step 3 under (2,2,2), resumed under (1,4,2).
 VKTRAIN_KILL_AFTER_STEP=3 mpi 2 -x VKTRAIN_KILL_AFTER_STEP "$VKTRAIN" train --config "$work/llama.yaml" \
