@@ -22,7 +22,7 @@
 struct probe_report {
     uint64_t digest;
     int32_t failed, device_index;
-    char device[256];
+    char host[64], device[256];
     char why[600];
 };
 
@@ -42,6 +42,7 @@ static void probe_this_rank(struct trainer *t, struct probe_report *r)
 {
     memset(r, 0, sizeof *r);
     const struct gpu_device_info *info = gpu_info(t->g);
+    snprintf(r->host, sizeof r->host, "%s", t->dist->host);
     snprintf(r->device, sizeof r->device, "%s", info->name);
     r->device_index = info->index;
     int fault = probe_fault(t->dist->rank);
@@ -72,18 +73,19 @@ void repro_setup(struct trainer *t)
         if (all[r].failed && len < sizeof msg) {
             failed++;
             len += (size_t)snprintf(msg + len, sizeof msg - len,
-                                    "%sreproducible mode: the start-up probe failed on rank %d (device %d: %s): %d "
-                                    "case(s) gave other bits than IEEE 754: %s",
-                                    len ? "\n" : "", r, (int)all[r].device_index, all[r].device, (int)all[r].failed,
-                                    all[r].why);
+                                    "%sreproducible mode: the start-up probe failed on rank %d (%s, device %d: %s): "
+                                    "%d case(s) gave other bits than IEEE 754: %s",
+                                    len ? "\n" : "", r, all[r].host, (int)all[r].device_index, all[r].device,
+                                    (int)all[r].failed, all[r].why);
         }
     for (int r = 1; r < W; r++)
         differ += all[r].digest != all[0].digest;
     if (!failed && differ) {
         len = (size_t)snprintf(msg, sizeof msg, "reproducible mode: the ranks' probe digests differ:");
         for (int r = 0; r < W && len < sizeof msg; r++)
-            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s rank %d (device %d: %s) 0x%016" PRIx64,
-                                    r ? "," : "", r, (int)all[r].device_index, all[r].device, all[r].digest);
+            len +=
+                (size_t)snprintf(msg + len, sizeof msg - len, "%s rank %d (%s, device %d: %s) 0x%016" PRIx64,
+                                 r ? "," : "", r, all[r].host, (int)all[r].device_index, all[r].device, all[r].digest);
         if (len < sizeof msg)
             snprintf(msg + len, sizeof msg - len,
                      "; this build expects 0x%016" PRIx64 ": every rank must run the same vktrain build",

@@ -401,7 +401,6 @@ int train_dry_run(const struct config *cfg, const struct dist *d)
 {
     struct trainer t = {.cfg = cfg, .dist = d};
     t.g = trainer_gpu(cfg, d);
-    gpu_set_reproducible(t.g, cfg->precision == PRECISION_REPRODUCIBLE); /* its kernels' memory */
     memory_plan_check(&t);
     gpu_destroy(t.g);
     return 0;
