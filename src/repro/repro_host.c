@@ -8,8 +8,16 @@
  *     repro_sin; the rope_scaling arithmetic (shared with op_rope_table);
  *   - a normal deviate for the initialization (Box–Muller by repro_log,
  *     repro_sqrt and repro_cos). */
+#include <float.h>
+
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
+
+/* Every float and double operation rounded to its own type (not x87's
+ * extended precision). */
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "the reproducible profile's host math needs FLT_EVAL_METHOD == 0 (SSE2 or a 64-bit target, not x87)"
+#endif
 
 double repro_powi(double b, int64_t t)
 {
