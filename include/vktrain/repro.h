@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "vktrain/ops.h"
 #include "vktrain/ops_optim.h"
 
 /* A float's bits and back (no conversion). */
@@ -42,6 +43,27 @@ float repro_sigmoid(float x);
 float repro_gelu(float x);
 float repro_sin(float x); /* |x| <= 65536, NaN beyond */
 float repro_cos(float x);
+
+/* The host's inputs to the device (src/repro/repro_host.c), from IEEE
+ * + − × / and sqrt and the functions above only, never libm, built without
+ * FMA contraction: the same bits on every host.
+ *
+ * b^t (t >= 0) by repeated squaring: the same multiplications in the same
+ * order everywhere. */
+double repro_powi(double b, int64_t t);
+/* One RoPE frequency after the rope_scaling (ops.h), in float as
+ * transformers computes it (op_rope_table uses it too). */
+float repro_rope_scaled(float inv_freq, const struct op_rope_scaling *s);
+/* op_rope_table's table without libm: theta^(2j/hd) by a Newton root in
+ * double, each angle p·inv_freq reduced to [−π, π] in double, its cos and
+ * sin by repro_cos and repro_sin; within 1e-6 of op_rope_table's (libm,
+ * double). The model builds it when gpu_reproducible. */
+void repro_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
+                      const struct op_rope_scaling *scaling);
+/* A standard normal deviate (Box–Muller: repro_log, repro_sqrt, repro_cos)
+ * from two random 64-bit words, whose top 24 bits give u1 in (0, 1] and u2
+ * in [0, 1): the reproducible initialization's. */
+float repro_normal(uint64_t r1, uint64_t r2);
 
 /* The start-up probe. A case is one operation (the op numbers of
  * shaders/repro_probe.comp) on the float bits a, b, c and its IEEE 754

@@ -10,6 +10,7 @@
 
 #include "model_internal.h"
 #include "vktrain/ops.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
@@ -184,7 +185,8 @@ static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
     return gpu_buffer_create(m->g, floats * sizeof(float), name);
 }
 
-/* llama: cos/sin of every position, computed once in double. */
+/* llama: cos/sin of every position, computed once in double (with
+ * precision: reproducible, without libm: the same bits on every host). */
 static void build_rope_table(struct model *m)
 {
     const struct model_config *c = &m->c;
@@ -192,7 +194,10 @@ static void build_rope_table(struct model *m)
         return;
     size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-    op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
+    if (gpu_reproducible(m->g))
+        repro_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
+    else
+        op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->rope_table = act(m, T * hd, "rope table");
     gpu_memory_category(m->g, was);
@@ -495,8 +500,12 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
+/* With precision: reproducible (the gpu's flag) the normal deviates come
+ * from repro_normal (float, no libm), the same bits on every host. */
 static void init_random(struct model *m, uint64_t seed, int adapters_only)
 {
+    int repro = gpu_reproducible(m->g);
+    float std = (float)m->c.init_std;
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
         if (adapters_only && !p->adapter)
@@ -511,6 +520,11 @@ static void init_random(struct model *m, uint64_t seed, int adapters_only)
             if (p->init == INIT_LORA_A) { /* kaiming_uniform_(a=√5): bound = 1/sqrt(fan_in) */
                 double u = (double)(vkt_splitmix64(&s) >> 11) * 0x1.0p-53;
                 host[j] = (float)((2.0 * u - 1.0) / sqrt((double)p->shape[1]));
+                continue;
+            }
+            if (repro) {
+                uint64_t r1 = vkt_splitmix64(&s), r2 = vkt_splitmix64(&s);
+                host[j] = std * repro_normal(r1, r2);
                 continue;
             }
             /* Box–Muller in double from two 53-bit uniforms in (0, 1]. */

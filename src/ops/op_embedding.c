@@ -13,6 +13,7 @@
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 /* Texel width for float buffers bound in ranges of rows of row_bytes: 4
@@ -224,29 +225,12 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     }
 }
 
-/* One frequency after scaling, in float as transformers computes it. */
-static float rope_scaled(float inv_freq, const struct op_rope_scaling *s)
-{
-    if (!s || s->type == OP_ROPE_DEFAULT)
-        return inv_freq;
-    float factor = (float)s->factor;
-    if (s->type == OP_ROPE_LINEAR)
-        return inv_freq / factor;
-    float old = (float)s->original_max, lo = (float)s->low_freq_factor, hi = (float)s->high_freq_factor;
-    float wavelen = 2.0f * 3.14159265358979323846f / inv_freq;
-    if (wavelen > old / lo) /* low frequency: scaled */
-        return inv_freq / factor;
-    if (wavelen < old / hi) /* high frequency: kept */
-        return inv_freq;
-    float smooth = (old / wavelen - lo) / (hi - lo);
-    return (1.0f - smooth) * inv_freq / factor + smooth * inv_freq;
-}
-
 void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta, const struct op_rope_scaling *scaling)
 {
-    /* inv_freq is rounded to float first, as Hugging Face computes it. */
+    /* inv_freq is rounded to float first, as Hugging Face computes it; the
+     * scaling is shared with the reproducible table (repro_rope_table). */
     for (uint32_t j = 0; j < hd / 2; j++) {
-        float inv_freq = rope_scaled((float)(1.0 / pow(theta, (double)(2 * j) / hd)), scaling);
+        float inv_freq = repro_rope_scaled((float)(1.0 / pow(theta, (double)(2 * j) / hd)), scaling);
         for (uint32_t p = 0; p < max_pos; p++) {
             double a = (double)p * (double)inv_freq;
             table[((size_t)p * (hd / 2) + j) * 2 + 0] = (float)cos(a);

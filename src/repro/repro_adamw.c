@@ -7,21 +7,9 @@
 
 #include "vktrain/repro.h"
 
-/* b^t by squaring: the same multiplications in the same order everywhere. */
-static double power(double b, int64_t t)
-{
-    double r = 1.0;
-    for (; t > 0; t >>= 1) {
-        if (t & 1)
-            r = r * b;
-        b = b * b;
-    }
-    return r;
-}
-
 void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro_adamw_push *p)
 {
-    double bc1 = 1.0 - power(s->beta1, s->t), bc2 = 1.0 - power(s->beta2, s->t);
+    double bc1 = 1.0 - repro_powi(s->beta1, s->t), bc2 = 1.0 - repro_powi(s->beta2, s->t);
     double lr_wd = s->lr * s->weight_decay;
     *p = (struct repro_adamw_push){
         .n = n,

@@ -251,8 +251,9 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
     check_label_count(t, s[1], local);
     if (!t->repro)
         dist_sum_f64(s, 1);
-    double lr = schedule_lr(cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps, t->total_steps,
-                            cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
+    double lr = (gpu_reproducible(t->g) ? schedule_lr_repro : schedule_lr)(
+        cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps, t->total_steps,
+        cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
     *out = (struct step_metrics){
         .step = t->step + 1, .loss = s[0] / (double)N, .lr = lr, .grad_norm = norm, .tokens = (double)N};
 
@@ -381,6 +382,7 @@ static void setup(struct trainer *t)
                       "precision: fp32",
                    t->dist->world);
     t->g = trainer_gpu(cfg, t->dist);
+    repro_setup(t);       /* precision: reproducible: before the model exists */
     memory_plan_check(t); /* before anything is allocated */
     /* Every rank reads the same data: an error in it is printed once. */
     int failed = data_open(&t->data, cfg, err, sizeof err) != 0;

@@ -72,6 +72,12 @@ struct trainer {
 void trainer_buffers_create(struct trainer *t);
 void trainer_buffers_destroy(struct trainer *t);
 
+/* repro_setup.c: with precision: reproducible, the gpu's profile turned on
+ * and the start-up probe run on every rank, their digests compared; the
+ * run stops on every rank (rank 0 saying why) when a device fails or the
+ * digests differ. Collective; before the model is created. */
+void repro_setup(struct trainer *t);
+
 /* memory_plan.c: measures the device memory of t->cfg on t->g by category,
  * prints it on rank 0 and ends the run, before anything is allocated, when
  * it does not fit, naming a batch_size or max_seq_len that would. */
