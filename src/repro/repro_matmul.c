@@ -2,7 +2,7 @@
  * shaders/repro_matmul.glsl: one accumulator per output, k in order, every
  * operation rounded on its own), on the device in either kernel family and
  * on the host as the C reference. It records dispatches and never submits.
- * Not yet wired into the model: the next steps of issue 14 do that. */
+ * op_matmul_* record it when gpu_reproducible(g). */
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
@@ -47,31 +47,61 @@ void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, 
         }
 }
 
+/* The binding of an operand of `bytes` bytes that starts `first` floats
+ * into buffer b: from the aligned offset at or before it; *base = its
+ * first float within the binding. */
+static struct gpu_arg operand_arg(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *b, int write,
+                                  size_t first, size_t bytes, uint32_t *base)
+{
+    size_t align = gpu_binding_alignment(g, kind), at = first * 4;
+    size_t off = align > 1 ? at - at % align : at;
+    *base = (uint32_t)((at - off) / 4);
+    return (struct gpu_arg){b, write, off, at - off + bytes};
+}
+
 void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                   struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate)
 {
+    repro_matmul_at(g, layout, a, b, c, M, N, K, accumulate, NULL);
+}
+
+void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                     struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
     struct product p = product_of(layout, M, N, K);
+    struct gpu_buffer *bufs[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32)
+            vkt_fatal("repro_matmul_%s: '%s' holds bf16 values; the reproducible profile takes fp32 operands only "
+                      "(model.base_dtype: bf16 is not supported with precision: reproducible)",
+                      layout_name(layout), gpu_buffer_name(bufs[i]));
     size_t a_bytes = (size_t)p.M * p.K * 4, b_bytes = (size_t)p.K * p.N * 4, c_bytes = (size_t)p.M * p.N * 4;
-    if (gpu_buffer_size(a) < a_bytes || gpu_buffer_size(b) < b_bytes || gpu_buffer_size(c) < c_bytes)
+    size_t o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
+    if (gpu_buffer_size(a) < o[0] * 4 + a_bytes || gpu_buffer_size(b) < o[1] * 4 + b_bytes ||
+        gpu_buffer_size(c) < o[2] * 4 + c_bytes)
         vkt_fatal("repro_matmul_%s %ux%ux%u: buffers '%s', '%s', '%s' hold %zu, %zu, %zu bytes; the shape needs "
-                  "%zu, %zu, %zu",
+                  "%zu, %zu, %zu from float %zu, %zu, %zu",
                   layout_name(layout), M, N, K, gpu_buffer_name(a), gpu_buffer_name(b), gpu_buffer_name(c),
-                  gpu_buffer_size(a), gpu_buffer_size(b), gpu_buffer_size(c), a_bytes, b_bytes, c_bytes);
+                  gpu_buffer_size(a), gpu_buffer_size(b), gpu_buffer_size(c), a_bytes, b_bytes, c_bytes, o[0], o[1],
+                  o[2]);
     if (p.M == 0 || p.N == 0 || p.K == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: an empty dimension", layout_name(layout), M, N, K);
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     enum gpu_binding_kind in_kind = texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    uint32_t base[3];
+    struct gpu_arg args[3] = {operand_arg(g, in_kind, a, 0, o[0], a_bytes, &base[0]),
+                              operand_arg(g, in_kind, b, 0, o[1], b_bytes, &base[1]),
+                              operand_arg(g, GPU_BIND_STORAGE, c, 1, o[2], c_bytes, &base[2])};
     size_t limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
-    if (a_bytes > limit || b_bytes > limit || c_bytes > out_limit)
+    if (args[0].range > limit || args[1].range > limit || args[2].range > out_limit)
         vkt_fatal("repro_matmul_%s %ux%ux%u: an operand is over one binding (%zu bytes for inputs, %zu for the "
                   "output); the reproducible matmul does not split products yet",
                   layout_name(layout), M, N, K, limit, out_limit);
     struct gpu_kernel_desc d = {.shader = texel ? "repro_matmul_texel" : "repro_matmul_tiled",
                                 .n_bindings = 3,
                                 .bindings = {in_kind, in_kind, GPU_BIND_STORAGE},
-                                .push_size = 10 * 4};
+                                .push_size = 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
-    struct gpu_arg args[3] = {{a, 0, 0, a_bytes}, {b, 0, 0, b_bytes}, {c, 1, 0, c_bytes}};
     /* texel: 8x8 invocations of 4x4 outputs; tiled: 16x16 of one. */
     uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16, gy = texel ? (p.M + 31) / 32 : (p.M + 15) / 16;
     const uint32_t *cap = gpu_info(g)->max_workgroup_count;
@@ -87,8 +117,9 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
     uint32_t k0 = 0;
     do {
         uint32_t kn = p.K - k0 < chunk ? p.K - k0 : chunk;
-        uint32_t push[10] = {p.M,   p.N,        kn,        accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk,
-                             p.sbj, k0 * p.sak, k0 * p.sbk};
+        uint32_t push[11] = {p.M,   p.N,   kn,    accumulate || k0 > 0 ? 1u : 0u,
+                             p.sai, p.sak, p.sbk, p.sbj,
+                             base[0] + k0 * p.sak, base[1] + k0 * p.sbk, base[2]};
         gpu_dispatch(g, kernel, args, push, gx, gy, 1);
         k0 += kn;
     } while (k0 < p.K);
