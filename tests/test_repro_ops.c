@@ -257,6 +257,16 @@ static void check_matmul_chunks(struct gpu *g, uint32_t M, uint32_t N, uint32_t 
     gpu_set_reproducible(g, 0);
 }
 
+/* Under a storage range of 4 KiB (and texel views of 1024 floats) the
+ * products are cut into blocks of output rows: the same bits. */
+static void check_matmul_small_bindings(struct gpu *g)
+{
+    gpu_set_limits(g, "storage_range=4096,texel_elements=1024");
+    for (int l = 0; l < 3; l++)
+        check_matmul(g, l, 41, 45, 7, 1, (size_t[3]){1, 2, 3});
+    gpu_set_limits(g, NULL);
+}
+
 /* ---- elementwise, bias, sums ------------------------------------------ */
 
 static void dev_add(struct gpu *g, struct gpu_buffer **b, const struct shape *s) { op_add(g, b[0], b[1], b[2], s->n); }
@@ -655,6 +665,7 @@ int main(void)
         check_matmul(g, l, 33, 19, 1, 1, NULL);
         check_matmul(g, l, 17, 70, 13, 1, (size_t[3]){5, 3, 11});
     }
+    check_matmul_small_bindings(g);
     check_elementwise(g);
     check_norms(g);
     check_activations(g);
