@@ -435,10 +435,10 @@ static void ref_ln(float **h, const struct shape *s)
         repro_layernorm_ref(h[0], h[1], h[2], h[3], h[4], h[5], s->rows, s->C, s->eps);
 }
 
-static void check_norms(struct gpu *g)
+static void check_norms(struct gpu *g, int count)
 {
-    uint32_t shapes[][2] = {{7, 75}, {3, 1}, {5, 130}, {2, 4096}};
-    for (int i = 0; i < 4; i++) {
+    uint32_t shapes[][2] = {{7, 75}, {5, 130}, {3, 1}, {2, 4096}};
+    for (int i = 0; i < count; i++) {
         struct shape s = {.rows = shapes[i][0], .C = shapes[i][1], .eps = 1e-5f};
         size_t rc = (size_t)s.rows * s.C;
         char name[64];
@@ -531,7 +531,7 @@ static void check_activations(struct gpu *g)
     static const char *names[] = {"swiglu", "swiglu_backward", "gelu", "gelu_backward"};
     static const int counts[] = {3, 5, 2, 3}, inputs[] = {2, 3, 1, 2};
     for (uint32_t op = 0; op < 4; op++) {
-        struct shape s = {.n = 1003, .P = op};
+        struct shape s = {.n = 3001, .P = op};
         struct arrays a = {0};
         for (int i = 0; i < counts[op]; i++)
             add_array(&a, random_words(s.n, i == 0 ? 4 : 1), s.n, i >= inputs[op]);
@@ -582,7 +582,7 @@ static void ref_adamw(float **h, const struct shape *s) { repro_adamw_ref(h[0], 
 static void check_rope_embedding_adamw(struct gpu *g)
 {
     struct arrays a = {0};
-    struct shape s = {.rows = 7, .H = 3, .hd = 6, .max_pos = 9};
+    struct shape s = {.rows = 61, .H = 3, .hd = 10, .max_pos = 67};
     float *table = vkt_malloc((size_t)s.max_pos * s.hd * 4, "table");
     op_rope_table(table, s.max_pos, s.hd, 10000.0, NULL);
     for (int back = 0; back < 2; back++) {
@@ -596,7 +596,7 @@ static void check_rope_embedding_adamw(struct gpu *g)
     }
     free(table);
 
-    s = (struct shape){.rows = 9, .C = 7, .V = 5, .P = 11};
+    s = (struct shape){.rows = 41, .C = 31, .V = 53, .P = 43};
     for (int pos = 0; pos < 2; pos++) {
         s.flag = pos;
         add_array(&a, random_ids(s.rows, s.V), s.rows, 0);
@@ -667,9 +667,16 @@ int main(void)
     }
     check_matmul_small_bindings(g);
     check_elementwise(g);
-    check_norms(g);
+    check_norms(g, 4);
     check_activations(g);
     check_rope_embedding_adamw(g);
+    /* The ops that bind rows, tables and elements in ranges within the
+     * binding limits, under a storage range of 4 KiB: the same bits. */
+    gpu_set_limits(g, "storage_range=4096");
+    check_norms(g, 2);
+    check_activations(g);
+    check_rope_embedding_adamw(g);
+    gpu_set_limits(g, NULL);
     for (int family = 0; family < 2; family++) {
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         check_matmul_chunks(g, 23, 37, 9, 5);
