@@ -9,7 +9,9 @@
  * - the start-up probe, a known-answer shader that checks the device does
  *   the arithmetic the profile relies on;
  * - the matrix product and the sum of a vector in fixed orders, and the
- *   AdamW step, on the device and in C. */
+ *   AdamW step, on the device and in C;
+ * - the C references of the kernels the ops of ops.h record when
+ *   gpu_reproducible(g) (the ops themselves route to them). */
 #ifndef VKTRAIN_REPRO_H
 #define VKTRAIN_REPRO_H
 
