@@ -158,8 +158,8 @@ static void check_op(struct gpu *g, const char *name, struct arrays *a, device_f
                 most = fmax(most, fabs(want[i][j]));
                 diff = fmax(diff, fabs((double)def[i][j] - want[i][j]));
             }
-            CHECK(diff <= rel * most, "%s: output %d: the default kernel differs by %g (max |value| %g)", name, i,
-                  diff, most);
+            CHECK(diff <= rel * most, "%s: output %d: the default kernel differs by %g (max |value| %g)", name, i, diff,
+                  most);
         }
         free_arrays(def, a->count);
     }
@@ -228,8 +228,8 @@ static void check_matmul_chunks(struct gpu *g, uint32_t M, uint32_t N, uint32_t 
             gpu_upload(g, b[i], 0, h[i], sz[i] * 4);
         }
         gpu_upload(g, whole, 0, h[2], sz[2] * 4);
-        dev_matmul(g, (struct gpu_buffer *[3]){b[0], b[1], whole}, &(struct shape){.M = M, .N = N, .K = K,
-                                                                                   .P = (uint32_t)l, .flag = 1});
+        dev_matmul(g, (struct gpu_buffer *[3]){b[0], b[1], whole},
+                   &(struct shape){.M = M, .N = N, .K = K, .P = (uint32_t)l, .flag = 1});
         for (uint32_t r0 = 0; r0 < M; r0 += chunk) {
             uint32_t n = M - r0 < chunk ? M - r0 : chunk;
             /* nt: X rows, Y rows; nn: dY rows, dX rows; tn: dY rows, X rows */
@@ -269,22 +269,46 @@ static void check_matmul_small_bindings(struct gpu *g)
 
 /* ---- elementwise, bias, sums ------------------------------------------ */
 
-static void dev_add(struct gpu *g, struct gpu_buffer **b, const struct shape *s) { op_add(g, b[0], b[1], b[2], s->n); }
-static void ref_add(float **h, const struct shape *s) { repro_add_ref(h[0], h[1], h[2], s->n); }
-static void dev_scale(struct gpu *g, struct gpu_buffer **b, const struct shape *s) { op_scale(g, b[0], s->a, s->n); }
-static void ref_scale(float **h, const struct shape *s) { repro_scale_ref(h[0], s->a, s->n); }
-static void dev_axpy(struct gpu *g, struct gpu_buffer **b, const struct shape *s) { op_axpy(g, s->a, b[0], b[1], s->n); }
-static void ref_axpy(float **h, const struct shape *s) { repro_axpy_ref(s->a, h[0], h[1], s->n); }
+static void dev_add(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
+{
+    op_add(g, b[0], b[1], b[2], s->n);
+}
+static void ref_add(float **h, const struct shape *s)
+{
+    repro_add_ref(h[0], h[1], h[2], s->n);
+}
+static void dev_scale(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
+{
+    op_scale(g, b[0], s->a, s->n);
+}
+static void ref_scale(float **h, const struct shape *s)
+{
+    repro_scale_ref(h[0], s->a, s->n);
+}
+static void dev_axpy(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
+{
+    op_axpy(g, s->a, b[0], b[1], s->n);
+}
+static void ref_axpy(float **h, const struct shape *s)
+{
+    repro_axpy_ref(s->a, h[0], h[1], s->n);
+}
 static void dev_copy(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
 {
     op_copy_to(g, b[0], b[1], s->off[0], s->n);
 }
-static void ref_copy(float **h, const struct shape *s) { memcpy(h[1] + s->off[0], h[0], s->n * sizeof(float)); }
+static void ref_copy(float **h, const struct shape *s)
+{
+    memcpy(h[1] + s->off[0], h[0], s->n * sizeof(float));
+}
 static void dev_bias_add(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
 {
     op_bias_add(g, b[0], b[1], s->rows, s->C);
 }
-static void ref_bias_add(float **h, const struct shape *s) { repro_bias_add_ref(h[0], h[1], s->rows, s->C); }
+static void ref_bias_add(float **h, const struct shape *s)
+{
+    repro_bias_add_ref(h[0], h[1], s->rows, s->C);
+}
 static void dev_bias_back(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
 {
     op_bias_backward(g, b[0], b[1], s->rows, s->C);
@@ -577,7 +601,10 @@ static void dev_adamw(struct gpu *g, struct gpu_buffer **b, const struct shape *
 {
     op_adamw(g, b[0], b[1], b[2], b[3], s->n, &s->step);
 }
-static void ref_adamw(float **h, const struct shape *s) { repro_adamw_ref(h[0], h[1], h[2], h[3], s->n, &s->step); }
+static void ref_adamw(float **h, const struct shape *s)
+{
+    repro_adamw_ref(h[0], h[1], h[2], h[3], s->n, &s->step);
+}
 
 static void check_rope_embedding_adamw(struct gpu *g)
 {
@@ -611,9 +638,9 @@ static void check_rope_embedding_adamw(struct gpu *g)
     add_array(&a, random_words((size_t)s.V * s.C, 1), (size_t)s.V * s.C, 1);
     check_op(g, "embedding_backward", &a, dev_embed_back, ref_embed_back, &s, REL);
 
-    s = (struct shape){.n = 1001,
-                       .step = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .t = 3,
-                                .grad_scale = 0.7}};
+    s = (struct shape){
+        .n = 1001,
+        .step = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .t = 3, .grad_scale = 0.7}};
     add_array(&a, random_words(s.n, 1), s.n, 1);
     add_array(&a, random_words(s.n, 1), s.n, 0);
     add_array(&a, random_words(s.n, 0.1), s.n, 1);
@@ -684,8 +711,10 @@ int main(void)
         check_embedding_chunks(g);
     }
     printf("control: the default kernels differ from the references' bits on %zu words\n", default_differences);
-    CHECK(default_differences > 1000, "the default kernels gave the reproducible bits almost everywhere (%zu "
-          "differences): is the reproducible mode routed at all?", default_differences);
+    CHECK(default_differences > 1000,
+          "the default kernels gave the reproducible bits almost everywhere (%zu "
+          "differences): is the reproducible mode routed at all?",
+          default_differences);
     gpu_destroy(g);
     return test_failures ? 1 : 0;
 }

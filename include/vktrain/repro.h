@@ -130,11 +130,10 @@ void repro_rmsnorm_backward_ref(const float *dy, const float *x, const float *w,
                                 float *dw, size_t rows, size_t C);
 void repro_layernorm_ref(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
                          size_t rows, size_t C, float eps);
-void repro_layernorm_backward_ref(const float *dy, const float *x, const float *w, const float *mean,
-                                  const float *rstd, float *dx, float *dw, float *db, size_t rows, size_t C);
+void repro_layernorm_backward_ref(const float *dy, const float *x, const float *w, const float *mean, const float *rstd,
+                                  float *dx, float *dw, float *db, size_t rows, size_t C);
 void repro_swiglu_ref(const float *gate, const float *up, float *h, size_t n);
-void repro_swiglu_backward_ref(const float *gate, const float *up, const float *dh, float *dgate, float *dup,
-                               size_t n);
+void repro_swiglu_backward_ref(const float *gate, const float *up, const float *dh, float *dgate, float *dup, size_t n);
 void repro_gelu_ref(const float *x, float *y, size_t n);
 void repro_gelu_backward_ref(const float *x, const float *dy, float *dx, size_t n);
 void repro_rope_ref(float *x, const int32_t *positions, const float *table, size_t rows, size_t H, size_t hd,

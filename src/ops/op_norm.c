@@ -78,8 +78,8 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, const str
         vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", variant, C, REPRO_WG << 10);
     char shader[32];
     snprintf(shader, sizeof shader, "repro_norm_%s", variant);
-    struct gpu_kernel_desc d = {.shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1,
-                                .spec = {REPRO_WG}};
+    struct gpu_kernel_desc d = {
+        .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
     for (int i = 0; i < n_bind; i++)
         d.bindings[i] = GPU_BIND_STORAGE;
     ops_rows(g, gpu_kernel_get(g, &d), args, row_bytes, &push, 0, rows, 1);
@@ -103,8 +103,8 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         /* repro_colsum.comp: one invocation per column, 64 per workgroup */
         char shader[32];
         snprintf(shader, sizeof shader, "repro_%s", variant);
-        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 5, .push_size = 3 * sizeof(uint32_t),
-                                    .n_spec = 1, .spec = {64}};
+        struct gpu_kernel_desc d = {
+            .shader = shader, .n_bindings = 5, .push_size = 3 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
         k = gpu_kernel_get(g, &d);
     } else if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
@@ -252,8 +252,8 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
             uint32_t C;
         } rpush = {0, 0.0f, C};
         const size_t ub[2] = {0, F * C};
-        ops_elements(g, ops_kernel(g, "repro_elementwise_bias", 2, sizeof rpush, 1), args, ub, &rpush,
-                     (size_t)rows * C, C, 1);
+        ops_elements(g, ops_kernel(g, "repro_elementwise_bias", 2, sizeof rpush, 1), args, ub, &rpush, (size_t)rows * C,
+                     C, 1);
         return;
     }
     if (C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {

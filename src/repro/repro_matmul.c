@@ -131,8 +131,8 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     /* texel: 8x8 invocations of 4x4 outputs; tiled: 16x16 of one. */
     uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
     if (gx > gpu_info(g)->max_workgroup_count[0])
-        vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N,
-                  K, gx, gpu_info(g)->max_workgroup_count[0]);
+        vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
+                  gx, gpu_info(g)->max_workgroup_count[0]);
     uint32_t base[3];
     struct gpu_arg args[3];
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
@@ -143,10 +143,9 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);
             args[0] = operand_arg(g, in_kind, a, 0, o[0] + i0 * p.sai + k0 * p.sak,
                                   ((mi - 1) * (size_t)p.sai + (kn - 1) * (size_t)p.sak + 1) * 4, &base[0]);
-            args[1] = operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4,
-                                  &base[1]);
-            uint32_t push[11] = {mi,    p.N,   kn,    accumulate || k0 > 0 ? 1u : 0u,
-                                 p.sai, p.sak, p.sbk, p.sbj,
+            args[1] =
+                operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4, &base[1]);
+            uint32_t push[11] = {mi,      p.N,     kn,     accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj,
                                  base[0], base[1], base[2]};
             gpu_dispatch(g, kernel, args, push, gx, gy, 1);
         }

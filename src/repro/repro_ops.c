@@ -126,8 +126,8 @@ void repro_layernorm_ref(const float *x, const float *w, const float *b, float *
     free(t);
 }
 
-void repro_layernorm_backward_ref(const float *dy, const float *x, const float *w, const float *mean,
-                                  const float *rstd, float *dx, float *dw, float *db, size_t rows, size_t C)
+void repro_layernorm_backward_ref(const float *dy, const float *x, const float *w, const float *mean, const float *rstd,
+                                  float *dx, float *dw, float *db, size_t rows, size_t C)
 {
     float *g = vkt_malloc(C * sizeof *g, "repro layernorm row");
     float *t = vkt_malloc(C * sizeof *t, "repro layernorm row");
@@ -157,8 +157,7 @@ void repro_swiglu_ref(const float *gate, const float *up, float *h, size_t n)
         h[i] = repro_swiglu_h(gate[i], up[i]);
 }
 
-void repro_swiglu_backward_ref(const float *gate, const float *up, const float *dh, float *dgate, float *dup,
-                               size_t n)
+void repro_swiglu_backward_ref(const float *gate, const float *up, const float *dh, float *dgate, float *dup, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         dgate[i] = repro_swiglu_dgate(dgate[i], gate[i], up[i], dh[i]);
@@ -213,8 +212,7 @@ void repro_embedding_ref(const int32_t *tokens, const int32_t *positions, const 
     }
 }
 
-void repro_embedding_backward_ref(const int32_t *ids, const float *dout, float *dtable, size_t rows, size_t C,
-                                  size_t V)
+void repro_embedding_backward_ref(const int32_t *ids, const float *dout, float *dtable, size_t rows, size_t C, size_t V)
 {
     for (size_t r = 0; r < rows; r++) {
         float *t = dtable + clamp_id(ids[r], V) * C;
