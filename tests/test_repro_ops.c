@@ -9,11 +9,13 @@
  * array (and, as a control, differs from it in the bits on many words).
  * Cutting the rows of the LM head's _at products and of a column
  * sum (bias gradient, embedding gradient) into calls gives the bits of one
- * call. */
+ * call. A bf16 weight or table is refused with a clear error (a child
+ * process of this program runs the op and must fail). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "gpu_testing.h"
 #include "vktrain/ops.h"
@@ -682,8 +684,47 @@ static void check_embedding_chunks(struct gpu *g)
     gpu_set_reproducible(g, 0);
 }
 
-int main(void)
+/* The child: an op on a bf16 weight (matmul) or table (embedding) in the
+ * reproducible mode, which must end the process with an error. */
+static int run_bf16(const char *op)
 {
+    struct gpu *g = test_gpu();
+    gpu_set_reproducible(g, 1);
+    double w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    struct gpu_buffer *bw = buffer_bf16_from_doubles(g, w, 8, "bf16 weight");
+    struct gpu_buffer *x = gpu_buffer_create(g, 32, "x"), *y = gpu_buffer_create(g, 32, "y");
+    gpu_zero(g, x);
+    if (!strcmp(op, "matmul"))
+        op_matmul_nt(g, x, bw, y, 2, 2, 4, 0);
+    else
+        op_embedding(g, x, NULL, bw, NULL, y, 2, 4, 2, 1);
+    gpu_submit(g);
+    printf("the %s of a bf16 operand ran\n", op);
+    return 0;
+}
+
+static void check_bf16_refused(const char *self, const char *op)
+{
+    char cmd[1024], out[4096] = "";
+    snprintf(cmd, sizeof cmd, "'%s' bf16-%s 2>&1", self, op);
+    FILE *p = popen(cmd, "r");
+    CHECK(p, "cannot run %s", cmd);
+    if (!p)
+        return;
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0, "the %s of a bf16 operand did not fail: %s", op, out);
+    CHECK_MSG(out, "model.base_dtype: bf16 is not supported with precision: reproducible");
+    printf("the %s of a bf16 operand is refused: %s", op, out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strncmp(argv[1], "bf16-", 5))
+        return run_bf16(argv[1] + 5);
+    check_bf16_refused(argv[0], "matmul");
+    check_bf16_refused(argv[0], "embedding");
     struct gpu *g = test_gpu();
     ref_rng_seed(&rng, 1414);
     device_family = gpu_kernel_class(g);
