@@ -11,6 +11,7 @@
 //   gelu_back:   dx = dx + dy·gelu'(x)   (repro_gelu_grad)
 // Bindings as activation.comp: a = gate or x, b = up, c = output or dh/dy,
 // d, e = the gradients.
+#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_ops.glsl"
 layout(std430, binding = 0) readonly buffer BA { float a[]; };
@@ -21,7 +22,7 @@ layout(std430, binding = 4) buffer BE { float e[]; };
 
 void main()
 {
-    FOR_EACH_ELEMENT(i) {
+    FOR_EACH_RUN(i, p.n) {
 #if OP == 0
         c[i] = repro_swiglu_h(a[i], b[i]);
 #elif OP == 1

@@ -15,6 +15,7 @@ layout(push_constant) uniform Push {
     uint n;
     float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
 } p;
+#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 layout(std430, binding = 0) buffer BP { float theta[]; };
@@ -24,7 +25,7 @@ layout(std430, binding = 3) buffer BV { float v2[]; };
 
 void main()
 {
-    FOR_EACH_ELEMENT(i) {
+    FOR_EACH_RUN(i, p.n) {
         precise float g = grad[i] * p.grad_scale;
         precise float th = theta[i] * p.decay;
         precise float m = m1[i] * p.beta1;

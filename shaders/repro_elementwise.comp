@@ -12,6 +12,7 @@
 // The reference is src/repro/repro_ops.c.
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; float a; uint C; } p;
+#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 #if OP == 1
@@ -30,7 +31,7 @@ layout(std430, binding = 1) buffer BY { float y[]; };
 
 void main()
 {
-    FOR_EACH_ELEMENT(i) {
+    FOR_EACH_RUN(i, p.n) {
 #if OP == 0
         precise float s = x[i] + y[i];
         z[i] = s;

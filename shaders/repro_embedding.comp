@@ -5,6 +5,7 @@
 // [v0, v1) and position in [p0, p1) (the tables bound from rows v0, p0).
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; uint v0, v1, p0, p1; } p;
+#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 layout(std430, binding = 0) readonly buffer BT { int tok[]; };
@@ -15,7 +16,7 @@ layout(std430, binding = 4) writeonly buffer BO { float o[]; };
 
 void main()
 {
-    FOR_EACH_ELEMENT(i) {
+    FOR_EACH_RUN(i, p.n) {
         uint r = i / p.C, c = i % p.C;
         uint t = uint(clamp(tok[r], 0, int(p.V) - 1));
         uint q = p.has_pos != 0u ? uint(clamp(pos[r], 0, int(p.P) - 1)) : p.p0;

@@ -1,13 +1,19 @@
 #version 450
-// variant: rms -DMODE=0
-// variant: rmsback -DMODE=1
-// variant: ln -DMODE=2
-// variant: lnback -DMODE=3
-// repro_norm: the reproducible profile's RMSNorm and LayerNorm rows, one
-// workgroup per row of C floats. The row sums are the fixed tree of
-// repro_tree.glsl (each invocation an aligned run of 2^log_run elements,
-// then the workgroup, then + 0: the bits of repro_sum_ref over the
-// row's terms, whatever the workgroup size); the per-element formulas are
+// variant: rms -DMODE=0 -DPER_ROW=0
+// variant: rmsback -DMODE=1 -DPER_ROW=0
+// variant: ln -DMODE=2 -DPER_ROW=0
+// variant: lnback -DMODE=3 -DPER_ROW=0
+// variant: rms_row -DMODE=0 -DPER_ROW=1
+// variant: rmsback_row -DMODE=1 -DPER_ROW=1
+// variant: ln_row -DMODE=2 -DPER_ROW=1
+// variant: lnback_row -DMODE=3 -DPER_ROW=1
+// repro_norm: the reproducible profile's RMSNorm and LayerNorm rows of C
+// floats, one workgroup per row (GPUs), or one invocation per row (the
+// _row variants, for CPU devices, where a workgroup's barriers are dear).
+// The row sums are the fixed tree of repro_tree.glsl (each invocation an
+// aligned run of 2^log_run elements, then the workgroup, then + 0; a _row
+// invocation the whole row as one run, then + 0): the bits of
+// repro_sum_ref over the row's terms either way; the per-element formulas are
 // repro_ops.glsl's, in the default kernels' order:
 //   rms:     ss = Σ x·x, s = 1/sqrt(ss/C + eps), y = (x·s)·w, rstd = s
 //   rmsback: d = Σ (w·dy)·x, dx = dx + ((s·w)·dy − k·x), k = s³·d/C
@@ -19,7 +25,8 @@
 // do. The weight and bias gradients are repro_colsum.comp.
 #include "repro_ops.glsl"
 layout(local_size_x_id = 0) in; // a power of two
-layout(push_constant) uniform Push { uint C; float eps; uint log_run; } p;
+// rows: the _row variants' row count
+layout(push_constant) uniform Push { uint rows; uint C; float eps; uint log_run; } p;
 #if MODE == 0
 layout(std430, binding = 0) readonly buffer BX { float x[]; };
 layout(std430, binding = 1) readonly buffer BW { float w[]; };
@@ -77,20 +84,32 @@ float term(uint i)
     return t;
 }
 #define REPRO_TREE_LOAD(i) term(i)
+#define REPRO_TREE_MAX_LOG 16
 #include "repro_tree.glsl"
 
-// The row's sum `what` (every invocation calls it and gets it).
+// The row's sum `what` (every invocation of a workgroup calls it and gets
+// it).
 float row_sum(uint what)
 {
     which = what;
+#if PER_ROW
+    precise float total = repro_tree_run(0u, p.log_run, p.C);
+#else
     precise float total = repro_tree_workgroup(repro_tree_run(gl_LocalInvocationID.x << p.log_run, p.log_run, p.C));
+#endif
     total = total + 0.0f;
     return total;
 }
 
 void main()
 {
+#if PER_ROW
+    uint r = gl_GlobalInvocationID.x, t = 0u, wg = 1u;
+    if (r >= p.rows)
+        return;
+#else
     uint r = gl_WorkGroupID.x, t = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+#endif
     base = r * p.C;
     float C = float(p.C);
 #if MODE == 0

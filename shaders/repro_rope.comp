@@ -8,6 +8,7 @@
 #define CUSTOM_PUSH
 // n = rows·H·hd/2
 layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; } p;
+#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 layout(std430, binding = 0) readonly buffer BP { int pos[]; };
@@ -17,7 +18,7 @@ layout(std430, binding = 2) buffer BX { float x[]; };
 void main()
 {
     uint half_hd = p.hd / 2u;
-    FOR_EACH_ELEMENT(i) {
+    FOR_EACH_RUN(i, p.n) {
         uint j = i % half_hd, h = (i / half_hd) % p.H, n = i / (half_hd * p.H);
         uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));
         if (ps < p.p0 || ps >= p.p1)

@@ -199,8 +199,11 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         k = ops_kernel(g, gpu_reproducible(g) ? "repro_embedding_back" : "embedding_back", 3, 7 * sizeof(uint32_t), 1);
     }
     /* embedding_back.comp: the table rows of a dispatch in up to
-     * EMBED_BACK_RANGES ranges, one per workgroup row */
+     * EMBED_BACK_RANGES ranges, one per workgroup row; its reproducible
+     * twin on CPU devices in one (each range walks every id: 128 walks
+     * made it 250x slower than the texel kernel on lavapipe) */
     uint32_t max_y = gpu_info(g)->max_workgroup_count[1];
+    uint32_t most = gpu_reproducible(g) && gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? 1 : EMBED_BACK_RANGES;
     /* Rows in ranges within the id and gradient bindings, each walked in
      * order in parts within the device's loop limit; the table in ranges
      * of ids (each dispatch adds the rows whose id is in its range). Every
@@ -222,7 +225,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
                     gpu_dispatch(g, k, a, push, (C / width + 7) / 8, 1, 1);
                     continue;
                 }
-                uint32_t nv = push[5] - push[4], ranges = nv < EMBED_BACK_RANGES ? nv : EMBED_BACK_RANGES;
+                uint32_t nv = push[5] - push[4], ranges = nv < most ? nv : most;
                 ranges = ranges < max_y ? ranges : max_y;
                 push[6] = (nv + ranges - 1) / ranges;
                 uint32_t wg = gpu_workgroup_1d(g), gx = (C + wg - 1) / wg;

@@ -61,28 +61,33 @@ static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int widt
 
 static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
 
-/* repro_norm_<variant> over rows of C floats, one workgroup of REPRO_WG
- * invocations per row, each summing an aligned run of 2^log_run elements. */
+/* repro_norm_<variant> over rows of C floats: on GPUs (tiled family) one
+ * workgroup of REPRO_WG invocations per row, each summing an aligned run
+ * of 2^log_run elements; on CPU devices (texel family) the _row variant,
+ * one invocation per row summing it as one run, REPRO_WG rows per
+ * workgroup (llvmpipe pays about 15 us per barrier of a workgroup: the
+ * workgroup kernel took 100 us per row). The same bits either way. */
 #define REPRO_WG 64u
 static void repro_rows(struct gpu *g, const char *variant, int n_bind, const struct gpu_arg *args,
                        const size_t *row_bytes, uint32_t rows, uint32_t C, float eps)
 {
+    int per_row = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     struct {
-        uint32_t C;
+        uint32_t rows, C;
         float eps;
         uint32_t log_run;
-    } push = {C, eps, 0};
-    while ((REPRO_WG << push.log_run) < C)
+    } push = {rows, C, eps, 0};
+    while (((per_row ? 1u : REPRO_WG) << push.log_run) < C)
         push.log_run++;
-    if (push.log_run > 10)
-        vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", variant, C, REPRO_WG << 10);
+    if (push.log_run > (per_row ? 16u : 10u))
+        vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", variant, C, 1u << 16);
     char shader[32];
-    snprintf(shader, sizeof shader, "repro_norm_%s", variant);
+    snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, per_row ? "_row" : "");
     struct gpu_kernel_desc d = {
         .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
     for (int i = 0; i < n_bind; i++)
         d.bindings[i] = GPU_BIND_STORAGE;
-    ops_rows(g, gpu_kernel_get(g, &d), args, row_bytes, &push, 0, rows, 1);
+    ops_rows(g, gpu_kernel_get(g, &d), args, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
 }
 
 static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
