@@ -3,6 +3,10 @@
 // variant: swiglu_back -DOP=1
 // variant: gelu -DOP=2
 // variant: gelu_back -DOP=3
+// variant: swiglu_runs -DOP=0 -DRUNS=1
+// variant: swiglu_back_runs -DOP=1 -DRUNS=1
+// variant: gelu_runs -DOP=2 -DRUNS=1
+// variant: gelu_back_runs -DOP=3 -DRUNS=1
 // repro_activation: the reproducible profile's MLP activations over n
 // elements, the formulas of repro_ops.glsl (σ, GELU from repro_math.glsl):
 //   swiglu:      h = (g·σ(g))·u
@@ -11,7 +15,6 @@
 //   gelu_back:   dx = dx + dy·gelu'(x)   (repro_gelu_grad)
 // Bindings as activation.comp: a = gate or x, b = up, c = output or dh/dy,
 // d, e = the gradients.
-#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_ops.glsl"
 layout(std430, binding = 0) readonly buffer BA { float a[]; };
@@ -22,7 +25,7 @@ layout(std430, binding = 4) buffer BE { float e[]; };
 
 void main()
 {
-    FOR_EACH_RUN(i, p.n) {
+    FOR_EACH_OF_FAMILY(i) {
 #if OP == 0
         c[i] = repro_swiglu_h(a[i], b[i]);
 #elif OP == 1

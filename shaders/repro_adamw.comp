@@ -1,4 +1,6 @@
 #version 450
+// variant: -
+// variant: runs -DRUNS=1
 // repro_adamw: one AdamW step over n floats in the reproducible profile:
 // the torch-order arithmetic of adamw.comp (its `torch` variant), with the
 // square root and the two divisions taken from repro_math.glsl, so every
@@ -15,7 +17,6 @@ layout(push_constant) uniform Push {
     uint n;
     float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
 } p;
-#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 layout(std430, binding = 0) buffer BP { float theta[]; };
@@ -25,7 +26,7 @@ layout(std430, binding = 3) buffer BV { float v2[]; };
 
 void main()
 {
-    FOR_EACH_RUN(i, p.n) {
+    FOR_EACH_OF_FAMILY(i) {
         precise float g = grad[i] * p.grad_scale;
         precise float th = theta[i] * p.decay;
         precise float m = m1[i] * p.beta1;

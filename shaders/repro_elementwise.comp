@@ -4,6 +4,11 @@
 // variant: axpy -DOP=2
 // variant: copy -DOP=3
 // variant: bias -DOP=4
+// variant: add_runs -DOP=0 -DRUNS=1
+// variant: scale_runs -DOP=1 -DRUNS=1
+// variant: axpy_runs -DOP=2 -DRUNS=1
+// variant: copy_runs -DOP=3 -DRUNS=1
+// variant: bias_runs -DOP=4 -DRUNS=1
 // repro_elementwise: the reproducible profile's elementwise ops over n
 // floats (op_add, op_scale, op_axpy, op_copy, op_bias_add), each a single
 // correctly rounded operation per element (axpy: a product, then a sum):
@@ -12,7 +17,6 @@
 // The reference is src/repro/repro_ops.c.
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; float a; uint C; } p;
-#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 #if OP == 1
@@ -31,7 +35,7 @@ layout(std430, binding = 1) buffer BY { float y[]; };
 
 void main()
 {
-    FOR_EACH_RUN(i, p.n) {
+    FOR_EACH_OF_FAMILY(i) {
 #if OP == 0
         precise float s = x[i] + y[i];
         z[i] = s;

@@ -1,4 +1,6 @@
 #version 450
+// variant: -
+// variant: runs -DRUNS=1
 // repro_rope: rope.comp in the reproducible profile: in place on x
 // (rows, H, hd), one element per (row, head, j < hd/2), with the table's
 // c = cos, s = sin (times sign: +1 forward, −1 backward, exact):
@@ -8,7 +10,6 @@
 #define CUSTOM_PUSH
 // n = rows·H·hd/2
 layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; } p;
-#extension GL_KHR_shader_subgroup_basic : enable
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 layout(std430, binding = 0) readonly buffer BP { int pos[]; };
@@ -18,7 +19,7 @@ layout(std430, binding = 2) buffer BX { float x[]; };
 void main()
 {
     uint half_hd = p.hd / 2u;
-    FOR_EACH_RUN(i, p.n) {
+    FOR_EACH_OF_FAMILY(i) {
         uint j = i % half_hd, h = (i / half_hd) % p.H, n = i / (half_hd * p.H);
         uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));
         if (ps < p.p0 || ps >= p.p1)

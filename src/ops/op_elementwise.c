@@ -38,7 +38,7 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
         char name[32];
         snprintf(name, sizeof name, "repro_elementwise_%s", shader);
         const size_t floats[3] = {4, 4, 4};
-        ops_elements(g, ops_kernel(g, name, n_bind, sizeof rpush, 1), args, floats, &rpush, n, 1, 1);
+        ops_elements(g, ops_repro_kernel(g, name, n_bind, sizeof rpush), args, floats, &rpush, n, 1, 1);
         return;
     }
     if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {

@@ -15,6 +15,7 @@
  * operation rounded on its own; src/repro/repro_ops.c is their C), in
  * both kernel families; bf16 tables are refused. Never allocates. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -130,8 +131,9 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         }
     } else {
         width = 1;
-        struct gpu_kernel_desc d = {
-            .shader = repro ? "repro_embedding" : "embedding", .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
+        char shader[32];
+        snprintf(shader, sizeof shader, "%s%s", repro ? "repro_embedding" : "embedding", repro ? ops_repro_walk(g) : "");
+        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
         d.spec[0] = wg, d.spec[1] = (uint32_t)bf16; /* BF16: the tables hold bf16 */
         for (int i = 0; i < 5; i++)
             d.bindings[i] = GPU_BIND_STORAGE;
@@ -300,7 +302,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
         memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
         it = 0, count /= (size_t)width, unit /= (size_t)width;
     } else {
-        k = ops_kernel(g, gpu_reproducible(g) ? "repro_rope" : "rope", 3, sizeof push, 1);
+        k = gpu_reproducible(g) ? ops_repro_kernel(g, "repro_rope", 3, sizeof push) : ops_kernel(g, "rope", 3, sizeof push, 1);
         struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
         const size_t sub[3] = {sizeof(int32_t), 0, row};
         memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);

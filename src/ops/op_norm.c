@@ -257,7 +257,7 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
             uint32_t C;
         } rpush = {0, 0.0f, C};
         const size_t ub[2] = {0, F * C};
-        ops_elements(g, ops_kernel(g, "repro_elementwise_bias", 2, sizeof rpush, 1), args, ub, &rpush, (size_t)rows * C,
+        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 2, sizeof rpush), args, ub, &rpush, (size_t)rows * C,
                      C, 1);
         return;
     }
