@@ -3,6 +3,9 @@
 // size); invocations stride over the grid so any n fits the dispatch limits.
 // A shader with other push constants defines CUSTOM_PUSH and its own `p`
 // with `n` first.
+#if defined(RUNS) && RUNS != 0
+#extension GL_KHR_shader_subgroup_basic : enable
+#endif
 layout(local_size_x_id = 0) in;
 #ifndef CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; float a; } p;
@@ -24,3 +27,13 @@ layout(push_constant) uniform Push { uint n; float a; } p;
                   gl_SubgroupInvocationID,                                                                  \
               k_ = 0u;                                                                                      \
          k_ < per_ && j < (count); k_++, j += gl_SubgroupSize)
+
+// FOR_EACH_OF_FAMILY(i): FOR_EACH_RUN(i, p.n) in a variant compiled with
+// -DRUNS=1, for the texel family (CPU devices, where FOR_EACH_RUN is what
+// the texel kernels use), FOR_EACH_ELEMENT(i) otherwise: kernels that
+// serve both families (the reproducible ones) compile both.
+#if defined(RUNS) && RUNS != 0
+#define FOR_EACH_OF_FAMILY(i) FOR_EACH_RUN(i, p.n)
+#else
+#define FOR_EACH_OF_FAMILY(i) FOR_EACH_ELEMENT(i)
+#endif

@@ -1,4 +1,6 @@
 #version 450
+// variant: -
+// variant: runs -DRUNS=1
 // repro_adamw: one AdamW step over n floats in the reproducible profile:
 // the torch-order arithmetic of adamw.comp (its `torch` variant), with the
 // square root and the two divisions taken from repro_math.glsl, so every
@@ -24,7 +26,7 @@ layout(std430, binding = 3) buffer BV { float v2[]; };
 
 void main()
 {
-    FOR_EACH_ELEMENT(i) {
+    FOR_EACH_OF_FAMILY(i) {
         precise float g = grad[i] * p.grad_scale;
         precise float th = theta[i] * p.decay;
         precise float m = m1[i] * p.beta1;

@@ -2,7 +2,8 @@
 // A[M,K] · B[K,N] with each operand addressed through strides, so one
 // kernel serves the three training layouts (src/repro/repro_matmul.c sets
 // them): A(i,k) = A[a0 + i·sai + k·sak], B(k,j) = B[b0 + k·sbk + j·sbj],
-// C(i,j) = C[i·N + j]. A reduction longer than the device lets one
+// C(i,j) = C[c0 + i·N + j] (a0, b0, c0: where the operands start within
+// their bindings, e.g. a block of rows of a larger matrix). A reduction longer than the device lets one
 // invocation loop is cut into dispatches over consecutive ranges of k, each
 // accumulating into C (a0, b0 at the range's start): the float stored and
 // read back between them is the accumulator, so the bits are the same.
@@ -16,7 +17,7 @@
 
 layout(push_constant) uniform Push {
     uint M; uint N; uint K; uint accumulate;
-    uint sai; uint sak; uint sbk; uint sbj; uint a0; uint b0;
+    uint sai; uint sak; uint sbk; uint sbj; uint a0; uint b0; uint c0;
 } p;
 // No [[unroll]] here: spirv-opt's unroller drops NoContraction from the
 // copies it makes (scripts/repro_lint.py caught it); the driver unrolls

@@ -24,7 +24,7 @@ void main()
     precise float acc[ROWS][COLS];
     for (int r = 0; r < ROWS; r++)
         for (int c = 0; c < COLS; c++) {
-            uint ci = min(i0 + uint(r), p.M - 1u) * p.N + min(j0 + uint(c), p.N - 1u);
+            uint ci = p.c0 + min(i0 + uint(r), p.M - 1u) * p.N + min(j0 + uint(c), p.N - 1u);
             acc[r][c] = p.accumulate != 0u ? C[ci] : 0.0f;
         }
     for (uint k = 0u; k < p.K; k++) {
@@ -42,5 +42,5 @@ void main()
     for (int r = 0; r < ROWS; r++)
         for (int c = 0; c < COLS; c++)
             if (i0 + uint(r) < p.M && j0 + uint(c) < p.N)
-                C[(i0 + uint(r)) * p.N + j0 + uint(c)] = acc[r][c];
+                C[p.c0 + (i0 + uint(r)) * p.N + j0 + uint(c)] = acc[r][c];
 }

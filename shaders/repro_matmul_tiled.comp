@@ -16,7 +16,7 @@ void main()
     uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
     uint i = gl_WorkGroupID.y * T + ty, j = gl_WorkGroupID.x * T + tx;
     bool inside = i < p.M && j < p.N;
-    precise float acc = inside && p.accumulate != 0u ? C[i * p.N + j] : 0.0f;
+    precise float acc = inside && p.accumulate != 0u ? C[p.c0 + i * p.N + j] : 0.0f;
     for (uint k0 = 0u; k0 < p.K; k0 += T) {
         uint ka = k0 + tx, kb = k0 + ty;
         As[ty][tx] = i < p.M && ka < p.K ? A[p.a0 + i * p.sai + ka * p.sak] : 0.0f;
@@ -30,5 +30,5 @@ void main()
         barrier();
     }
     if (inside)
-        C[i * p.N + j] = acc;
+        C[p.c0 + i * p.N + j] = acc;
 }

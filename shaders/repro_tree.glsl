@@ -12,15 +12,20 @@
 // length never change the bits.
 //
 // Include after the kernel's local size and after defining
-// REPRO_TREE_LOAD(i), the element i (called only for i < n).
+// REPRO_TREE_LOAD(i), the element i (called only for i < n), and
+// REPRO_TREE_MAX_LOG, the largest log_run, where it is not 10.
+
+#ifndef REPRO_TREE_MAX_LOG
+#define REPRO_TREE_MAX_LOG 10
+#endif
 
 shared float repro_tree_s[gl_WorkGroupSize.x];
 
 // The tree over elements first .. first + 2^log_run − 1 (+0 past n);
-// log_run <= 10.
+// log_run <= REPRO_TREE_MAX_LOG.
 float repro_tree_run(uint first, uint log_run, uint n)
 {
-    precise float stack[11];
+    precise float stack[REPRO_TREE_MAX_LOG + 1];
     uint run = 1u << log_run;
     for (uint j = 0u; j < run; j++) {
         uint i = first + j;

@@ -9,7 +9,9 @@
  * - the start-up probe, a known-answer shader that checks the device does
  *   the arithmetic the profile relies on;
  * - the matrix product and the sum of a vector in fixed orders, and the
- *   AdamW step, on the device and in C. */
+ *   AdamW step, on the device and in C;
+ * - the C references of the kernels the ops of ops.h record when
+ *   gpu_reproducible(g) (the ops themselves route to them). */
 #ifndef VKTRAIN_REPRO_H
 #define VKTRAIN_REPRO_H
 
@@ -102,6 +104,10 @@ enum repro_layout { REPRO_NT, REPRO_NN, REPRO_TN };
 struct gpu_buffer;
 void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                   struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate);
+/* The same on operands that start off[] = {a, b, c} floats into their
+ * buffers (op_matmul_*_at); NULL: 0. Fatal for a bf16 operand. */
+void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                     struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
 void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
                       uint32_t K, int accumulate);
 
@@ -122,6 +128,42 @@ void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer 
  * Records one dispatch. */
 void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,
                   uint32_t log_run);
+/* The same sum over the squares x[i]·x[i] (each rounded on its own). */
+float repro_sumsq_ref(const float *x, size_t n);
+void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
+                 size_t out_index, uint32_t wg, uint32_t log_run);
+
+/* The C references of the reproducible kernels that the ops of ops.h
+ * record when gpu_reproducible(g) (src/repro/repro_ops.c; the formulas
+ * and their order are the shaders' own, shaders/repro_ops.glsl and the
+ * comments atop shaders/repro_*.comp). Arguments as the op's; gradients
+ * are added into, as the ops do. */
+void repro_add_ref(const float *x, const float *y, float *z, size_t n);
+void repro_scale_ref(float *x, float a, size_t n);
+void repro_axpy_ref(float a, const float *x, float *y, size_t n);
+void repro_bias_add_ref(const float *bias, float *y, size_t rows, size_t C);
+/* out[c] = out[c] + each row's term in row order: dy (plain), dy·(x·rstd)
+ * (RMSNorm weight), dy·((x − mean)·rstd) (LayerNorm weight). */
+enum repro_colsum { REPRO_COLSUM_PLAIN, REPRO_COLSUM_RMS, REPRO_COLSUM_LN };
+void repro_colsum_ref(enum repro_colsum mode, const float *dy, const float *x, const float *mean, const float *rstd,
+                      float *out, size_t rows, size_t C);
+void repro_rmsnorm_ref(const float *x, const float *w, float *y, float *rstd, size_t rows, size_t C, float eps);
+void repro_rmsnorm_backward_ref(const float *dy, const float *x, const float *w, const float *rstd, float *dx,
+                                float *dw, size_t rows, size_t C);
+void repro_layernorm_ref(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+                         size_t rows, size_t C, float eps);
+void repro_layernorm_backward_ref(const float *dy, const float *x, const float *w, const float *mean, const float *rstd,
+                                  float *dx, float *dw, float *db, size_t rows, size_t C);
+void repro_swiglu_ref(const float *gate, const float *up, float *h, size_t n);
+void repro_swiglu_backward_ref(const float *gate, const float *up, const float *dh, float *dgate, float *dup, size_t n);
+void repro_gelu_ref(const float *x, float *y, size_t n);
+void repro_gelu_backward_ref(const float *x, const float *dy, float *dx, size_t n);
+void repro_rope_ref(float *x, const int32_t *positions, const float *table, size_t rows, size_t H, size_t hd,
+                    size_t max_pos, int backward);
+void repro_embedding_ref(const int32_t *tokens, const int32_t *positions, const float *wte, const float *wpe,
+                         float *out, size_t rows, size_t C, size_t V, size_t P);
+void repro_embedding_backward_ref(const int32_t *ids, const float *dout, float *dtable, size_t rows, size_t C,
+                                  size_t V);
 
 /* The reproducible AdamW step: op_adamw's formula and operation order
  * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, and its

@@ -1,7 +1,9 @@
 /* op_activation: the MLP activations SwiGLU and GELU (tanh), forward and
  * backward, elementwise (shaders/activation.comp; on CPU devices, the
  * texel family, activation_texel.comp: vec4 chunks read through RGBA32F
- * texel views). Never allocates. */
+ * texel views). With gpu_reproducible(g): repro_activation.comp (storage,
+ * both families; the formulas of shaders/repro_ops.glsl). Never
+ * allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
@@ -19,6 +21,13 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         uint32_t n;
         float unused;
     } push = {0, 0.0f};
+    if (gpu_reproducible(g)) {
+        char name[48];
+        snprintf(name, sizeof name, "repro_%s", variant);
+        const size_t floats[5] = {4, 4, 4, 4, 4};
+        ops_elements(g, ops_repro_kernel(g, name, 5, sizeof push), args, floats, &push, n, 1, 1);
+        return;
+    }
     if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
         /* bindings: a, b, c as texels (c is an input for the backward),
          * then c, d, e as storage (outputs) */

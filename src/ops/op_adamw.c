@@ -6,6 +6,7 @@
  * are computed here in double and rounded once to float push constants, as
  * torch rounds its Python-float scalars. On CPU devices (texel family) the
  * kernel is adamw_texel.comp, the same arithmetic with vec4 texel reads.
+ * With gpu_reproducible(g) it records op_repro_adamw instead.
  * Never allocates, never submits, and never decides the learning rate, the
  * step count or which tensors decay. */
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/ops_optim.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 struct adamw_push {
@@ -31,6 +33,10 @@ struct adamw_push {
 void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,
               struct gpu_buffer *v, size_t n, const struct op_adamw_step *s)
 {
+    if (gpu_reproducible(g)) {
+        op_repro_adamw(g, param, grad, m, v, n, s);
+        return;
+    }
     if (n == 0)
         return;
     if (s->t < 1)

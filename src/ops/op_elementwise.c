@@ -4,7 +4,10 @@
  * capped and the shaders stride, so any n fits. On CPU devices (texel
  * family) the kernels are elementwise_texel.comp: vec4 chunks read through
  * RGBA32F texel views, written to storage (scale and axpy read their
- * in/out buffer through a view and write it as storage). Never allocates. */
+ * in/out buffer through a view and write it as storage). With
+ * gpu_reproducible(g): repro_elementwise.comp (storage, both families),
+ * one rounded operation per element (axpy: a product, then a sum). Never
+ * allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
@@ -26,6 +29,18 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
     for (int i = 0; i < n_bind; i++)
         ops_check(shader, "an", args[i].buf, n * sizeof(float));
     struct elementwise_push push = {0, a};
+    if (gpu_reproducible(g)) {
+        struct {
+            uint32_t n;
+            float a;
+            uint32_t C;
+        } rpush = {0, a, 1};
+        char name[32];
+        snprintf(name, sizeof name, "repro_elementwise_%s", shader);
+        const size_t floats[3] = {4, 4, 4};
+        ops_elements(g, ops_repro_kernel(g, name, n_bind, sizeof rpush), args, floats, &rpush, n, 1, 1);
+        return;
+    }
     if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
         struct gpu_arg targs[3];
         enum gpu_binding_kind kinds[3];

@@ -7,8 +7,15 @@
  * hold bf16 values (frozen, model.base_dtype bf16, tagged by
  * gpu_buffer_set_dtype): read through bf16 views (texel) or as uints
  * (storage) and widened by a shift, the output is the fp32 kernel's on the
- * tables rounded to bf16, bit for bit. Never allocates. */
+ * tables rounded to bf16, bit for bit.
+ *
+ * With gpu_reproducible(g) each op takes its storage path with the
+ * reproducible profile's shader (repro_embedding.comp,
+ * repro_embedding_back.comp, repro_rope.comp: the same walks, every float
+ * operation rounded on its own; src/repro/repro_ops.c is their C), in
+ * both kernel families; bf16 tables are refused. Never allocates. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -71,7 +78,11 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
                   struct gpu_buffer *wpe, struct gpu_buffer *out, uint32_t rows, uint32_t C, uint32_t V, uint32_t P)
 {
     /* bf16 tables (frozen, model.base_dtype bf16): both of them */
-    int bf16 = gpu_buffer_dtype(wte) == GPU_DTYPE_BF16;
+    int bf16 = gpu_buffer_dtype(wte) == GPU_DTYPE_BF16, repro = gpu_reproducible(g);
+    if (repro && (bf16 || (wpe && gpu_buffer_dtype(wpe) != GPU_DTYPE_F32)))
+        vkt_fatal("embedding: the table '%s' holds bf16 values; the reproducible profile takes fp32 tables only "
+                  "(model.base_dtype: bf16 is not supported with precision: reproducible)",
+                  gpu_buffer_name(bf16 ? wte : wpe));
     size_t row = (bf16 ? 2 : sizeof(float)) * (size_t)C;
     ops_check("embedding", "tokens", tokens, sizeof(int32_t) * rows);
     ops_check("embedding", "token table", wte, row * V);
@@ -103,7 +114,7 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     } push = {0, C, V, P, wpe != NULL, 0, 0, 0, 0};
     /* The bindings of each kernel: tokens, positions, wte, wpe, out. */
     int it = 0, ip = 1, iw = 2, iwp = 3, io = 4;
-    int width = table_width(g, bf16, C), storage_bf16 = bf16 && !width;
+    int width = repro ? 0 : table_width(g, bf16, C), storage_bf16 = bf16 && !width;
     struct gpu_kernel *k;
     uint32_t wg = gpu_workgroup_1d(g);
     if (width) {
@@ -121,7 +132,9 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         }
     } else {
         width = 1;
-        struct gpu_kernel_desc d = {.shader = "embedding", .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
+        char shader[32];
+        snprintf(shader, sizeof shader, "%s%s", repro ? "repro_embedding" : "embedding", repro ? ops_repro_walk(g) : "");
+        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
         d.spec[0] = wg, d.spec[1] = (uint32_t)bf16; /* BF16: the tables hold bf16 */
         for (int i = 0; i < 5; i++)
             d.bindings[i] = GPU_BIND_STORAGE;
@@ -176,7 +189,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
                   gpu_buffer_name(dtable));
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
     size_t ub[3] = {sizeof(int32_t), sizeof(float) * C, 0};
-    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
+    int width = gpu_reproducible(g) ? 0 : texel_width(g, C % 4 == 0, sizeof(float) * C);
     struct gpu_kernel *k;
     if (width) {
         /* bindings: dout as texels, then ids, dtable; 8 column chunks per
@@ -186,11 +199,14 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         ub[0] = sizeof(float) * C, ub[1] = sizeof(int32_t);
         k = ops_texel_variant(g, "embedding_texel_back", width, 1, 0, 3, 6 * sizeof(uint32_t), 0, NULL);
     } else {
-        k = ops_kernel(g, "embedding_back", 3, 7 * sizeof(uint32_t), 1);
+        k = ops_kernel(g, gpu_reproducible(g) ? "repro_embedding_back" : "embedding_back", 3, 7 * sizeof(uint32_t), 1);
     }
     /* embedding_back.comp: the table rows of a dispatch in up to
-     * EMBED_BACK_RANGES ranges, one per workgroup row */
+     * EMBED_BACK_RANGES ranges, one per workgroup row; its reproducible
+     * twin on CPU devices in one (each range walks every id: 128 walks
+     * made it 250x slower than the texel kernel on lavapipe) */
     uint32_t max_y = gpu_info(g)->max_workgroup_count[1];
+    uint32_t most = gpu_reproducible(g) && gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? 1 : EMBED_BACK_RANGES;
     /* Rows in ranges within the id and gradient bindings, each walked in
      * order in parts within the device's loop limit; the table in ranges
      * of ids (each dispatch adds the rows whose id is in its range). Every
@@ -212,7 +228,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
                     gpu_dispatch(g, k, a, push, (C / width + 7) / 8, 1, 1);
                     continue;
                 }
-                uint32_t nv = push[5] - push[4], ranges = nv < EMBED_BACK_RANGES ? nv : EMBED_BACK_RANGES;
+                uint32_t nv = push[5] - push[4], ranges = nv < most ? nv : most;
                 ranges = ranges < max_y ? ranges : max_y;
                 push[6] = (nv + ranges - 1) / ranges;
                 uint32_t wg = gpu_workgroup_1d(g), gx = (C + wg - 1) / wg;
@@ -256,7 +272,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     /* x and the positions in ranges of rows (ops_elements), the table in
      * ranges of positions: each dispatch rotates the rows whose position
      * is in its range */
-    int width = texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
+    int width = gpu_reproducible(g) ? 0 : texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
     struct gpu_kernel *k;
     struct gpu_arg args[4];
     size_t ub[4], count = n, unit = (size_t)H * (hd / 2);
@@ -270,7 +286,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
         memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
         it = 0, count /= (size_t)width, unit /= (size_t)width;
     } else {
-        k = ops_kernel(g, "rope", 3, sizeof push, 1);
+        k = gpu_reproducible(g) ? ops_repro_kernel(g, "repro_rope", 3, sizeof push) : ops_kernel(g, "rope", 3, sizeof push, 1);
         struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
         const size_t sub[3] = {sizeof(int32_t), 0, row};
         memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);

@@ -22,11 +22,16 @@
  * with model.base_dtype bf16, tagged by gpu_buffer_set_dtype): the kernels
  * then read it through bf16 views (texel) or as uints (tiled) and widen
  * each value to fp32 by a shift, so they compute exactly what the fp32
- * kernels compute on the same weights rounded to bf16. Never allocates. */
+ * kernels compute on the same weights rounded to bf16.
+ *
+ * With gpu_reproducible(g) every layout records repro_matmul_at instead
+ * (include/vktrain/repro.h: one accumulator per output in k order, fp32
+ * operands only). Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 enum layout { NT, NN, TN };
@@ -132,6 +137,11 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     if (M == 0 || N == 0 || K == 0)
         vkt_fatal("%s: empty shape M=%u N=%u K=%u", names[l], M, N, K);
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
+    if (gpu_reproducible(g)) {
+        static const enum repro_layout repro[] = {[NT] = REPRO_NT, [NN] = REPRO_NN, [TN] = REPRO_TN};
+        repro_matmul_at(g, repro[l], a, b, c, M, N, K, accumulate, off);
+        return;
+    }
     /* C[rows, cols] = sum over red; operands A, B, C as matrices. */
     const size_t size[3] = {l == TN ? N : M, l == NT ? N : K, l == NT ? K : l == NN ? N : M};
     struct operand opd[3][3] = {

@@ -7,7 +7,13 @@
  * per row or column chunk, inputs through texel views. Rows go in ranges
  * where the row buffers exceed a binding or the rows the workgroup count
  * (ops_rows): the row kernels give the same bits, the column sums may
- * round differently where a range ends inside one walk. Never allocates. */
+ * round differently where a range ends inside one walk.
+ *
+ * With gpu_reproducible(g) they record the reproducible profile's kernels
+ * instead (repro_norm.comp: the row sums on the fixed tree of
+ * repro_tree.glsl; repro_colsum.comp: one invocation per column adding the
+ * rows in row order to the old value), whose bits src/repro/repro_ops.c
+ * reproduces. Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
@@ -55,13 +61,42 @@ static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int widt
 
 static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
 
+/* repro_norm_<variant> over rows of C floats: on GPUs (tiled family) one
+ * workgroup of REPRO_WG invocations per row, each summing an aligned run
+ * of 2^log_run elements; on CPU devices (texel family) the _row variant,
+ * one invocation per row summing it as one run, REPRO_WG rows per
+ * workgroup (llvmpipe pays about 15 us per barrier of a workgroup: the
+ * workgroup kernel took 100 us per row). The same bits either way. */
+#define REPRO_WG 64u
+static void repro_rows(struct gpu *g, const char *variant, int n_bind, const struct gpu_arg *args,
+                       const size_t *row_bytes, uint32_t rows, uint32_t C, float eps)
+{
+    int per_row = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+    struct {
+        uint32_t rows, C;
+        float eps;
+        uint32_t log_run;
+    } push = {rows, C, eps, 0};
+    while (((per_row ? 1u : REPRO_WG) << push.log_run) < C)
+        push.log_run++;
+    if (push.log_run > (per_row ? 16u : 10u))
+        vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", variant, C, 1u << 16);
+    char shader[32];
+    snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, per_row ? "_row" : "");
+    struct gpu_kernel_desc d = {
+        .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
+    for (int i = 0; i < n_bind; i++)
+        d.bindings[i] = GPU_BIND_STORAGE;
+    ops_rows(g, gpu_kernel_get(g, &d), args, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
+}
+
 static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
                    struct gpu_buffer *mean, struct gpu_buffer *rstd, struct gpu_buffer *out, uint32_t rows,
                    uint32_t C)
 {
     ops_check(variant, "gradient", out, F * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
-    int width = texel_width(g, C);
+    int repro = gpu_reproducible(g), width = repro ? 0 : texel_width(g, C);
     struct gpu_kernel *k;
     /* colsum.comp: workgroups of 32 columns by wg/32 row blocks, at most
      * 1024 invocations (its shared array), whole subgroups */
@@ -69,7 +104,14 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     uint32_t unit = info->subgroup_size > 32 ? info->subgroup_size : 32;
     uint32_t wg = info->max_workgroup_invocations < 1024 ? info->max_workgroup_invocations : 1024;
     wg = wg >= unit ? wg - wg % unit : 32;
-    if (width) {
+    if (repro) {
+        /* repro_colsum.comp: one invocation per column, 64 per workgroup */
+        char shader[32];
+        snprintf(shader, sizeof shader, "repro_%s", variant);
+        struct gpu_kernel_desc d = {
+            .shader = shader, .n_bindings = 5, .push_size = 3 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
+        k = gpu_kernel_get(g, &d);
+    } else if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
         char base[32];
         snprintf(base, sizeof base, "colsum_texel_%s", variant + 7);
@@ -91,8 +133,8 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
             a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
         for (size_t r0 = 0; r0 < nr; r0 += chunk) {
             struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
-            if (width) {
-                gpu_dispatch(g, k, a, &push, groups64(C / width), 1, 1);
+            if (repro || width) {
+                gpu_dispatch(g, k, a, &push, groups64(C / (width ? width : 1)), 1, 1);
                 continue;
             }
             for (uint32_t g0 = 0; g0 < col_groups; g0 += max_groups) {
@@ -112,6 +154,10 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     ops_check("rmsnorm", "rstd", rstd, F * rows);
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
     const size_t ub[4] = {F * C, 0, F * C, F};
+    if (gpu_reproducible(g)) {
+        repro_rows(g, "rms", 4, args, ub, rows, C, eps);
+        return;
+    }
     int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
@@ -130,8 +176,10 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     ops_check("rmsnorm_backward", "input gradient", dx, F * rows * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = rstd}, {.buf = dx, .write = 1}};
     const size_t ub[5] = {F * C, F * C, 0, F, F * C};
-    int width = texel_width(g, C);
-    if (width) {
+    int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
+    if (gpu_reproducible(g)) {
+        repro_rows(g, "rmsback", 5, args, ub, rows, C, 0.0f);
+    } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, RMSBACK_STATS, 5, sizeof tp), args, ub, &tp, 1,
                  rows, 64);
@@ -155,6 +203,10 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
     struct gpu_arg args[6] = {{.buf = x}, {.buf = w}, {.buf = b}, {.buf = y, .write = 1}, {.buf = mean, .write = 1},
                               {.buf = rstd, .write = 1}};
     const size_t ub[6] = {F * C, 0, 0, F * C, F, F};
+    if (gpu_reproducible(g)) {
+        repro_rows(g, "ln", 6, args, ub, rows, C, eps);
+        return;
+    }
     int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
@@ -174,8 +226,10 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     struct gpu_arg args[6] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = mean}, {.buf = rstd},
                               {.buf = dx, .write = 1}};
     const size_t ub[6] = {F * C, F * C, 0, F, F, F * C};
-    int width = texel_width(g, C);
-    if (width) {
+    int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
+    if (gpu_reproducible(g)) {
+        repro_rows(g, "lnback", 6, args, ub, rows, C, 0.0f);
+    } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, LNBACK_STATS, 6, sizeof tp), args, ub, &tp, 1, rows,
                  64);
@@ -195,6 +249,18 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     struct {
         uint32_t n, C;
     } push = {0, C};
+    if (gpu_reproducible(g)) {
+        /* repro_elementwise_bias: y = y + bias, rows in ranges */
+        struct {
+            uint32_t n;
+            float unused;
+            uint32_t C;
+        } rpush = {0, 0.0f, C};
+        const size_t ub[2] = {0, F * C};
+        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 2, sizeof rpush), args, ub, &rpush, (size_t)rows * C,
+                     C, 1);
+        return;
+    }
     if (C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
         /* bias_add_texel.comp: vec4 chunks read through views, y written as storage */
         struct gpu_arg targs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};

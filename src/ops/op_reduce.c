@@ -21,11 +21,22 @@
  * On CPU devices (texel family) pass 1 reads x as vec4 texels
  * (reduce_texel.comp, chunks rounded up to whole texels) when x fits one
  * texel view and the groups one dispatch, with G = min(that G,
- * ceil(n / 32768)) (fewer groups, the same bound). */
+ * ceil(n / 32768)) (fewer groups, the same bound).
+ *
+ * With gpu_reproducible(g) both record repro_sum / repro_sumsq instead
+ * (include/vktrain/repro.h: the fixed pairwise tree; sumsq squares each
+ * element first), and the scratch is sized for them too. */
+
+/* The reproducible sums' run per invocation, 2^8 elements: on lavapipe the
+ * sum of squares of the 38.6M-float token table took 560 ms with runs of
+ * 2^4 (workgroups' barriers), 240 ms with these. The bits do not depend
+ * on it. */
+#define REPRO_LOG_RUN 8
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 struct reduce_push {
@@ -47,7 +58,12 @@ size_t op_reduce_scratch(const struct gpu *g, size_t n)
     size_t limit = ops_storage_limit(g), fit = limit > lead_in(g) ? (limit - lead_in(g)) / sizeof(float) : 0;
     if (fit == 0)
         vkt_fatal("reduce: the storage binding limit (%zu bytes) holds no float past its alignment", limit);
-    return groups * fit < n ? (n + fit - 1) / fit : groups;
+    size_t need = groups * fit < n ? (n + fit - 1) / fit : groups;
+    if (gpu_reproducible(g)) {
+        size_t repro = repro_sum_scratch(g, n, 0, REPRO_LOG_RUN);
+        need = repro > need ? repro : need;
+    }
+    return need;
 }
 
 static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch,
@@ -112,11 +128,19 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
 void op_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
             uint32_t out_index)
 {
+    if (gpu_reproducible(g)) {
+        repro_sum(g, x, n, scratch, out, out_index, 0, REPRO_LOG_RUN);
+        return;
+    }
     reduce(g, "sum", x, n, scratch, out, out_index);
 }
 
 void op_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
               uint32_t out_index)
 {
+    if (gpu_reproducible(g)) {
+        repro_sumsq(g, x, n, scratch, out, out_index, 0, REPRO_LOG_RUN);
+        return;
+    }
     reduce(g, "sumsq", x, n, scratch, out, out_index);
 }

@@ -2,6 +2,7 @@
  * split of element-wise work into ranges within the binding limits, and
  * the storage binding limit op_matmul plans for. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -26,6 +27,18 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
         d.spec[0] = gpu_workgroup_1d(g);
     }
     return gpu_kernel_get(g, &d);
+}
+
+const char *ops_repro_walk(const struct gpu *g)
+{
+    return gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "_runs" : "";
+}
+
+struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", shader, ops_repro_walk(g));
+    return ops_kernel(g, name, n_bind, push_size, 1);
 }
 
 size_t ops_storage_limit(const struct gpu *g)

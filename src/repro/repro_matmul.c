@@ -2,7 +2,7 @@
  * shaders/repro_matmul.glsl: one accumulator per output, k in order, every
  * operation rounded on its own), on the device in either kernel family and
  * on the host as the C reference. It records dispatches and never submits.
- * Not yet wired into the model: the next steps of issue 14 do that. */
+ * op_matmul_* record it when gpu_reproducible(g). */
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
@@ -47,49 +47,107 @@ void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, 
         }
 }
 
+/* The binding of an operand of `bytes` bytes that starts `first` floats
+ * into buffer b: from the aligned offset at or before it; *base = its
+ * first float within the binding. */
+static struct gpu_arg operand_arg(const struct gpu *g, enum gpu_binding_kind kind, struct gpu_buffer *b, int write,
+                                  size_t first, size_t bytes, uint32_t *base)
+{
+    size_t align = gpu_binding_alignment(g, kind), at = first * 4;
+    size_t off = align > 1 ? at - at % align : at;
+    *base = (uint32_t)((at - off) / 4);
+    return (struct gpu_arg){b, write, off, at - off + bytes};
+}
+
 void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                   struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate)
 {
+    repro_matmul_at(g, layout, a, b, c, M, N, K, accumulate, NULL);
+}
+
+void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                     struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
     struct product p = product_of(layout, M, N, K);
+    struct gpu_buffer *bufs[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32)
+            vkt_fatal("repro_matmul_%s: '%s' holds bf16 values; the reproducible profile takes fp32 operands only "
+                      "(model.base_dtype: bf16 is not supported with precision: reproducible)",
+                      layout_name(layout), gpu_buffer_name(bufs[i]));
     size_t a_bytes = (size_t)p.M * p.K * 4, b_bytes = (size_t)p.K * p.N * 4, c_bytes = (size_t)p.M * p.N * 4;
-    if (gpu_buffer_size(a) < a_bytes || gpu_buffer_size(b) < b_bytes || gpu_buffer_size(c) < c_bytes)
+    size_t o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
+    if (gpu_buffer_size(a) < o[0] * 4 + a_bytes || gpu_buffer_size(b) < o[1] * 4 + b_bytes ||
+        gpu_buffer_size(c) < o[2] * 4 + c_bytes)
         vkt_fatal("repro_matmul_%s %ux%ux%u: buffers '%s', '%s', '%s' hold %zu, %zu, %zu bytes; the shape needs "
-                  "%zu, %zu, %zu",
+                  "%zu, %zu, %zu from float %zu, %zu, %zu",
                   layout_name(layout), M, N, K, gpu_buffer_name(a), gpu_buffer_name(b), gpu_buffer_name(c),
-                  gpu_buffer_size(a), gpu_buffer_size(b), gpu_buffer_size(c), a_bytes, b_bytes, c_bytes);
+                  gpu_buffer_size(a), gpu_buffer_size(b), gpu_buffer_size(c), a_bytes, b_bytes, c_bytes, o[0], o[1],
+                  o[2]);
     if (p.M == 0 || p.N == 0 || p.K == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: an empty dimension", layout_name(layout), M, N, K);
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     enum gpu_binding_kind in_kind = texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
     size_t limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
-    if (a_bytes > limit || b_bytes > limit || c_bytes > out_limit)
-        vkt_fatal("repro_matmul_%s %ux%ux%u: an operand is over one binding (%zu bytes for inputs, %zu for the "
-                  "output); the reproducible matmul does not split products yet",
-                  layout_name(layout), M, N, K, limit, out_limit);
+    size_t in_align = gpu_binding_alignment(g, in_kind), out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+    /* Blocks of rows of C and ranges of k, within the binding limits (the
+     * LM head's 50257-row gradient is over lavapipe's 128 MiB storage
+     * range) and the device's loop limit (llvmpipe ends a loop after
+     * 65,535 iterations; the tiled kernel loops k/16 + k times, the texel
+     * one k times). A block binds its rows of C, the A elements of its
+     * rows and k range (at most half a binding for one k), the B elements
+     * of its k range; each range after the first accumulates into C: the
+     * float stored and read back is the accumulator, so every output
+     * takes the same additions in the same order, whatever the blocks. */
+    size_t in_floats = limit > in_align ? (limit - in_align) / 4 : 0;
+    size_t out_fit = out_limit > out_align ? (out_limit - out_align) / ((size_t)p.N * 4) : 0;
+    size_t rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (texel ? 32 : 16);
+    rows = rows < p.M ? rows : p.M;
+    rows = rows < out_fit ? rows : out_fit;
+    if (in_floats < 2)
+        rows = 0;
+    else if ((in_floats / 2 - 1) / p.sai + 1 < rows)
+        rows = (in_floats / 2 - 1) / p.sai + 1;
+    size_t a_rows = rows ? (rows - 1) * p.sai + 1 : 0, b_row = (size_t)(p.N - 1) * p.sbj + 1;
+    size_t chunk = (size_t)p.K, loops = gpu_info(g)->max_loop_iterations;
+    if (loops && (loops - loops / 16) / 17 * 16 < chunk)
+        chunk = (loops - loops / 16) / 17 * 16;
+    if (rows && (in_floats - a_rows) / p.sak + 1 < chunk)
+        chunk = (in_floats - a_rows) / p.sak + 1;
+    if (in_floats < b_row)
+        chunk = 0;
+    else if ((in_floats - b_row) / p.sbk + 1 < chunk)
+        chunk = (in_floats - b_row) / p.sbk + 1;
+    if (rows == 0 || chunk == 0)
+        vkt_fatal("repro_matmul_%s %ux%ux%u: a row of the output '%s' or of the operands '%s', '%s' is over one "
+                  "binding (%zu bytes for inputs, %zu for the output)",
+                  layout_name(layout), M, N, K, gpu_buffer_name(c), gpu_buffer_name(a), gpu_buffer_name(b), limit,
+                  out_limit);
     struct gpu_kernel_desc d = {.shader = texel ? "repro_matmul_texel" : "repro_matmul_tiled",
                                 .n_bindings = 3,
                                 .bindings = {in_kind, in_kind, GPU_BIND_STORAGE},
-                                .push_size = 10 * 4};
+                                .push_size = 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
-    struct gpu_arg args[3] = {{a, 0, 0, a_bytes}, {b, 0, 0, b_bytes}, {c, 1, 0, c_bytes}};
     /* texel: 8x8 invocations of 4x4 outputs; tiled: 16x16 of one. */
-    uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16, gy = texel ? (p.M + 31) / 32 : (p.M + 15) / 16;
-    const uint32_t *cap = gpu_info(g)->max_workgroup_count;
-    if (gx > cap[0] || gy > cap[1])
-        vkt_fatal("repro_matmul_%s %ux%ux%u: %ux%u workgroups, over the device's %ux%u", layout_name(layout), M, N, K,
-                  gx, gy, cap[0], cap[1]);
-    /* A device that bounds an invocation's loop iterations (llvmpipe: 65,535
-     * in all) gets the reduction in consecutive ranges of k, each dispatch
-     * accumulating into C: the same additions in the same order. The tiled
-     * kernel loops k/16 + k times, the texel one k times. */
-    uint32_t loops = gpu_info(g)->max_loop_iterations;
-    uint32_t chunk = loops ? (loops - loops / 16) / 17 * 16 : p.K;
-    uint32_t k0 = 0;
-    do {
-        uint32_t kn = p.K - k0 < chunk ? p.K - k0 : chunk;
-        uint32_t push[10] = {p.M,   p.N,        kn,        accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk,
-                             p.sbj, k0 * p.sak, k0 * p.sbk};
-        gpu_dispatch(g, kernel, args, push, gx, gy, 1);
-        k0 += kn;
-    } while (k0 < p.K);
+    uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
+    if (gx > gpu_info(g)->max_workgroup_count[0])
+        vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
+                  gx, gpu_info(g)->max_workgroup_count[0]);
+    uint32_t base[3];
+    struct gpu_arg args[3];
+    for (size_t i0 = 0; i0 < p.M; i0 += rows) {
+        uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
+        uint32_t gy = texel ? (mi + 31) / 32 : (mi + 15) / 16;
+        args[2] = operand_arg(g, GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N, (size_t)mi * p.N * 4, &base[2]);
+        for (size_t k0 = 0; k0 < p.K; k0 += chunk) {
+            uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);
+            args[0] = operand_arg(g, in_kind, a, 0, o[0] + i0 * p.sai + k0 * p.sak,
+                                  ((mi - 1) * (size_t)p.sai + (kn - 1) * (size_t)p.sak + 1) * 4, &base[0]);
+            args[1] =
+                operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4, &base[1]);
+            uint32_t push[11] = {mi,      p.N,     kn,     accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj,
+                                 base[0], base[1], base[2]};
+            gpu_dispatch(g, kernel, args, push, gx, gy, 1);
+        }
+    }
 }

@@ -55,32 +55,52 @@ size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t lo
     return floats;
 }
 
-void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
-               size_t out_index, uint32_t wg, uint32_t log_run)
+/* The passes of repro_sum (square: the first one squares each element).
+ * The first pass is cut into dispatches of whole blocks where x is over
+ * one binding or the groups over the device's count: each binds x from
+ * the aligned offset at or before its first block, whose trees are the
+ * same. */
+static void sum_passes(struct gpu *g, const char *what, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch,
+                       struct gpu_buffer *out, size_t out_index, uint32_t wg, uint32_t log_run, int square)
 {
     shape(g, &wg, &log_run);
     size_t need = repro_sum_scratch(g, n, wg, log_run);
     if (n == 0 || gpu_buffer_size(x) < n * 4 || gpu_buffer_size(out) < (out_index + 1) * 4 ||
         (need && (!scratch || gpu_buffer_size(scratch) < need * 4)))
-        vkt_fatal("repro_sum of %zu floats: the input '%s' (%zu bytes), the output '%s' (%zu bytes, index %zu) or "
+        vkt_fatal("%s of %zu floats: the input '%s' (%zu bytes), the output '%s' (%zu bytes, index %zu) or "
                   "the scratch (%zu bytes, needs %zu) is too small",
-                  n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(out), gpu_buffer_size(out), out_index,
-                  scratch ? gpu_buffer_size(scratch) : 0, need * 4);
+                  what, n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(out), gpu_buffer_size(out),
+                  out_index, scratch ? gpu_buffer_size(scratch) : 0, need * 4);
     struct gpu_kernel_desc d = {
         .shader = "repro_sum", .n_bindings = 2, .push_size = 16, .n_spec = 2, .spec = {wg, log_run}};
-    struct gpu_kernel *k = gpu_kernel_get(g, &d);
+    struct gpu_kernel *plain = gpu_kernel_get(g, &d);
+    d.shader = "repro_sum_sq";
+    struct gpu_kernel *k = square ? gpu_kernel_get(g, &d) : plain;
     size_t block = (size_t)wg << log_run, at = 0;
+    size_t align = gpu_binding_alignment(g, GPU_BIND_STORAGE), limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
+    size_t most = gpu_info(g)->max_workgroup_count[0], fit = limit > align ? (limit - align) / (block * 4) : 0;
+    if (fit < most)
+        most = fit;
+    if (most == 0)
+        vkt_fatal("%s: a block of %zu floats is over the device's binding limit of %zu bytes", what, block, limit);
     struct gpu_buffer *in = x;
     size_t in0 = 0, m = n;
-    for (;;) {
+    for (int first = 1;; first = 0) {
         size_t groups = (m + block - 1) / block;
-        if (groups > gpu_info(g)->max_workgroup_count[0] || in0 + m > UINT32_MAX)
-            vkt_fatal("repro_sum of %zu floats: %zu workgroups of %zu, over the device's %u", n, groups, block,
-                      gpu_info(g)->max_workgroup_count[0]);
         int last = groups == 1;
-        uint32_t push[4] = {(uint32_t)m, (uint32_t)in0, (uint32_t)(last ? out_index : at), (uint32_t)last};
-        struct gpu_arg args[2] = {{in, 0, 0, 0}, {last ? out : scratch, 1, 0, 0}};
-        gpu_dispatch(g, k, args, push, (uint32_t)groups, 1, 1);
+        if (!first && (groups > gpu_info(g)->max_workgroup_count[0] || in0 + m > UINT32_MAX))
+            vkt_fatal("%s of %zu floats: %zu workgroups of %zu, over the device's %u", what, n, groups, block,
+                      gpu_info(g)->max_workgroup_count[0]);
+        for (size_t g0 = 0; g0 < groups; g0 += first ? most : groups) {
+            size_t ng = first && groups - g0 > most ? most : groups - g0;
+            size_t byte0 = first ? g0 * block * 4 : 0, off = byte0 - byte0 % align;
+            size_t count = first ? (m - g0 * block < ng * block ? m - g0 * block : ng * block) : m;
+            uint32_t push[4] = {(uint32_t)count, (uint32_t)(first ? (byte0 - off) / 4 : in0),
+                                (uint32_t)(last ? out_index : at + g0), (uint32_t)last};
+            struct gpu_arg args[2] = {{in, 0, off, first ? (byte0 - off) + count * 4 : 0},
+                                      {last ? out : scratch, 1, 0, 0}};
+            gpu_dispatch(g, first ? k : plain, args, push, (uint32_t)ng, 1, 1);
+        }
         if (last)
             return;
         in = scratch;
@@ -88,6 +108,18 @@ void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer 
         at += groups;
         m = groups;
     }
+}
+
+void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
+               size_t out_index, uint32_t wg, uint32_t log_run)
+{
+    sum_passes(g, "repro_sum", x, n, scratch, out, out_index, wg, log_run, 0);
+}
+
+void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
+                 size_t out_index, uint32_t wg, uint32_t log_run)
+{
+    sum_passes(g, "repro_sumsq", x, n, scratch, out, out_index, wg, log_run, 1);
 }
 
 void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,

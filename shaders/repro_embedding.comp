@@ -1,0 +1,31 @@
+#version 450
+// variant: -
+// variant: runs -DRUNS=1
+// repro_embedding: embedding.comp in the reproducible profile (fp32
+// tables only): out[r,c] = wte[tok[r],c] (+ wpe[pos[r],c], one rounded
+// sum), ids clamped into the tables, only the rows whose token is in
+// [v0, v1) and position in [p0, p1) (the tables bound from rows v0, p0).
+#define CUSTOM_PUSH
+layout(push_constant) uniform Push { uint n; uint C; uint V; uint P; uint has_pos; uint v0, v1, p0, p1; } p;
+#include "elementwise.glsl"
+#include "repro_math.glsl"
+layout(std430, binding = 0) readonly buffer BT { int tok[]; };
+layout(std430, binding = 1) readonly buffer BP { int pos[]; };
+layout(std430, binding = 2) readonly buffer BWte { float wte[]; };
+layout(std430, binding = 3) readonly buffer BWpe { float wpe[]; };
+layout(std430, binding = 4) writeonly buffer BO { float o[]; };
+
+void main()
+{
+    FOR_EACH_OF_FAMILY(i) {
+        uint r = i / p.C, c = i % p.C;
+        uint t = uint(clamp(tok[r], 0, int(p.V) - 1));
+        uint q = p.has_pos != 0u ? uint(clamp(pos[r], 0, int(p.P) - 1)) : p.p0;
+        if (t < p.v0 || t >= p.v1 || q < p.p0 || q >= p.p1)
+            continue;
+        precise float v = wte[(t - p.v0) * p.C + c];
+        if (p.has_pos != 0u)
+            v = v + wpe[(q - p.p0) * p.C + c];
+        o[i] = v;
+    }
+}
