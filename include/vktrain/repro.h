@@ -115,4 +115,18 @@ void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *
                     struct gpu_buffer *v, size_t n, const struct op_adamw_step *s);
 void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s);
 
+/* The reproducible cross-entropy, op_cross_entropy_at's contract
+ * (include/vktrain/ops.h; op_cross_entropy_at records it when
+ * gpu_reproducible): per row with a label in [0, V), m = the row's max
+ * (compare and select), l = repro_sum_ref of repro_exp(x − m) (the tree),
+ * lse = m + repro_log(l), loss = lse − x[label] and, in place,
+ * dx = (repro_exp(x − lse) − onehot)·scale; other labels give dx = +0 and
+ * loss = count = 0. Rows are independent, so any cut into row blocks gives
+ * the same bits. repro_cross_entropy_ref is the C over rows 0 .. rows − 1. */
+void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                         struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
+                         uint32_t V, float scale);
+void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_loss, float *row_count, uint32_t rows,
+                             uint32_t V, float scale);
+
 #endif
