@@ -9,8 +9,8 @@
  *  - attention forward (out, lse) and backward (dq, dk, dv, accumulated
  *    onto random values) for llama-like GQA shapes and GPT-2's fused qkv
  *    views, with and without document segments, T = 1, odd T and T = 256,
- *    and the walk over keys split over dispatches (as under a loop limit)
- *    equal to one walk.
+ *    and the walk over keys split over dispatches (as under a loop limit,
+ *    parts of 5 or 48 keys, the sum's of 4 or 32) equal to one walk.
  * Sanity of the formulas: each result is within float tolerance of the
  * default kernels (normalized error mse/mse(ref) < 1e-10, i.e. about 1e-5
  * relative; seen ~1e-14). */
@@ -145,6 +145,128 @@ static void ce_case(uint32_t rows, uint32_t V, float scale)
     free(x), free(labels), free(want), free(loss), free(count);
 }
 
+/* ---- attention --------------------------------------------------------- */
+
+struct attn_case {
+    const char *name;
+    struct op_attention_shape s;
+    int fused, docs;
+};
+
+/* The floats each of q, k, v (or the fused qkv) spans. */
+static size_t view_floats(const struct op_attention_shape *s, uint32_t off, uint32_t stride, uint32_t heads)
+{
+    return off + (size_t)(s->B * s->T - 1) * stride + (size_t)heads * s->hd;
+}
+
+static void attn_bits(const char *name, const char *how, const char *out, struct gpu_buffer *b, const float *want,
+                      size_t n)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s %s: %s", name, how, out);
+    expect_bits(what, b, want, n);
+}
+
+static void attn_close(const char *name, const char *how, const char *out, struct gpu_buffer *b, const float *want,
+                       size_t n)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s %s: %s against the default", name, how, out);
+    float *x = download_floats(g, b, n);
+    expect_close(what, want, x, n);
+    free(x);
+}
+
+/* One shape: forward and backward in both families against C, the walk
+ * in small parts equal to one walk, and the default kernels close. */
+static void attn_case(const struct attn_case *c)
+{
+    const struct op_attention_shape *s = &c->s;
+    size_t rows = (size_t)s->B * s->T * s->H, no = rows * s->hd, nd = (size_t)s->B * s->T;
+    size_t nq = view_floats(s, s->q_off, s->q_stride ? s->q_stride : s->H * s->hd, s->H);
+    size_t nk = view_floats(s, s->k_off, s->kv_stride ? s->kv_stride : s->KVH * s->hd, s->KVH);
+    size_t nv = view_floats(s, s->v_off, s->kv_stride ? s->kv_stride : s->KVH * s->hd, s->KVH);
+    if (c->fused)
+        nq = nk = nv = nq > nk ? (nq > nv ? nq : nv) : (nk > nv ? nk : nv);
+    float *q = normal_floats(nq, 1.0), *k = c->fused ? q : normal_floats(nk, 1.0);
+    float *v = c->fused ? q : normal_floats(nv, 1.0), *dout = normal_floats(no, 1.0);
+    float *dq0 = normal_floats(nq, 0.1), *dk0 = c->fused ? dq0 : normal_floats(nk, 0.1);
+    float *dv0 = c->fused ? dq0 : normal_floats(nv, 0.1);
+    int32_t *doc = NULL;
+    if (c->docs) {
+        doc = vkt_malloc(nd * sizeof *doc, "doc");
+        random_documents(&rng, doc, (int)s->B, (int)s->T, 0.1);
+    }
+    /* the C reference */
+    float *out = vkt_malloc(no * sizeof *out, "out"), *lse = vkt_malloc(rows * sizeof *lse, "lse");
+    repro_attention_ref(s, q, k, v, doc, out, lse);
+    float *dq = vkt_malloc(nq * 4, "dq"), *dk = c->fused ? dq : vkt_malloc(nk * 4, "dk");
+    float *dv = c->fused ? dq : vkt_malloc(nv * 4, "dv");
+    memcpy(dq, dq0, nq * 4);
+    if (!c->fused)
+        memcpy(dk, dk0, nk * 4), memcpy(dv, dv0, nv * 4);
+    repro_attention_backward_ref(s, q, k, v, doc, out, lse, dout, dq, dk, dv);
+
+    struct gpu_buffer *bq = upload(q, nq * 4, "q"), *bk = c->fused ? bq : upload(k, nk * 4, "k");
+    struct gpu_buffer *bv = c->fused ? bq : upload(v, nv * 4, "v");
+    struct gpu_buffer *bdoc = doc ? upload(doc, nd * 4, "doc") : NULL, *bdout = upload(dout, no * 4, "dout");
+    struct gpu_buffer *bout = gpu_buffer_create(g, no * 4, "out"), *blse = gpu_buffer_create(g, rows * 4, "lse");
+    struct gpu_buffer *bstats = gpu_buffer_create(g, rows * 8, "stats");
+    struct gpu_buffer *bdq = gpu_buffer_create(g, nq * 4, "dq");
+    struct gpu_buffer *bdk = c->fused ? bdq : gpu_buffer_create(g, nk * 4, "dk");
+    struct gpu_buffer *bdv = c->fused ? bdq : gpu_buffer_create(g, nv * 4, "dv");
+    for (int run = 0; run < 3; run++) {
+        int family = run == 1, split = run == 2;
+        uint32_t part = s->T > 64 ? 48 : 5; /* the sum's parts: 32, 4 */
+        char how[64];
+        snprintf(how, sizeof how, "%s%s", family_names[family], split ? ", walk in parts" : "");
+        gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
+        gpu_set_reproducible(g, 1);
+        repro_attention_set_walk(split ? part : 0);
+        gpu_upload(g, bdq, 0, dq0, nq * 4);
+        if (!c->fused)
+            gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);
+        op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
+        op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
+        gpu_submit(g);
+        repro_attention_set_walk(0);
+        attn_bits(c->name, how, "out", bout, out, no);
+        attn_bits(c->name, how, "lse", blse, lse, rows);
+        attn_bits(c->name, how, "dq", bdq, dq, nq);
+        if (!c->fused) {
+            attn_bits(c->name, how, "dk", bdk, dk, nk);
+            attn_bits(c->name, how, "dv", bdv, dv, nv);
+        }
+        if (split)
+            continue;
+        /* the default kernels on the same inputs */
+        gpu_set_reproducible(g, 0);
+        gpu_upload(g, bdq, 0, dq0, nq * 4);
+        if (!c->fused)
+            gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);
+        op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
+        op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
+        gpu_submit(g);
+        attn_close(c->name, how, "out", bout, out, no);
+        attn_close(c->name, how, "lse", blse, lse, rows);
+        attn_close(c->name, how, "dq", bdq, dq, nq);
+        if (!c->fused) {
+            attn_close(c->name, how, "dk", bdk, dk, nk);
+            attn_close(c->name, how, "dv", bdv, dv, nv);
+        }
+    }
+    gpu_set_reproducible(g, 0);
+    gpu_buffer_destroy(g, bq), gpu_buffer_destroy(g, bdout), gpu_buffer_destroy(g, bout);
+    gpu_buffer_destroy(g, blse), gpu_buffer_destroy(g, bstats), gpu_buffer_destroy(g, bdq);
+    if (bdoc)
+        gpu_buffer_destroy(g, bdoc);
+    if (!c->fused) {
+        gpu_buffer_destroy(g, bk), gpu_buffer_destroy(g, bv), gpu_buffer_destroy(g, bdk), gpu_buffer_destroy(g, bdv);
+        free(k), free(v), free(dk0), free(dv0), free(dk), free(dv);
+    }
+    free(q), free(dout), free(dq0), free(doc), free(out), free(lse), free(dq);
+}
+
 int main(void)
 {
     g = test_gpu();
@@ -152,6 +274,18 @@ int main(void)
     ce_case(9, 1, 0.25f);
     ce_case(13, 5, 1.0f / 3.0f);
     ce_case(11, 50257, 1.0f / 7.0f);
+    /* GPT-2's fused qkv: rows of 3·H·hd, q, k, v at 0, H·hd, 2·H·hd */
+    const struct attn_case cases[] = {
+        {"llama GQA T=37", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0}, 0, 0},
+        {"llama GQA T=37 docs", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0}, 0, 1},
+        {"GQA 4:1 T=1", {2, 1, 4, 1, 8, 0, 0, 0, 0, 0}, 0, 0},
+        {"gpt2 fused T=29", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72}, 1, 0},
+        {"gpt2 fused T=29 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72}, 1, 1},
+        {"head size 6 (scalar) T=19 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0}, 0, 1},
+        {"T=256 hd=64 GQA docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0}, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        attn_case(&cases[i]);
     gpu_destroy(g);
     return test_failures ? 1 : 0;
 }

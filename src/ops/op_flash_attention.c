@@ -14,6 +14,7 @@
 #include "ops_attention.h"
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 /* The shader's push constants: the attention head, then where each
@@ -110,6 +111,10 @@ void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struc
                         struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
                         struct gpu_buffer *out)
 {
+    if (gpu_reproducible(g)) {
+        repro_flash_attention(g, s, q, k, v, doc, lse, out);
+        return;
+    }
     const char *op = "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
@@ -128,6 +133,10 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
                                  struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
                                  struct gpu_buffer *dv)
 {
+    if (gpu_reproducible(g)) {
+        repro_flash_attention_backward(g, s, q, k, v, doc, out, lse, dout, stats, dq, dk, dv);
+        return;
+    }
     const char *op = "flash_attention_backward";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;

@@ -1,0 +1,186 @@
+/* op_repro_attention: the wrappers of shaders/repro_attention.comp, which
+ * op_flash_attention(_backward) record instead of their default kernels
+ * when the profile is reproducible (gpu_reproducible). The forward is
+ * three walks over the keys (max, sum, weighted values), the backward the
+ * row terms, dq, and dk with dv; in the texel family the inputs are read
+ * through texel views, else through storage buffers (the same bits).
+ * Sequences are bound in ranges and each walk is cut into dispatches to
+ * stay within the device's limits (attention_dispatch); every cut gives
+ * the same bits (see the shader). Never allocates. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops_attention.h"
+#include "ops_internal.h"
+#include "ops_texel.h"
+#include "vktrain/repro.h"
+#include "vktrain/util.h"
+
+/* The shader's push constants: the attention head, where each binding's
+ * slice starts, the walk [w0, w1) and log2 of a part of the sum's walk. */
+struct repro_attention_push {
+    struct attention_push a;
+    uint32_t o_off, doc_off, l_off, x_off, g1_off, g2_off, w0, w1, wlog;
+};
+
+/* Head sizes up to this many floats keep their vectors in registers. */
+#define REPRO_ATTENTION_MAX_HD 128
+
+static uint32_t walk_override;
+
+void repro_attention_set_walk(uint32_t n) { walk_override = n; }
+
+/* The most keys (or query rows) one invocation walks in one dispatch when
+ * each costs `per_step` loop iterations (the per-head loops counted as
+ * loops: they are not unrolled), `fixed` more per invocation. */
+static uint32_t walk_chunk(const struct gpu *g, uint32_t per_step, uint32_t fixed)
+{
+    uint32_t limit = ops_loop_chunk(g), n = limit > fixed ? (limit - fixed) / per_step : 1;
+    if (walk_override && walk_override < n)
+        n = walk_override;
+    return n ? n : 1;
+}
+
+/* The kernel repro_attention_<stage>_<texel|storage>_<vec4|scalar>:
+ * bindings 0..n_in−1 are inputs (texel views in the texel family, R32F
+ * where f32_mask has the bit), the rest storage. */
+static struct gpu_kernel *stage_kernel(struct gpu *g, const char *stage, int texel, int width, int n_in,
+                                       unsigned f32_mask, int n_bind, uint32_t hd)
+{
+    char name[64];
+    uint32_t hdc = hd / (uint32_t)width;
+    snprintf(name, sizeof name, "repro_attention_%s_%s", stage, texel ? "texel" : "storage");
+    if (texel)
+        return ops_texel_variant(g, name, width, n_in, f32_mask, n_bind, sizeof(struct repro_attention_push), 1,
+                                 &hdc);
+    enum gpu_binding_kind kinds[GPU_MAX_BINDINGS] = {GPU_BIND_STORAGE};
+    snprintf(name + strlen(name), sizeof name - strlen(name), "_%s", width == 4 ? "vec4" : "scalar");
+    return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct repro_attention_push), 1, &hdc);
+}
+
+/* Vector width (4 or 1) and family (*texel) for these shapes and inputs. */
+static int stage_width(const struct gpu *g, const char *op, const struct attention_push *p,
+                       const struct attention_bind *in, int n, int *texel)
+{
+    if (p->hd > REPRO_ATTENTION_MAX_HD)
+        vkt_fatal("%s: head size %u is over the %d this kernel keeps in registers", op, p->hd,
+                  REPRO_ATTENTION_MAX_HD);
+    int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
+             p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
+    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
+    if (*texel)
+        return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
+    return v4 ? 4 : 1;
+}
+
+static void dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, struct attention_bind *b, int n,
+                     struct repro_attention_push *push, size_t rows_per_seq, uint32_t walk, uint32_t chunk)
+{
+    attention_dispatch(g, op, k, b, n, &push->a, push, rows_per_seq, walk, chunk, &push->w0);
+}
+
+/* The push constants for shape s after the checks both directions share;
+ * q, k, v at b[0..2], the document ids at b[doc_at] (out stands in,
+ * unread, without them). */
+static struct repro_attention_push begin(const char *op, const struct op_attention_shape *s, struct gpu_buffer *q,
+                                         struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
+                                         struct gpu_buffer *lse, struct gpu_buffer *out)
+{
+    struct repro_attention_push push = {.a = attention_push_of(op, s, doc != NULL)};
+    size_t F = sizeof(float), rows = (size_t)s->B * s->T * s->H;
+    attention_check_views(op, &push.a, q, k, v);
+    ops_check(op, "log-sum-exp", lse, F * rows);
+    ops_check(op, "output", out, F * rows * s->hd);
+    if (doc)
+        ops_check(op, "document ids", doc, sizeof(int32_t) * s->B * s->T);
+    return push;
+}
+
+static void bind_inputs(struct attention_bind *b, struct repro_attention_push *push, struct gpu_buffer *q,
+                        struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, int doc_at,
+                        struct gpu_buffer *out)
+{
+    struct attention_push *a = &push->a;
+    attention_bind_qkv(b, a, q, k, v);
+    b[doc_at] = (struct attention_bind){doc ? doc : out, 0, doc ? a->T : 0, doc ? 0 : 1, 0, &push->doc_off};
+}
+
+void repro_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                           struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
+                           struct gpu_buffer *out)
+{
+    const char *op = "flash_attention (reproducible)";
+    struct repro_attention_push push = begin(op, s, q, k, v, doc, lse, out);
+    struct attention_push *a = &push.a;
+    struct attention_bind b[6];
+    bind_inputs(b, &push, q, k, v, doc, 3, out);
+    int texel, width = stage_width(g, op, a, b, 3, &texel);
+    b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
+    b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
+    size_t rows = (size_t)a->T * a->H;
+    uint32_t hdc = a->hd / (uint32_t)width;
+    dispatch(g, op, stage_kernel(g, "max", texel, width, 3, 0, 6, a->hd), b, 6, &push, rows, a->T,
+             walk_chunk(g, 1 + hdc, 64));
+    /* The sum's parts are 2^wlog keys; the subtrees pending between parts
+     * (one per level above wlog) wait in the row of out. */
+    uint32_t part = walk_chunk(g, 3 + hdc, 192), wlog = 0;
+    while ((2u << wlog) <= part)
+        wlog++;
+    push.wlog = wlog;
+    if (((a->T - 1) >> wlog) > 0) {
+        uint32_t levels = 0;
+        while (((a->T - 1) >> (wlog + levels)) > 0)
+            levels++;
+        if (levels > a->hd)
+            vkt_fatal("%s: %u positions need %u partial sums per row between dispatches of %u keys, over the head "
+                      "size %u",
+                      op, a->T, levels, 1u << wlog, a->hd);
+    }
+    dispatch(g, op, stage_kernel(g, "sum", texel, width, 3, 0, 6, a->hd), b, 6, &push, rows, a->T, 1u << wlog);
+    dispatch(g, op, stage_kernel(g, "acc", texel, width, 3, 0, 6, a->hd), b, 6, &push, rows, a->T,
+             walk_chunk(g, 1 + 2 * hdc, 64));
+}
+
+/* The backward's R32F view among q, k, v, dO and the row statistics. */
+enum { BWD_STATS = OPS_R32F(4) };
+
+void repro_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                                    struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
+                                    struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
+                                    struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
+                                    struct gpu_buffer *dv)
+{
+    const char *op = "flash_attention_backward (reproducible)";
+    struct repro_attention_push push = begin(op, s, q, k, v, doc, lse, out);
+    struct attention_push *a = &push.a;
+    size_t F = sizeof(float), rs = (size_t)a->T * a->H;
+    attention_check_views("flash_attention_backward (reproducible, gradients)", a, dq, dk, dv);
+    ops_check(op, "row statistics", stats, 2 * F * rs * a->B);
+    ops_check(op, "output gradient", dout, F * rs * a->B * a->hd);
+    size_t qs = (size_t)a->T * a->q_stride, kvs = (size_t)a->T * a->kv_stride, os = rs * a->hd;
+    long long q_tail = (long long)a->H * a->hd - a->q_stride, kv_tail = (long long)a->KVH * a->hd - a->kv_stride;
+    uint32_t q_off = a->q_off, k_off = a->k_off, v_off = a->v_off;
+    /* rows: stats = (lse, D = do·out) per row */
+    struct attention_bind r[4] = {
+        {out, 0, os, 0, 0, &push.o_off},
+        {dout, 0, os, 0, 0, &push.o_off}, /* indexed as out is */
+        {lse, 0, rs, 0, 0, &push.l_off},
+        {stats, 0, 2 * rs, 0, 1, &push.x_off},
+    };
+    struct attention_bind e[8];
+    bind_inputs(e, &push, q, k, v, doc, 5, out);
+    e[3] = (struct attention_bind){dout, 0, os, 0, 0, &push.o_off};
+    e[4] = (struct attention_bind){stats, 0, 2 * rs, 0, 0, &push.x_off};
+    struct attention_bind in[6] = {e[0], e[1], e[2], e[3], e[4], r[0]};
+    int texel, width = stage_width(g, op, a, in, 6, &texel);
+    uint32_t hdc = a->hd / (uint32_t)width, group = a->H / a->KVH;
+    dispatch(g, op, stage_kernel(g, "rows", texel, width, 2, 0, 4, a->hd), r, 4, &push, rs, 1, 1);
+    e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
+    e[7] = e[6]; /* unused by dq */
+    dispatch(g, op, stage_kernel(g, "dq", texel, width, 5, BWD_STATS, 8, a->hd), e, 8, &push, rs, a->T,
+             walk_chunk(g, 1 + 3 * hdc, 64 + 2 * hdc));
+    e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
+    e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
+    dispatch(g, op, stage_kernel(g, "dkv", texel, width, 5, BWD_STATS, 8, a->hd), e, 8, &push,
+             (size_t)a->T * a->KVH, group * a->T, walk_chunk(g, 2 + 4 * hdc, 64 + 4 * hdc));
+}
