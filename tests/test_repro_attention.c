@@ -283,6 +283,8 @@ int main(void)
         {"gpt2 fused T=29 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72}, 1, 1},
         {"head size 6 (scalar) T=19 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0}, 0, 1},
         {"T=256 hd=64 GQA docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0}, 0, 1},
+        /* walks near lavapipe's loop limit (dk, dv cut into dispatches) */
+        {"T=1024 hd=64", {1, 1024, 1, 1, 64, 0, 0, 0, 0, 0}, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         attn_case(&cases[i]);

@@ -28,7 +28,10 @@ struct repro_attention_push {
 
 static uint32_t walk_override;
 
-void repro_attention_set_walk(uint32_t n) { walk_override = n; }
+void repro_attention_set_walk(uint32_t n)
+{
+    walk_override = n;
+}
 
 /* The most keys (or query rows) one invocation walks in one dispatch when
  * each costs `per_step` loop iterations (the per-head loops counted as
@@ -51,8 +54,7 @@ static struct gpu_kernel *stage_kernel(struct gpu *g, const char *stage, int tex
     uint32_t hdc = hd / (uint32_t)width;
     snprintf(name, sizeof name, "repro_attention_%s_%s", stage, texel ? "texel" : "storage");
     if (texel)
-        return ops_texel_variant(g, name, width, n_in, f32_mask, n_bind, sizeof(struct repro_attention_push), 1,
-                                 &hdc);
+        return ops_texel_variant(g, name, width, n_in, f32_mask, n_bind, sizeof(struct repro_attention_push), 1, &hdc);
     enum gpu_binding_kind kinds[GPU_MAX_BINDINGS] = {GPU_BIND_STORAGE};
     snprintf(name + strlen(name), sizeof name - strlen(name), "_%s", width == 4 ? "vec4" : "scalar");
     return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct repro_attention_push), 1, &hdc);
@@ -63,10 +65,9 @@ static int stage_width(const struct gpu *g, const char *op, const struct attenti
                        const struct attention_bind *in, int n, int *texel)
 {
     if (p->hd > REPRO_ATTENTION_MAX_HD)
-        vkt_fatal("%s: head size %u is over the %d this kernel keeps in registers", op, p->hd,
-                  REPRO_ATTENTION_MAX_HD);
-    int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
-             p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
+        vkt_fatal("%s: head size %u is over the %d this kernel keeps in registers", op, p->hd, REPRO_ATTENTION_MAX_HD);
+    int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 && p->q_stride % 4 == 0 &&
+             p->kv_stride % 4 == 0;
     *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
     if (*texel)
         return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
@@ -181,6 +182,6 @@ void repro_flash_attention_backward(struct gpu *g, const struct op_attention_sha
              walk_chunk(g, 1 + 3 * hdc, 64 + 2 * hdc));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
-    dispatch(g, op, stage_kernel(g, "dkv", texel, width, 5, BWD_STATS, 8, a->hd), e, 8, &push,
-             (size_t)a->T * a->KVH, group * a->T, walk_chunk(g, 2 + 4 * hdc, 64 + 4 * hdc));
+    dispatch(g, op, stage_kernel(g, "dkv", texel, width, 5, BWD_STATS, 8, a->hd), e, 8, &push, (size_t)a->T * a->KVH,
+             group * a->T, walk_chunk(g, 2 + 4 * hdc, 64 + 4 * hdc));
 }

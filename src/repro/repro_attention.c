@@ -17,8 +17,11 @@ struct layout {
 
 static struct layout layout_of(const struct op_attention_shape *s)
 {
-    struct layout l = {s->B, s->T, s->H, s->KVH, s->hd, s->H / s->KVH, s->q_stride, s->kv_stride,
-                       s->q_off, s->k_off, s->v_off, (float)(1.0 / sqrt((double)s->hd))};
+    /* the scale of attention_push_of: 1/sqrt(hd) in double (correctly
+     * rounded, so the same on every host), rounded to a float */
+    struct layout l = {.B = s->B, .T = s->T, .H = s->H, .KVH = s->KVH, .hd = s->hd, .group = s->H / s->KVH};
+    l.qs = s->q_stride, l.kvs = s->kv_stride, l.q0 = s->q_off, l.k0 = s->k_off, l.v0 = s->v_off;
+    l.scale = (float)(1.0 / sqrt((double)s->hd));
     if (!l.qs)
         l.qs = l.H * l.hd;
     if (!l.kvs)
@@ -26,11 +29,26 @@ static struct layout layout_of(const struct op_attention_shape *s)
     return l;
 }
 
-static size_t qat(const struct layout *l, size_t b, size_t t, size_t h) { return l->q0 + (b * l->T + t) * l->qs + h * l->hd; }
-static size_t kat(const struct layout *l, size_t b, size_t t, size_t kh) { return l->k0 + (b * l->T + t) * l->kvs + kh * l->hd; }
-static size_t vat(const struct layout *l, size_t b, size_t t, size_t kh) { return l->v0 + (b * l->T + t) * l->kvs + kh * l->hd; }
-static size_t oat(const struct layout *l, size_t b, size_t t, size_t h) { return ((b * l->T + t) * l->H + h) * l->hd; }
-static size_t rat(const struct layout *l, size_t b, size_t h, size_t t) { return (b * l->H + h) * l->T + t; }
+static size_t qat(const struct layout *l, size_t b, size_t t, size_t h)
+{
+    return l->q0 + (b * l->T + t) * l->qs + h * l->hd;
+}
+static size_t kat(const struct layout *l, size_t b, size_t t, size_t kh)
+{
+    return l->k0 + (b * l->T + t) * l->kvs + kh * l->hd;
+}
+static size_t vat(const struct layout *l, size_t b, size_t t, size_t kh)
+{
+    return l->v0 + (b * l->T + t) * l->kvs + kh * l->hd;
+}
+static size_t oat(const struct layout *l, size_t b, size_t t, size_t h)
+{
+    return ((b * l->T + t) * l->H + h) * l->hd;
+}
+static size_t rat(const struct layout *l, size_t b, size_t h, size_t t)
+{
+    return (b * l->H + h) * l->T + t;
+}
 
 static int allowed(const struct layout *l, const int32_t *doc, size_t b, size_t t, size_t j)
 {
@@ -48,7 +66,10 @@ static float dot(const float *x, const float *y, size_t n)
     return acc;
 }
 
-static float max_of(float a, float b) { return b > a || b != b ? b : a; }
+static float max_of(float a, float b)
+{
+    return b > a || b != b ? b : a;
+}
 
 /* P[j] = repro_exp(s_j − lse) of query (b, h, t) for its allowed keys. */
 static void probabilities(const struct layout *l, const float *q, const float *k, const int32_t *doc, size_t b,

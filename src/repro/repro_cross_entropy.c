@@ -8,7 +8,10 @@
 #include "vktrain/util.h"
 
 /* The larger of a and b; a NaN b wins (a NaN a stays). */
-static float max_of(float a, float b) { return b > a || b != b ? b : a; }
+static float max_of(float a, float b)
+{
+    return b > a || b != b ? b : a;
+}
 
 void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_loss, float *row_count, uint32_t rows,
                              uint32_t V, float scale)
