@@ -1,4 +1,6 @@
 #version 450
+// variant: texel -DTEXEL=1
+// variant: storage -DTEXEL=0
 // repro_cross_entropy: the reproducible profile's masked softmax
 // cross-entropy fused with its backward (the contract of op_cross_entropy
 // in include/vktrain/ops.h), one workgroup per row of logits (rows, V), in
@@ -13,20 +15,32 @@
 // Each invocation sums an aligned run of 2^log_run elements (the host
 // picks log_run so the workgroup covers V); neither the run nor the
 // workgroup size changes the bits. src/repro/repro_cross_entropy.c is the C.
+// TEXEL = 1 (CPU devices) reads the logits through an R32F texel view and
+// writes dlogits through a storage binding of the same rows, TEXEL = 0
+// reads and writes one storage binding: the same floats, the same bits.
+// Every read of the row happens before the workgroup's barriers, every
+// write after them.
 #include "repro_math.glsl"
 layout(local_size_x_id = 0) in; // a power of two
 layout(push_constant) uniform Push { uint rows; uint V; float scale; uint log_run; } p;
-layout(std430, binding = 0) buffer BL { float x[]; };
-layout(std430, binding = 1) readonly buffer BLab { int labels[]; };
-layout(std430, binding = 2) writeonly buffer BLoss { float row_loss[]; };
-layout(std430, binding = 3) writeonly buffer BCount { float row_count[]; };
+#if TEXEL
+layout(binding = 0) uniform samplerBuffer tx;
+layout(std430, binding = 1) writeonly buffer BD { float dx[]; };
+#define LOGIT(i) texelFetch(tx, int(i)).x
+#else
+layout(std430, binding = 0) buffer BL { float dx[]; };
+#define LOGIT(i) dx[i]
+#endif
+layout(std430, binding = 1 + TEXEL) readonly buffer BLab { int labels[]; };
+layout(std430, binding = 2 + TEXEL) writeonly buffer BLoss { float row_loss[]; };
+layout(std430, binding = 3 + TEXEL) writeonly buffer BCount { float row_count[]; };
 
 uint base;
 float row_max;
 
 float shifted_exp(uint i)
 {
-    precise float d = x[base + i] - row_max;
+    precise float d = LOGIT(base + i) - row_max;
     precise float e = repro_exp(d);
     return e;
 }
@@ -44,19 +58,17 @@ void main()
     int label = labels[r];
     if (label < 0 || uint(label) >= p.V) {
         for (uint i = t; i < p.V; i += wg)
-            x[base + i] = 0.0f;
+            dx[base + i] = 0.0f;
         if (t == 0u) {
             row_loss[r] = 0.0f;
             row_count[r] = 0.0f;
         }
         return;
     }
-    // Every read of the row happens before the barriers below, every
-    // write after them.
-    float target = x[base + uint(label)];
+    float target = LOGIT(base + uint(label));
     float m = uintBitsToFloat(0xff800000u);
     for (uint i = t; i < p.V; i += wg)
-        m = max_of(m, x[base + i]);
+        m = max_of(m, LOGIT(base + i));
     repro_tree_s[t] = m;
     barrier();
     for (uint h = wg >> 1; h > 0u; h >>= 1) {
@@ -71,12 +83,12 @@ void main()
     precise float logl = repro_log(l);
     precise float lse = row_max + logl;
     for (uint i = t; i < p.V; i += wg) {
-        precise float d = x[base + i] - lse;
+        precise float d = LOGIT(base + i) - lse;
         precise float e = repro_exp(d);
         if (i == uint(label))
             e = e - 1.0f;
         e = e * p.scale;
-        x[base + i] = e;
+        dx[base + i] = e;
     }
     if (t == 0u) {
         precise float loss = lse - target;

@@ -1,9 +1,10 @@
 /* op_repro_cross_entropy: the wrapper of shaders/repro_cross_entropy.comp,
  * which op_cross_entropy_at records instead of its default kernels when
  * the profile is reproducible (gpu_reproducible). One workgroup per row
- * (a power of two within the device's limits), one storage kernel for both
- * kernel families, rows in ranges as ops_rows makes them (rows are
- * independent: the ranges change no bit). Never allocates. */
+ * (a power of two within the device's limits), the logits read through
+ * an R32F texel view in the texel family (storage otherwise: the same
+ * bits), rows in ranges as ops_rows makes them (rows are independent: the
+ * ranges change no bit). Never allocates. */
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/repro.h"
@@ -46,12 +47,22 @@ void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
         vkt_fatal("%s: a vocabulary of %u is over what a workgroup of %u invocations sums on %s", op, V, wg,
                   gpu_info(g)->name);
     struct repro_ce_push push = {rows, V, scale, log_run};
+    struct gpu_arg x = {.buf = logits, .write = 1, .range = rows * row_bytes};
+    struct gpu_arg lab = {.buf = labels, .offset = first, .range = end - first};
+    struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
+    struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
+    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes)) {
+        enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
+                                          GPU_BIND_STORAGE};
+        struct gpu_kernel *k = ops_texel_kernel(g, "repro_cross_entropy_texel", 5, kinds, sizeof push, 1, &wg);
+        struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
+        const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
+        ops_rows(g, k, args, ub, &push, 1, rows, 1);
+        return;
+    }
     enum gpu_binding_kind kinds[4] = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE};
-    struct gpu_kernel *k = ops_texel_kernel(g, "repro_cross_entropy", 4, kinds, sizeof push, 1, &wg);
-    struct gpu_arg args[4] = {{.buf = logits, .write = 1, .range = rows * row_bytes},
-                              {.buf = labels, .offset = first, .range = end - first},
-                              {.buf = row_loss, .write = 1, .offset = first, .range = end - first},
-                              {.buf = row_count, .write = 1, .offset = first, .range = end - first}};
+    struct gpu_kernel *k = ops_texel_kernel(g, "repro_cross_entropy_storage", 4, kinds, sizeof push, 1, &wg);
+    struct gpu_arg args[4] = {x, lab, loss, count};
     const size_t ub[4] = {row_bytes, sizeof(float), sizeof(float), sizeof(float)};
     ops_rows(g, k, args, ub, &push, 1, rows, 1);
 }
