@@ -145,7 +145,9 @@ INPUT(3, tdo)
 INPUT1(4, tst)
 layout(std430, binding = 5) readonly buffer BDoc { int doc[]; };
 layout(std430, binding = 6) buffer BG1 { VT g1[]; };
+#if STAGE == 5
 layout(std430, binding = 7) buffer BG2 { VT g2[]; };
+#endif
 #endif
 
 // Token s of sequence b is in document d0 (always so without documents).

@@ -221,45 +221,30 @@ static void attn_case(const struct attn_case *c)
     struct gpu_buffer *bdq = gpu_buffer_create(g, nq * 4, "dq");
     struct gpu_buffer *bdk = c->fused ? bdq : gpu_buffer_create(g, nk * 4, "dk");
     struct gpu_buffer *bdv = c->fused ? bdq : gpu_buffer_create(g, nv * 4, "dv");
-    for (int run = 0; run < 3; run++) {
-        int family = run == 1, split = run == 2;
-        uint32_t part = s->T > 64 ? 48 : 5; /* the sum's parts: 32, 4 */
+    /* the outputs: device buffers, C's floats and their counts */
+    struct gpu_buffer *bufs[5] = {bout, blse, bdq, bdk, bdv};
+    const float *want[5] = {out, lse, dq, dk, dv};
+    const size_t counts[5] = {no, rows, nq, nk, nv};
+    static const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+    int n_out = c->fused ? 3 : 5; /* fused: dq holds dk and dv */
+    for (int run = 0; run < 5; run++) {
+        /* texel, tiled, texel with the walks in parts; then the default
+         * kernels in both families */
+        int family = run % 2 == 1, split = run == 2, repro = run < 3;
         char how[64];
         snprintf(how, sizeof how, "%s%s", family_names[family], split ? ", walk in parts" : "");
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
-        gpu_set_reproducible(g, 1);
-        repro_attention_set_walk(split ? part : 0);
+        gpu_set_reproducible(g, repro);
+        op_flash_attention_set_walk(split ? (s->T > 64 ? 48 : 5) : 0); /* the sum's parts: 32, 4 */
         gpu_upload(g, bdq, 0, dq0, nq * 4);
         if (!c->fused)
             gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);
         op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
         op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
         gpu_submit(g);
-        repro_attention_set_walk(0);
-        attn_bits(c->name, how, "out", bout, out, no);
-        attn_bits(c->name, how, "lse", blse, lse, rows);
-        attn_bits(c->name, how, "dq", bdq, dq, nq);
-        if (!c->fused) {
-            attn_bits(c->name, how, "dk", bdk, dk, nk);
-            attn_bits(c->name, how, "dv", bdv, dv, nv);
-        }
-        if (split)
-            continue;
-        /* the default kernels on the same inputs */
-        gpu_set_reproducible(g, 0);
-        gpu_upload(g, bdq, 0, dq0, nq * 4);
-        if (!c->fused)
-            gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);
-        op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
-        op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
-        gpu_submit(g);
-        attn_close(c->name, how, "out", bout, out, no);
-        attn_close(c->name, how, "lse", blse, lse, rows);
-        attn_close(c->name, how, "dq", bdq, dq, nq);
-        if (!c->fused) {
-            attn_close(c->name, how, "dk", bdk, dk, nk);
-            attn_close(c->name, how, "dv", bdv, dv, nv);
-        }
+        op_flash_attention_set_walk(0);
+        for (int i = 0; i < n_out; i++)
+            (repro ? attn_bits : attn_close)(c->name, how, names[i], bufs[i], want[i], counts[i]);
     }
     gpu_set_reproducible(g, 0);
     gpu_buffer_destroy(g, bq), gpu_buffer_destroy(g, bdout), gpu_buffer_destroy(g, bout);

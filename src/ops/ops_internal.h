@@ -21,11 +21,10 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
 size_t ops_storage_limit(const struct gpu *g);
 
 /* Test-only knob: op_flash_attention walks at most n keys (or query rows)
- * per dispatch, as under a small loop limit; 0 restores the device's. */
+ * per dispatch, as under a small loop limit; 0 restores the device's. In
+ * the reproducible profile its sum walks the largest power of two at most
+ * n. */
 void op_flash_attention_set_walk(uint32_t n);
-/* The same for the reproducible attention (op_repro_attention.c); its sum
- * walks the largest power of two at most n. */
-void repro_attention_set_walk(uint32_t n);
 
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
  * capped at 4096 and the device's count (elementwise shaders stride over
