@@ -1,6 +1,8 @@
 /* bench_attention: milliseconds of the attention forward and backward,
  * present kernels (op_attention, (T,T) probabilities) against flash
- * attention (op_flash_attention, per-row log-sum-exp), at T = 64 .. 2048.
+ * attention (op_flash_attention, per-row log-sum-exp), and flash attention
+ * in the reproducible profile (gpu_set_reproducible: exact per row, own
+ * exp and log) against the default one, at T = 64 .. 2048.
  * usage: bench_attention [B H KVH hd [reps]]   (default 1 12 12 64, 5 reps)
  * VKTRAIN_KERNELS=texel|tiled picks the family. Each figure is the best of
  * reps single calls, from timestamp queries (wall clock when the queue has
@@ -18,9 +20,11 @@ struct bufs {
     struct gpu_buffer *q, *k, *v, *doc, *out, *dout, *dq, *dk, *dv, *probs, *dscores, *lse, *stats;
 };
 
-/* Milliseconds of one call of the forward (backward = 0) or backward. */
+/* Milliseconds of one call of the forward (backward = 0) or backward;
+ * flash 2: in the reproducible profile. */
 static double timed(struct gpu *g, const struct op_attention_shape *s, struct bufs *b, int flash, int backward)
 {
+    gpu_set_reproducible(g, flash == 2);
     gpu_submit(g);
     double t0 = vkt_now();
     int timer = gpu_timer_start(g);
@@ -64,7 +68,8 @@ int main(int argc, char **argv)
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
     printf("device: %s (%s kernels), B=%u H=%u KVH=%u hd=%u, best of %d, ms per call\n", gpu_info(g)->name, family, B,
            H, KVH, hd, reps);
-    printf("%6s %12s %12s %12s %12s %8s\n", "T", "present fwd", "present bwd", "flash fwd", "flash bwd", "speedup");
+    printf("%6s %12s %12s %12s %12s %8s %12s %12s %8s\n", "T", "present fwd", "present bwd", "flash fwd", "flash bwd",
+           "speedup", "repro fwd", "repro bwd", "cost");
     for (uint32_t T = 64; T <= 2048; T *= 2) {
         size_t rows = (size_t)B * T, nq = rows * H * hd, nk = rows * KVH * hd, np = (size_t)B * H * T * T;
         uint32_t limit = gpu_info(g)->max_loop_iterations;
@@ -81,18 +86,19 @@ int main(int argc, char **argv)
         }
         /* The best of reps rounds, the kernels interleaved in each round so
          * that load from other processes touches them alike. */
-        double best[4] = {1e30, 1e30, 1e30, 1e30};
+        double best[6] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
         for (int r = -1; r < reps; r++)
-            for (int i = present ? 0 : 2; i < 4; i++) {
-                double ms = timed(g, &s, &b, i >= 2, i % 2);
+            for (int i = present ? 0 : 2; i < 6; i++) {
+                double ms = timed(g, &s, &b, i / 2, i % 2);
                 if (r >= 0 && ms < best[i])
                     best[i] = ms;
             }
-        double pf = best[0], pb = best[1], ff = best[2], fb = best[3];
+        double pf = best[0], pb = best[1], ff = best[2], fb = best[3], rf = best[4], rb = best[5];
         if (present)
-            printf("%6u %12.2f %12.2f %12.2f %12.2f %7.2fx\n", T, pf, pb, ff, fb, (pf + pb) / (ff + fb));
+            printf("%6u %12.2f %12.2f %12.2f %12.2f %7.2fx", T, pf, pb, ff, fb, (pf + pb) / (ff + fb));
         else
-            printf("%6u %12s %12s %12.2f %12.2f %8s\n", T, "-", "-", ff, fb, "-");
+            printf("%6u %12s %12s %12.2f %12.2f %8s", T, "-", "-", ff, fb, "-");
+        printf(" %12.2f %12.2f %7.2fx\n", rf, rb, (rf + rb) / (ff + fb));
         struct gpu_buffer **all = (struct gpu_buffer **)&b;
         for (size_t i = 0; i < sizeof b / sizeof *all; i++)
             gpu_buffer_destroy(g, all[i]);

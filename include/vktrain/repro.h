@@ -179,4 +179,47 @@ void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *
                     struct gpu_buffer *v, size_t n, const struct op_adamw_step *s);
 void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s);
 
+/* The reproducible cross-entropy, op_cross_entropy_at's contract
+ * (include/vktrain/ops.h; op_cross_entropy_at records it when
+ * gpu_reproducible): per row with a label in [0, V), m = the row's max
+ * (compare and select), l = repro_sum_ref of repro_exp(x − m) (the tree),
+ * lse = m + repro_log(l), loss = lse − x[label] and, in place,
+ * dx = (repro_exp(x − lse) − onehot)·scale; other labels give dx = +0 and
+ * loss = count = 0. Rows are independent, so any cut into row blocks gives
+ * the same bits. repro_cross_entropy_ref is the C over rows 0 .. rows − 1. */
+void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                         struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
+                         uint32_t V, float scale);
+void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_loss, float *row_count, uint32_t rows,
+                             uint32_t V, float scale);
+
+/* The reproducible attention, op_flash_attention(_backward)'s contract
+ * (include/vktrain/ops.h; those ops record it when gpu_reproducible),
+ * exact per query row in passes, no online rescaling. With the allowed keys
+ * j of query row t (causal, same document) and s_j = (q·k_j, d in order
+ * from +0)·scale: m = max s_j (compare and select), l = repro_sum_ref over
+ * the T keys of repro_exp(s_j − m) (+0 where not allowed), lse = m +
+ * repro_log(l), P_j = repro_exp(s_j − lse), out = Σ_j P_j·v_j (j in order,
+ * from +0). Backward: D = Σ_d do·out (d order), dS_j = P_j·(do·v_j − D),
+ * dq += (dS_j·scale)·k_j over j in order; dk += (dS·scale)·q and
+ * dv += P·do over the group's query heads in order, within each over the
+ * query rows t >= j in order; each gradient is one accumulator from its old
+ * value. The bits do not depend on the kernel family or on how the walk is
+ * cut into dispatches. stats is scratch as for the default op. The _ref
+ * functions are the C, on whole buffers (the views' offsets and strides as
+ * in shape; dq, dk, dv may be one buffer, as GPT-2's fused qkv). */
+void repro_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                           struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
+                           struct gpu_buffer *out);
+void repro_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                                    struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
+                                    struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
+                                    struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
+                                    struct gpu_buffer *dv);
+void repro_attention_ref(const struct op_attention_shape *s, const float *q, const float *k, const float *v,
+                         const int32_t *doc, float *out, float *lse);
+void repro_attention_backward_ref(const struct op_attention_shape *s, const float *q, const float *k,
+                                  const float *v, const int32_t *doc, const float *out, const float *lse,
+                                  const float *dout, float *dq, float *dk, float *dv);
+
 #endif

@@ -7,6 +7,7 @@
  * read through an R32F texel view of the range. Never allocates. */
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 struct ce_push {
@@ -25,6 +26,10 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
                          struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
                          uint32_t V, float scale)
 {
+    if (gpu_reproducible(g)) {
+        repro_cross_entropy(g, logits, labels, row_loss, row_count, row0, rows, V, scale);
+        return;
+    }
     size_t row_bytes = (size_t)V * sizeof(float), first = (size_t)row0 * sizeof(float);
     size_t end = first + sizeof(float) * rows;
     ops_check("cross_entropy", "logits", logits, row_bytes * rows);

@@ -3,6 +3,12 @@
  * the backward recomputes the probabilities from q, k and it
  * (shaders/flash_attention.comp). Memory is linear in T.
  *
+ * In the reproducible profile (gpu_reproducible) the same ops record
+ * shaders/repro_attention.comp instead (repro_flash_attention and its
+ * backward, include/vktrain/repro.h): exact per row, the forward in three
+ * walks over the keys (max, sum, weighted values), with the same bindings
+ * and the same dispatch shapes.
+ *
  * Within the device's limits by construction: sequences are split over
  * dispatches so workgroup counts stay under maxComputeWorkGroupCount and
  * every storage binding larger than the storage range is bound as the
@@ -14,13 +20,15 @@
 #include "ops_attention.h"
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 /* The shader's push constants: the attention head, then where each
- * binding's slice starts (floats from its binding) and the walk [w0, w1). */
+ * binding's slice starts (floats from its binding), the walk [w0, w1) and
+ * (reproducible sum) log2 of the keys in a part of its walk. */
 struct flash_push {
     struct attention_push a;
-    uint32_t o_off, doc_off, l_off, x_off, g1_off, g2_off, w0, w1;
+    uint32_t o_off, doc_off, l_off, x_off, g1_off, g2_off, w0, w1, wlog;
 };
 
 /* Head sizes up to this many floats keep their vectors in registers. */
@@ -30,11 +38,11 @@ static uint32_t walk_override;
 
 void op_flash_attention_set_walk(uint32_t n) { walk_override = n; }
 
-/* The most keys (or query rows, times `per_row`) one invocation walks in
- * one dispatch. */
-static uint32_t walk_chunk(const struct gpu *g, uint32_t per_row)
+/* The most keys (or query rows) one invocation walks in one dispatch when
+ * each costs per_step loop iterations, fixed more per invocation. */
+static uint32_t walk_chunk(const struct gpu *g, uint32_t per_step, uint32_t fixed)
 {
-    uint32_t n = ops_loop_chunk(g) / per_row;
+    uint32_t limit = ops_loop_chunk(g), n = limit > fixed ? (limit - fixed) / per_step : 1;
     if (walk_override && walk_override < n)
         n = walk_override;
     return n ? n : 1;
@@ -48,14 +56,15 @@ static void flash_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, 
     attention_dispatch(g, op, k, binds, n, &push->a, push, rows_per_seq, walk, chunk, &push->w0);
 }
 
-/* The kernel <stage>_<texel|storage>_<vec4|scalar>: bindings 0..n_in−1 are
- * inputs (texel views in the texel family, R32F where f32_mask has the
- * bit), the rest storage. */
-static struct gpu_kernel *flash_kernel(struct gpu *g, const char *stage, int texel, int width, int n_in,
-                                       unsigned f32_mask, int n_bind, uint32_t hd)
+/* The kernel <base>_<stage>_<texel|storage>_<vec4|scalar> (base
+ * flash_attention or repro_attention): bindings 0..n_in−1 are inputs
+ * (texel views in the texel family, R32F where f32_mask has the bit), the
+ * rest storage. */
+static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const char *stage, int texel, int width,
+                                       int n_in, unsigned f32_mask, int n_bind, uint32_t hd)
 {
     char name[64];
-    snprintf(name, sizeof name, "flash_attention_%s_%s", stage, texel ? "texel" : "storage");
+    snprintf(name, sizeof name, "%s_%s_%s", base, stage, texel ? "texel" : "storage");
     if (texel)
         return ops_texel_variant(g, name, width, n_in, f32_mask, n_bind, sizeof(struct flash_push), 1,
                                  &(uint32_t){hd / (uint32_t)width});
@@ -106,11 +115,38 @@ static void bind_inputs(struct attention_bind *b, struct flash_push *push, struc
     b[doc_at] = (struct attention_bind){doc ? doc : out, 0, doc ? a->T : 0, doc ? 0 : 1, 0, &push->doc_off};
 }
 
-void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
-                        struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
-                        struct gpu_buffer *out)
+/* The reproducible forward's walks, on the default forward's bindings. */
+static void repro_forward(struct gpu *g, const char *op, struct attention_bind *b, struct flash_push *push, int texel,
+                          int width)
 {
-    const char *op = "flash_attention";
+    struct attention_push *a = &push->a;
+    size_t rows = (size_t)a->T * a->H;
+    uint32_t hdc = a->hd / (uint32_t)width;
+    const char *base = "repro_attention";
+    flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+                   walk_chunk(g, 1 + hdc, 64));
+    /* The sum's parts are 2^wlog keys; the subtrees pending between parts
+     * (one per level from wlog up) wait in the row of out. */
+    uint32_t part = walk_chunk(g, 3 + hdc, 192), wlog = 0, levels = 0;
+    while ((2u << wlog) <= part)
+        wlog++;
+    while (((a->T - 1) >> (wlog + levels)) > 0)
+        levels++;
+    if (levels > a->hd)
+        vkt_fatal("%s: %u positions need %u partial sums per row between dispatches of %u keys, over the head size %u",
+                  op, a->T, levels, 1u << wlog, a->hd);
+    push->wlog = wlog;
+    flash_dispatch(g, op, flash_kernel(g, base, "sum", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+                   1u << wlog);
+    flash_dispatch(g, op, flash_kernel(g, base, "acc", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+                   walk_chunk(g, 1 + 2 * hdc, 64));
+}
+
+static void forward(struct gpu *g, int repro, const struct op_attention_shape *s, struct gpu_buffer *q,
+                    struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
+                    struct gpu_buffer *out)
+{
+    const char *op = repro ? "flash_attention (reproducible)" : "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
     struct attention_bind b[6];
@@ -118,21 +154,40 @@ void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struc
     int texel, width = flash_width(g, op, a, b, 3, &texel);
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
-    flash_dispatch(g, op, flash_kernel(g, "fwd", texel, width, 3, 0, 6, s->hd), b, 6, &push,
-                   (size_t)a->T * a->H, a->T, walk_chunk(g, 1));
+    if (repro)
+        repro_forward(g, op, b, &push, texel, width);
+    else
+        flash_dispatch(g, op, flash_kernel(g, "flash_attention", "fwd", texel, width, 3, 0, 6, s->hd), b, 6, &push,
+                       (size_t)a->T * a->H, a->T, walk_chunk(g, 1, 0));
 }
 
-void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
-                                 struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
-                                 struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
-                                 struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
-                                 struct gpu_buffer *dv)
+void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                        struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
+                        struct gpu_buffer *out)
 {
-    const char *op = "flash_attention_backward";
+    forward(g, gpu_reproducible(g), s, q, k, v, doc, lse, out);
+}
+
+void repro_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                           struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
+                           struct gpu_buffer *out)
+{
+    forward(g, 1, s, q, k, v, doc, lse, out);
+}
+
+static void backward(struct gpu *g, int repro, const struct op_attention_shape *s, struct gpu_buffer *q,
+                     struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *out,
+                     struct gpu_buffer *lse, struct gpu_buffer *dout, struct gpu_buffer *stats, struct gpu_buffer *dq,
+                     struct gpu_buffer *dk, struct gpu_buffer *dv)
+{
+    const char *op = repro ? "flash_attention_backward (reproducible)" : "flash_attention_backward";
+    const char *base = repro ? "repro_attention" : "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
     size_t F = sizeof(float), rows = (size_t)s->B * s->T * s->H;
-    attention_check_views("flash_attention_backward (gradients)", a, dq, dk, dv);
+    attention_check_views(repro ? "flash_attention_backward (reproducible, gradients)"
+                                : "flash_attention_backward (gradients)",
+                          a, dq, dk, dv);
     ops_check(op, "row statistics", stats, 2 * F * rows);
     ops_check(op, "output gradient", dout, F * rows * s->hd);
     size_t qs = (size_t)a->T * a->q_stride, kvs = (size_t)a->T * a->kv_stride, os = (size_t)a->T * a->H * a->hd;
@@ -155,12 +210,34 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
     e[4] = (struct attention_bind){stats, 0, 2 * rs, 0, 0, &push.x_off};
     struct attention_bind in[6] = {e[0], e[1], e[2], e[3], e[4], r[0]};
     int texel, width = flash_width(g, op, a, in, 6, &texel);
-    flash_dispatch(g, op, flash_kernel(g, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
+    uint32_t hdc = s->hd / (uint32_t)width, group = a->H / a->KVH;
+    flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
-    flash_dispatch(g, op, flash_kernel(g, "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7, &push, rs, a->T,
-                   walk_chunk(g, 1));
+    flash_dispatch(g, op, flash_kernel(g, base, "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7, &push, rs, a->T,
+                   repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 2 * hdc) : walk_chunk(g, 1, 0));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
-    flash_dispatch(g, op, flash_kernel(g, "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8, &push,
-                   (size_t)a->T * a->KVH, a->T, walk_chunk(g, a->H / a->KVH));
+    /* the reproducible walk is over (head of the group, query row), the
+     * default one over query rows with the group's heads inside */
+    flash_dispatch(g, op, flash_kernel(g, base, "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8, &push,
+                   (size_t)a->T * a->KVH, repro ? group * a->T : a->T,
+                   repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 4 * hdc) : walk_chunk(g, group, 0));
+}
+
+void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                                 struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
+                                 struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
+                                 struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
+                                 struct gpu_buffer *dv)
+{
+    backward(g, gpu_reproducible(g), s, q, k, v, doc, out, lse, dout, stats, dq, dk, dv);
+}
+
+void repro_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
+                                    struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
+                                    struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
+                                    struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
+                                    struct gpu_buffer *dv)
+{
+    backward(g, 1, s, q, k, v, doc, out, lse, dout, stats, dq, dk, dv);
 }
