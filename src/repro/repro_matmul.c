@@ -87,7 +87,14 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     if (p.M == 0 || p.N == 0 || p.K == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: an empty dimension", layout_name(layout), M, N, K);
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
-    enum gpu_binding_kind in_kind = texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    /* vec4: the texel family's RGBA32F kernel, where every row of A and B
+     * that runs along a vec4 (and the reduction, where it does) is whole
+     * texels from a texel boundary (see repro_matmul_vec4.comp). */
+    int vec4 = texel && o[0] % 4 == 0 && o[1] % 4 == 0 &&
+               (layout == REPRO_NT   ? p.K % 4 == 0 && p.sai % 4 == 0 && p.sbj % 4 == 0
+                : layout == REPRO_NN ? p.K % 4 == 0 && p.sai % 4 == 0 && p.sbk % 4 == 0
+                                     : p.sak % 4 == 0 && p.sbk % 4 == 0);
+    enum gpu_binding_kind in_kind = vec4 ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
     size_t limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
     size_t in_align = gpu_binding_alignment(g, in_kind), out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
     /* Blocks of rows of C and ranges of k, within the binding limits (the
@@ -101,7 +108,7 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
      * takes the same additions in the same order, whatever the blocks. */
     size_t in_floats = limit > in_align ? (limit - in_align) / 4 : 0;
     size_t out_fit = out_limit > out_align ? (out_limit - out_align) / ((size_t)p.N * 4) : 0;
-    size_t rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (texel ? 32 : 16);
+    size_t rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 ? 128 : texel ? 32 : 16);
     rows = rows < p.M ? rows : p.M;
     rows = rows < out_fit ? rows : out_fit;
     if (in_floats < 2)
@@ -118,17 +125,25 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         chunk = 0;
     else if ((in_floats - b_row) / p.sbk + 1 < chunk)
         chunk = (in_floats - b_row) / p.sbk + 1;
+    /* vec4: blocks start on texels (a block of rows of tn's A, a range of
+     * k of nt's and nn's A and nt's B start a whole number of floats on). */
+    if (vec4 && rows < p.M)
+        rows -= rows % 4;
+    if (vec4 && chunk < p.K)
+        chunk -= chunk % 4;
     if (rows == 0 || chunk == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: a row of the output '%s' or of the operands '%s', '%s' is over one "
                   "binding (%zu bytes for inputs, %zu for the output)",
                   layout_name(layout), M, N, K, gpu_buffer_name(c), gpu_buffer_name(a), gpu_buffer_name(b), limit,
                   out_limit);
-    struct gpu_kernel_desc d = {.shader = texel ? "repro_matmul_texel" : "repro_matmul_tiled",
+    static const char *const vec4_shader[] = {[REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn",
+                                              [REPRO_TN] = "repro_matmul_vec4_tn"};
+    struct gpu_kernel_desc d = {.shader = vec4 ? vec4_shader[layout] : texel ? "repro_matmul_texel" : "repro_matmul_tiled",
                                 .n_bindings = 3,
                                 .bindings = {in_kind, in_kind, GPU_BIND_STORAGE},
                                 .push_size = 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
-    /* texel: 8x8 invocations of 4x4 outputs; tiled: 16x16 of one. */
+    /* vec4: 8x8 invocations of 16x4 outputs; texel: of 4x4; tiled: 16x16 of one. */
     uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
     if (gx > gpu_info(g)->max_workgroup_count[0])
         vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
@@ -137,7 +152,7 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     struct gpu_arg args[3];
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
-        uint32_t gy = texel ? (mi + 31) / 32 : (mi + 15) / 16;
+        uint32_t gy = vec4 ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
         args[2] = operand_arg(g, GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N, (size_t)mi * p.N * 4, &base[2]);
         for (size_t k0 = 0; k0 < p.K; k0 += chunk) {
             uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);

@@ -1,0 +1,113 @@
+#version 450
+// variant: nt -DLAYOUT_NT=1
+// variant: nn -DLAYOUT_NN=1
+// variant: tn -DLAYOUT_TN=1
+// repro_matmul_vec4: the reproducible matmul for CPU devices (the texel
+// family) where the operands' rows are whole RGBA32F texels: each
+// invocation owns 16 rows x one vec4 of columns of C, 8x8 invocations (a
+// workgroup: 128 rows x 32 columns), the access pattern of the default
+// texel kernels (matmul_common.glsl). The order of repro_matmul.glsl: each
+// output is one component of a vec4 accumulator, and every vec4 operation
+// is the same operation on each component, rounded on its own; a vec4
+// fetched along k is consumed x, y, z, w in that order, so every output
+// takes acc = acc + A(i,k)·B(k,j) for k = 0, 1, …, K−1.
+// src/repro/repro_matmul.c picks it when, in the product's terms (strides
+// and the bases a0, b0 in floats, multiples of 4):
+//   nt: A(i,k) = A[a0 + i·sai + k], B(k,j) = B[b0 + k + j·sbj]; K, sai, sbj % 4 = 0
+//   nn: A(i,k) = A[a0 + i·sai + k], B(k,j) = B[b0 + k·sbk + j]; K, sai, sbk % 4 = 0
+//   tn: A(i,k) = A[a0 + i + k·sak], B(k,j) = B[b0 + k·sbk + j]; sak, sbk % 4 = 0
+// Rows and columns past the edge read clamped (or the rest of a texel)
+// and are not stored. The row loops are spelt out by EACH_ROW (no
+// [[unroll]]: see repro_matmul.glsl) so every accumulator stays a register.
+#include "repro_matmul.glsl"
+layout(local_size_x = 8, local_size_y = 8) in;
+layout(binding = 0) uniform samplerBuffer A;
+layout(binding = 1) uniform samplerBuffer B;
+
+#define EACH_ROW(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define EACH_C(X) X(0) X(1) X(2) X(3)
+
+void main()
+{
+    uint i0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * 16u;
+    uint j0 = (gl_WorkGroupID.x * 8u + gl_LocalInvocationID.x) * 4u;
+    if (i0 >= p.M || j0 >= p.N)
+        return;
+    precise vec4 acc[16];
+#define ROW_INIT(r)                                                                                     \
+    {                                                                                                   \
+        uint ci = p.c0 + min(i0 + r, p.M - 1u) * p.N;                                                   \
+        acc[r] = p.accumulate != 0u ? vec4(C[ci + j0], C[ci + min(j0 + 1u, p.N - 1u)],                  \
+                                           C[ci + min(j0 + 2u, p.N - 1u)], C[ci + min(j0 + 3u, p.N - 1u)]) \
+                                    : vec4(0.0f);                                                       \
+    }
+    EACH_ROW(ROW_INIT)
+#if LAYOUT_NT
+    // Per 4 k: a vec4 along k of each row of A and of each column of B;
+    // step q takes component q of each.
+    uint ar[16], bc[4];
+#define NT_AR(r) ar[r] = (p.a0 + min(i0 + r, p.M - 1u) * p.sai) >> 2;
+#define NT_BC(c) bc[c] = (p.b0 + min(j0 + c, p.N - 1u) * p.sbj) >> 2;
+    EACH_ROW(NT_AR)
+    EACH_C(NT_BC)
+    for (uint k4 = 0u; k4 < p.K >> 2; k4++) {
+        vec4 b[4], a[16];
+#define NT_B(c) b[c] = texelFetch(B, int(bc[c] + k4));
+#define NT_A(r) a[r] = texelFetch(A, int(ar[r] + k4));
+        EACH_C(NT_B)
+        EACH_ROW(NT_A)
+#define NT_STEP(r, q)                                                                                   \
+    {                                                                                                   \
+        precise vec4 t = a[r].q * vec4(b[0].q, b[1].q, b[2].q, b[3].q);                                 \
+        acc[r] = acc[r] + t;                                                                            \
+    }
+#define NT_ROW(r) NT_STEP(r, x) NT_STEP(r, y) NT_STEP(r, z) NT_STEP(r, w)
+        EACH_ROW(NT_ROW)
+    }
+#elif LAYOUT_NN
+    // Per 4 k: a vec4 along k of each row of A, the vec4 of columns of 4
+    // rows of B; step q takes component q of A's and row q of B's.
+    uint ar[16];
+#define NN_AR(r) ar[r] = (p.a0 + min(i0 + r, p.M - 1u) * p.sai) >> 2;
+    EACH_ROW(NN_AR)
+    uint bt = (p.b0 + j0) >> 2, sbk = p.sbk >> 2;
+    for (uint k4 = 0u; k4 < p.K >> 2; k4++) {
+        vec4 b[4], a[16];
+#define NN_B(q) b[q] = texelFetch(B, int(bt + (4u * k4 + q) * sbk));
+#define NN_A(r) a[r] = texelFetch(A, int(ar[r] + k4));
+        EACH_C(NN_B)
+        EACH_ROW(NN_A)
+#define NN_STEP(r, q, e)                                                                                \
+    {                                                                                                   \
+        precise vec4 t = a[r].e * b[q];                                                                 \
+        acc[r] = acc[r] + t;                                                                            \
+    }
+#define NN_ROW(r) NN_STEP(r, 0, x) NN_STEP(r, 1, y) NN_STEP(r, 2, z) NN_STEP(r, 3, w)
+        EACH_ROW(NN_ROW)
+    }
+#else
+    // Per k: the 16 rows' A elements (4 texels along i, each clamped to
+    // the row's last texel) and the vec4 of columns of B.
+    uint ah[4];
+#define TN_AH(h) ah[h] = (p.a0 >> 2) + min((i0 >> 2) + h, (p.M - 1u) >> 2);
+    EACH_C(TN_AH)
+    uint bt = (p.b0 + j0) >> 2, sak = p.sak >> 2, sbk = p.sbk >> 2;
+    for (uint k = 0u; k < p.K; k++) {
+        vec4 b = texelFetch(B, int(bt + k * sbk)), a[4];
+#define TN_A(h) a[h] = texelFetch(A, int(ah[h] + k * sak));
+        EACH_C(TN_A)
+#define TN_STEP(r)                                                                                      \
+    {                                                                                                   \
+        precise vec4 t = a[r >> 2][r & 3] * b;                                                          \
+        acc[r] = acc[r] + t;                                                                            \
+    }
+        EACH_ROW(TN_STEP)
+    }
+#endif
+#define ROW_STORE(r)                                                                                    \
+    if (i0 + r < p.M)                                                                                   \
+        for (uint c = 0u; c < 4u; c++)                                                                  \
+            if (j0 + c < p.N)                                                                           \
+                C[p.c0 + (i0 + r) * p.N + j0 + c] = acc[r][c];
+    EACH_ROW(ROW_STORE)
+}
