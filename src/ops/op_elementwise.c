@@ -5,8 +5,9 @@
  * family) the kernels are elementwise_texel.comp: vec4 chunks read through
  * RGBA32F texel views, written to storage (scale and axpy read their
  * in/out buffer through a view and write it as storage). With
- * gpu_reproducible(g): repro_elementwise.comp (storage, both families),
- * one rounded operation per element (axpy: a product, then a sum). Never
+ * gpu_reproducible(g): one rounded operation per element (axpy: a product,
+ * then a sum), repro_elementwise_texel.comp on CPU devices (the same
+ * access pattern), repro_elementwise.comp (storage) on GPUs. Never
  * allocates. */
 #include <stdio.h>
 
@@ -29,7 +30,8 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
     for (int i = 0; i < n_bind; i++)
         ops_check(shader, "an", args[i].buf, n * sizeof(float));
     struct elementwise_push push = {0, a};
-    if (gpu_reproducible(g)) {
+    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+    if (gpu_reproducible(g) && !texel) {
         struct {
             uint32_t n;
             float a;
@@ -41,14 +43,14 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
         ops_elements(g, ops_repro_kernel(g, name, n_bind, sizeof rpush), args, floats, &rpush, n, 1, 1);
         return;
     }
-    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
+    if (texel) {
         struct gpu_arg targs[3];
         enum gpu_binding_kind kinds[3];
         for (int i = 0; i < n_in; i++)
             targs[i] = (struct gpu_arg){.buf = in[i]}, kinds[i] = GPU_BIND_TEXEL_VEC4;
         targs[n_in] = args[n_bind - 1], kinds[n_in] = GPU_BIND_STORAGE;
         char name[32];
-        snprintf(name, sizeof name, "elementwise_texel_%s", shader);
+        snprintf(name, sizeof name, "%selementwise_texel_%s", gpu_reproducible(g) ? "repro_" : "", shader);
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[3] = {16, 16, 16};
         ops_elements(g, ops_texel_kernel(g, name, n_in + 1, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,

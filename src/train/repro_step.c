@@ -40,6 +40,7 @@ struct repro {
     /* device (repro_buffers_create) */
     int levels;                /* log2(batch_size): the device stack's depth */
     struct gpu_buffer **stack; /* levels x parameters: level l of parameter i at [l·n + i] */
+    struct gpu_buffer **own;   /* each parameter's gradient buffer (device_push swaps them) */
     struct gpu_buffer *stats;  /* per sample of this rank's step: (loss sum, valid count) */
     int n_stats;               /* samples it holds: A·B */
     size_t slot;               /* floats per sample in it: 2, or the storage offset alignment's */
@@ -76,6 +77,9 @@ void repro_buffers_create(struct trainer *t)
     int n = model_param_count(t->model);
     r->levels = log2_exact(t->cfg->batch_size);
     r->stack = vkt_calloc((size_t)(r->levels * n) + 1, sizeof *r->stack, "gradient stack");
+    r->own = vkt_calloc((size_t)n + 1, sizeof *r->own, "gradient buffers");
+    for (int i = 0; i < n; i++)
+        r->own[i] = model_param(t->model, i)->grad;
     enum gpu_mem_category was = gpu_memory_category(t->g, GPU_MEM_GRADIENTS);
     for (int l = 0; l < r->levels; l++)
         for (int i = 0; i < n; i++) {
@@ -99,6 +103,7 @@ void repro_buffers_destroy(struct trainer *t)
     for (int k = 0; k < r->levels * model_param_count(t->model); k++)
         gpu_buffer_destroy(t->g, r->stack[k]);
     free(r->stack);
+    free(r->own);
     gpu_buffer_destroy(t->g, r->stats);
     free(r);
     t->repro = NULL;
@@ -159,7 +164,10 @@ void repro_free(struct trainer *t)
  * stack, the left sibling of what the gradients hold: grad = stack + grad
  * (op_axpy with a = 1: 1·x is exact, so one correctly rounded add; in
  * place, which op_add's z may not be). The result is pushed on the first
- * free level, except after the last sample, whose sum stays. */
+ * free level, except after the last sample, whose sum stays. A push swaps
+ * the buffers (the parameter's gradient becomes the level's free buffer,
+ * zeroed before the next sample) instead of copying; device_restore puts
+ * each parameter's own buffer back. */
 static void device_push(struct trainer *t, int j)
 {
     struct repro *r = t->repro;
@@ -168,8 +176,30 @@ static void device_push(struct trainer *t, int j)
         for (int i = 0; i < n; i++)
             op_axpy(t->g, 1.0f, r->stack[l * n + i], model_param(t->model, i)->grad, model_param(t->model, i)->numel);
     if (l < r->levels)
-        for (int i = 0; i < n; i++)
-            op_copy(t->g, model_param(t->model, i)->grad, r->stack[l * n + i], model_param(t->model, i)->numel);
+        for (int i = 0; i < n; i++) {
+            struct gpu_buffer *b = model_param(t->model, i)->grad;
+            model_param(t->model, i)->grad = r->stack[l * n + i];
+            r->stack[l * n + i] = b;
+        }
+}
+
+/* After a micro-batch: its sum into each parameter's own gradient buffer
+ * (r->own), which the rest of the trainer holds. The stack's levels are
+ * all free then, so the buffers are swapped back and the sum copied. */
+static void device_restore(struct trainer *t)
+{
+    struct repro *r = t->repro;
+    int n = model_param_count(t->model);
+    for (int i = 0; i < n; i++) {
+        struct model_param *p = model_param(t->model, i);
+        if (p->grad == r->own[i])
+            continue;
+        for (int k = i; k < r->levels * n; k += n)
+            if (r->stack[k] == r->own[i])
+                r->stack[k] = p->grad;
+        op_copy(t->g, p->grad, r->own[i], p->numel);
+        p->grad = r->own[i];
+    }
 }
 
 /* x[i] = y[i] + x[i]: y is the left subtree. */
@@ -327,6 +357,7 @@ void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
             run_sample(t, scale, sampler_first(&t->sampler, rank, a) + (uint32_t)j, a * B + j);
             device_push(t, j);
         }
+        device_restore(t);
         if (host)
             across_ranks(t, a);
     }
