@@ -1,9 +1,10 @@
 /* op_activation: the MLP activations SwiGLU and GELU (tanh), forward and
  * backward, elementwise (shaders/activation.comp; on CPU devices, the
  * texel family, activation_texel.comp: vec4 chunks read through RGBA32F
- * texel views). With gpu_reproducible(g): repro_activation.comp (storage,
- * both families; the formulas of shaders/repro_ops.glsl). Never
- * allocates. */
+ * texel views). With gpu_reproducible(g): the formulas of
+ * shaders/repro_ops.glsl, in repro_activation_texel.comp on CPU devices
+ * (the same access pattern), repro_activation.comp (storage) on GPUs.
+ * Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
@@ -21,6 +22,22 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         uint32_t n;
         float unused;
     } push = {0, 0.0f};
+    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+    if (gpu_reproducible(g) && texel) {
+        /* a, b, c, d, e as texels (d, e: the gradients added to), then c,
+         * d, e as storage (outputs) */
+        struct gpu_arg targs[8] = {{.buf = a}, {.buf = b}, {.buf = c}, {.buf = d}, {.buf = e},
+                                   args[2],    args[3],    args[4]};
+        enum gpu_binding_kind kinds[8] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
+                                          GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,
+                                          GPU_BIND_STORAGE,    GPU_BIND_STORAGE};
+        char name[48];
+        snprintf(name, sizeof name, "repro_activation_texel_%s", variant + 11);
+        uint32_t wg = gpu_workgroup_1d(g);
+        const size_t vec4[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+        ops_elements(g, ops_texel_kernel(g, name, 8, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
+        return;
+    }
     if (gpu_reproducible(g)) {
         char name[48];
         snprintf(name, sizeof name, "repro_%s", variant);
@@ -28,7 +45,7 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         ops_elements(g, ops_repro_kernel(g, name, 5, sizeof push), args, floats, &push, n, 1, 1);
         return;
     }
-    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
+    if (texel) {
         /* bindings: a, b, c as texels (c is an input for the backward),
          * then c, d, e as storage (outputs) */
         struct gpu_arg targs[6] = {{.buf = a}, {.buf = b}, {.buf = c}, args[2], args[3], args[4]};
