@@ -92,17 +92,31 @@ void main()
 #define TN_AH(h) ah[h] = (p.a0 >> 2) + min((i0 >> 2) + h, (p.M - 1u) >> 2);
     EACH_C(TN_AH)
     uint bt = (p.b0 + j0) >> 2, sak = p.sak >> 2, sbk = p.sbk >> 2;
-    for (uint k = 0u; k < p.K; k++) {
-        vec4 b = texelFetch(B, int(bt + k * sbk)), a[4];
-#define TN_A(h) a[h] = texelFetch(A, int(ah[h] + k * sak));
-        EACH_C(TN_A)
+    // Four k per loop step (the loop-carried accumulators are written
+    // once per step), then the last K % 4 one at a time.
 #define TN_STEP(r)                                                                                      \
     {                                                                                                   \
         precise vec4 t = a[r >> 2][r & 3] * b;                                                          \
         acc[r] = acc[r] + t;                                                                            \
     }
-        EACH_ROW(TN_STEP)
+#define TN_K(kk)                                                                                        \
+    {                                                                                                   \
+        vec4 b = texelFetch(B, int(bt + (kk) * sbk)), a[4];                                             \
+        a[0] = texelFetch(A, int(ah[0] + (kk) * sak));                                                  \
+        a[1] = texelFetch(A, int(ah[1] + (kk) * sak));                                                  \
+        a[2] = texelFetch(A, int(ah[2] + (kk) * sak));                                                  \
+        a[3] = texelFetch(A, int(ah[3] + (kk) * sak));                                                  \
+        EACH_ROW(TN_STEP)                                                                               \
     }
+    uint k4 = p.K & ~3u;
+    for (uint k = 0u; k < k4; k += 4u) {
+        TN_K(k)
+        TN_K(k + 1u)
+        TN_K(k + 2u)
+        TN_K(k + 3u)
+    }
+    for (uint k = k4; k < p.K; k++)
+        TN_K(k)
 #endif
 #define ROW_STORE(r)                                                                                    \
     if (i0 + r < p.M)                                                                                   \
