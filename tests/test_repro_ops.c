@@ -611,19 +611,23 @@ static void ref_adamw(float **h, const struct shape *s)
 static void check_rope_embedding_adamw(struct gpu *g)
 {
     struct arrays a = {0};
-    struct shape s = {.rows = 61, .H = 3, .hd = 10, .max_pos = 67};
-    float *table = vkt_malloc((size_t)s.max_pos * s.hd * 4, "table");
-    op_rope_table(table, s.max_pos, s.hd, 10000.0, NULL);
-    for (int back = 0; back < 2; back++) {
-        s.flag = back;
-        size_t n = (size_t)s.rows * s.H * s.hd;
-        add_array(&a, random_words(n, 1), n, 1);
-        add_array(&a, random_ids(s.rows, s.max_pos), s.rows, 0);
-        add_array(&a, vkt_malloc((size_t)s.max_pos * s.hd * 4, "table"), (size_t)s.max_pos * s.hd, 0);
-        memcpy(a.h[2], table, (size_t)s.max_pos * s.hd * 4);
-        check_op(g, back ? "rope backward" : "rope", &a, dev_rope, ref_rope, &s, REL);
+    struct shape s;
+    /* hd 16: the texel family's vec4 kernel (hd a multiple of 8) */
+    for (uint32_t hd = 10; hd <= 16; hd += 6) {
+        s = (struct shape){.rows = 61, .H = 3, .hd = hd, .max_pos = 67};
+        float *table = vkt_malloc((size_t)s.max_pos * s.hd * 4, "table");
+        op_rope_table(table, s.max_pos, s.hd, 10000.0, NULL);
+        for (int back = 0; back < 2; back++) {
+            s.flag = back;
+            size_t n = (size_t)s.rows * s.H * s.hd;
+            add_array(&a, random_words(n, 1), n, 1);
+            add_array(&a, random_ids(s.rows, s.max_pos), s.rows, 0);
+            add_array(&a, vkt_malloc((size_t)s.max_pos * s.hd * 4, "table"), (size_t)s.max_pos * s.hd, 0);
+            memcpy(a.h[2], table, (size_t)s.max_pos * s.hd * 4);
+            check_op(g, back ? "rope backward" : "rope", &a, dev_rope, ref_rope, &s, REL);
+        }
+        free(table);
     }
-    free(table);
 
     s = (struct shape){.rows = 41, .C = 31, .V = 53, .P = 43};
     for (int pos = 0; pos < 2; pos++) {

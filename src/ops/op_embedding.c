@@ -13,7 +13,9 @@
  * reproducible profile's shader (repro_embedding.comp,
  * repro_embedding_back.comp, repro_rope.comp: the same walks, every float
  * operation rounded on its own; src/repro/repro_ops.c is their C), in
- * both kernel families; bf16 tables are refused. Never allocates. */
+ * both kernel families, except RoPE on CPU devices: repro_rope_texel.comp,
+ * rope_texel.comp's access pattern with repro_rope.comp's operations;
+ * bf16 tables are refused. Never allocates. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -272,7 +274,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     /* x and the positions in ranges of rows (ops_elements), the table in
      * ranges of positions: each dispatch rotates the rows whose position
      * is in its range */
-    int width = gpu_reproducible(g) ? 0 : texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
+    int width = texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
     struct gpu_kernel *k;
     struct gpu_arg args[4];
     size_t ub[4], count = n, unit = (size_t)H * (hd / 2);
@@ -280,7 +282,8 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */
         uint32_t wg = gpu_workgroup_1d(g);
-        k = ops_texel_variant(g, "rope_texel", width, 2, 0, 4, sizeof push, 1, &wg);
+        k = ops_texel_variant(g, gpu_reproducible(g) ? "repro_rope_texel" : "rope_texel", width, 2, 0, 4, sizeof push,
+                              1, &wg);
         struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
         const size_t tub[4] = {0, row, sizeof(int32_t), row};
         memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
