@@ -46,8 +46,9 @@ void chunk(uint j, bvec4 mask)
 #if OP == 1
     vec4 u = texelFetch(tb, int(j)), re = texelFetch(te, int(j));
     for (int k = 0; k < 4; k++) {
-        rd[k] = repro_swiglu_dgate(rd[k], a[k], u[k], dy[k]);
-        re[k] = repro_swiglu_dup(re[k], a[k], dy[k]);
+        precise float s = repro_sigmoid(a[k]);
+        rd[k] = repro_swiglu_dgate_s(rd[k], a[k], s, u[k], dy[k]);
+        re[k] = repro_swiglu_dup_s(re[k], a[k], s, dy[k]);
     }
 #else
     for (int k = 0; k < 4; k++)

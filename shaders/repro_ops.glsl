@@ -86,9 +86,9 @@ REPRO_INTERNAL float repro_swiglu_h(float g, float u)
     return h;
 }
 // Its backward, s = σ(g): dgate + ((dh·u)·s)·(1 + g·(1 − s)) ...
-REPRO_INTERNAL float repro_swiglu_dgate(float dgate, float g, float u, float dh)
+// (the _s forms take s, for a kernel that computes it once for both)
+REPRO_INTERNAL float repro_swiglu_dgate_s(float dgate, float g, float s, float u, float dh)
 {
-    precise float s = repro_sigmoid(g);
     precise float t = dh * u;
     t = t * s;
     precise float q = 1.0f - s;
@@ -98,14 +98,23 @@ REPRO_INTERNAL float repro_swiglu_dgate(float dgate, float g, float u, float dh)
     precise float r = dgate + t;
     return r;
 }
-// ... and dup + (dh·g)·s.
-REPRO_INTERNAL float repro_swiglu_dup(float dup, float g, float dh)
+REPRO_INTERNAL float repro_swiglu_dgate(float dgate, float g, float u, float dh)
 {
     precise float s = repro_sigmoid(g);
+    return repro_swiglu_dgate_s(dgate, g, s, u, dh);
+}
+// ... and dup + (dh·g)·s.
+REPRO_INTERNAL float repro_swiglu_dup_s(float dup, float g, float s, float dh)
+{
     precise float t = dh * g;
     t = t * s;
     precise float r = dup + t;
     return r;
+}
+REPRO_INTERNAL float repro_swiglu_dup(float dup, float g, float dh)
+{
+    precise float s = repro_sigmoid(g);
+    return repro_swiglu_dup_s(dup, g, s, dh);
 }
 
 // GELU (tanh form) backward: dx + dy·gelu'(x). With repro_gelu's
