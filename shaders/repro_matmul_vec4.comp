@@ -2,6 +2,8 @@
 // variant: nt -DLAYOUT_NT=1
 // variant: nn -DLAYOUT_NN=1
 // variant: tn -DLAYOUT_TN=1
+// variant: nn_shift -DLAYOUT_NN=1 -DSHIFT_A=1
+// variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1
 // repro_matmul_vec4: the reproducible matmul for CPU devices (the texel
 // family) where the operands' rows are whole RGBA32F texels: each
 // invocation owns 16 rows x one vec4 of columns of C, 8x8 invocations (a
@@ -16,6 +18,10 @@
 //   nt: A(i,k) = A[a0 + i·sai + k], B(k,j) = B[b0 + k + j·sbj]; K, sai, sbj % 4 = 0
 //   nn: A(i,k) = A[a0 + i·sai + k], B(k,j) = B[b0 + k·sbk + j]; K, sai, sbk % 4 = 0
 //   tn: A(i,k) = A[a0 + i + k·sak], B(k,j) = B[b0 + k·sbk + j]; sak, sbk % 4 = 0
+// SHIFT_A (nn and tn): A at any float offset and stride (the LM head's
+// dlogits, rows of V floats): four floats from two texels, moved by the
+// offset's remainder, and in nn the last K % 4 values of k one at a time;
+// B and a0..b0 as above for B.
 // Rows and columns past the edge read clamped (or the rest of a texel)
 // and are not stored. The row loops are spelt out by EACH_ROW (no
 // [[unroll]]: see repro_matmul.glsl) so every accumulator stays a register.
@@ -26,6 +32,20 @@ layout(binding = 1) uniform samplerBuffer B;
 
 #define EACH_ROW(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define EACH_C(X) X(0) X(1) X(2) X(3)
+
+#if SHIFT_A
+// The four floats of A from float f (moved, not computed: exact); past
+// the view's end they repeat its last texel, for outputs not stored.
+vec4 a_at(uint f, uint last)
+{
+    uint t = f >> 2u, r = f & 3u;
+    vec4 lo = texelFetch(A, int(min(t, last))), hi = texelFetch(A, int(min(t + 1u, last)));
+    return r == 0u ? lo : r == 1u ? vec4(lo.yzw, hi.x) : r == 2u ? vec4(lo.zw, hi.xy) : vec4(lo.w, hi.xyz);
+}
+#define A4(f) a_at(f, alast)
+#else
+#define A4(f) texelFetch(A, int((f) >> 2))
+#endif
 
 void main()
 {
@@ -67,14 +87,14 @@ void main()
 #elif LAYOUT_NN
     // Per 4 k: a vec4 along k of each row of A, the vec4 of columns of 4
     // rows of B; step q takes component q of A's and row q of B's.
-    uint ar[16];
-#define NN_AR(r) ar[r] = (p.a0 + min(i0 + r, p.M - 1u) * p.sai) >> 2;
+    uint ar[16], alast = uint(textureSize(A)) - 1u;
+#define NN_AR(r) ar[r] = p.a0 + min(i0 + r, p.M - 1u) * p.sai;
     EACH_ROW(NN_AR)
     uint bt = (p.b0 + j0) >> 2, sbk = p.sbk >> 2;
     for (uint k4 = 0u; k4 < p.K >> 2; k4++) {
         vec4 b[4], a[16];
 #define NN_B(q) b[q] = texelFetch(B, int(bt + (4u * k4 + q) * sbk));
-#define NN_A(r) a[r] = texelFetch(A, int(ar[r] + k4));
+#define NN_A(r) a[r] = A4(ar[r] + 4u * k4);
         EACH_C(NN_B)
         EACH_ROW(NN_A)
 #define NN_STEP(r, q, e)                                                                                \
@@ -85,13 +105,32 @@ void main()
 #define NN_ROW(r) NN_STEP(r, 0, x) NN_STEP(r, 1, y) NN_STEP(r, 2, z) NN_STEP(r, 3, w)
         EACH_ROW(NN_ROW)
     }
+#if SHIFT_A
+    // the last K % 4 values of k, in order
+    for (uint k = p.K & ~3u; k < p.K; k++) {
+        vec4 b = texelFetch(B, int(bt + k * sbk));
+#define NN_TAIL(r)                                                                                      \
+    {                                                                                                   \
+        precise vec4 t = A4(ar[r] + k).x * b;                                                           \
+        acc[r] = acc[r] + t;                                                                            \
+    }
+        EACH_ROW(NN_TAIL)
+    }
+#endif
 #else
     // Per k: the 16 rows' A elements (4 texels along i, each clamped to
     // the row's last texel) and the vec4 of columns of B.
-    uint ah[4];
+    uint bt = (p.b0 + j0) >> 2, sbk = p.sbk >> 2;
+#if SHIFT_A
+    // (with SHIFT_A the rows past M read on into the next k's: not stored)
+    uint alast = uint(textureSize(A)) - 1u, fa = p.a0 + i0;
+#define TN_A4(h, kk) A4(fa + 4u * h + (kk) * p.sak)
+#else
+    uint ah[4], sak = p.sak >> 2;
 #define TN_AH(h) ah[h] = (p.a0 >> 2) + min((i0 >> 2) + h, (p.M - 1u) >> 2);
     EACH_C(TN_AH)
-    uint bt = (p.b0 + j0) >> 2, sak = p.sak >> 2, sbk = p.sbk >> 2;
+#define TN_A4(h, kk) texelFetch(A, int(ah[h] + (kk) * sak))
+#endif
     // Four k per loop step (the loop-carried accumulators are written
     // once per step), then the last K % 4 one at a time.
 #define TN_STEP(r)                                                                                      \
@@ -102,10 +141,10 @@ void main()
 #define TN_K(kk)                                                                                        \
     {                                                                                                   \
         vec4 b = texelFetch(B, int(bt + (kk) * sbk)), a[4];                                             \
-        a[0] = texelFetch(A, int(ah[0] + (kk) * sak));                                                  \
-        a[1] = texelFetch(A, int(ah[1] + (kk) * sak));                                                  \
-        a[2] = texelFetch(A, int(ah[2] + (kk) * sak));                                                  \
-        a[3] = texelFetch(A, int(ah[3] + (kk) * sak));                                                  \
+        a[0] = TN_A4(0u, kk);                                                                           \
+        a[1] = TN_A4(1u, kk);                                                                           \
+        a[2] = TN_A4(2u, kk);                                                                           \
+        a[3] = TN_A4(3u, kk);                                                                           \
         EACH_ROW(TN_STEP)                                                                               \
     }
     uint k4 = p.K & ~3u;

@@ -123,6 +123,12 @@ int main(void)
     check_case(g, &rng, REPRO_NT, 19, 45, 84, 1);
     check_case(g, &rng, REPRO_NT, 2, 3, 70004, 1);
     check_case(g, &rng, REPRO_TN, 70001, 4, 8, 1);
+    /* nn and tn with A's rows not whole texels (the LM head's dlogits): its
+     * floats moved out of two texels, nn's last K % 4 one at a time. */
+    for (int l = 1; l < 3; l++)
+        check_case(g, &rng, (enum repro_layout)l, 131, 53, 68, 1);
+    check_case(g, &rng, REPRO_NN, 19, 7, 44, 0);
+    check_case(g, &rng, REPRO_TN, 70001, 5, 8, 1);
     /* Over lavapipe's loop bound: the reduction is cut into dispatches. */
     check_case(g, &rng, REPRO_TN, 2, 3, 70001, 1);
     gpu_destroy(g);

@@ -94,7 +94,11 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                (layout == REPRO_NT   ? p.K % 4 == 0 && p.sai % 4 == 0 && p.sbj % 4 == 0
                 : layout == REPRO_NN ? p.K % 4 == 0 && p.sai % 4 == 0 && p.sbk % 4 == 0
                                      : p.sak % 4 == 0 && p.sbk % 4 == 0);
-    enum gpu_binding_kind in_kind = vec4 ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    /* shift: the same kernel reading A at any float offset (nn and tn
+     * with B whole texels: the LM head's dlogits, rows of V floats). */
+    int shift = texel && !vec4 && layout != REPRO_NT && o[1] % 4 == 0 && p.sbk % 4 == 0;
+    enum gpu_binding_kind in_kind =
+        vec4 || shift ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
     size_t limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
     size_t in_align = gpu_binding_alignment(g, in_kind), out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
     /* Blocks of rows of C and ranges of k, within the binding limits (the
@@ -127,9 +131,9 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         chunk = (in_floats - b_row) / p.sbk + 1;
     /* vec4: blocks start on texels (a block of rows of tn's A, a range of
      * k of nt's and nn's A and nt's B start a whole number of floats on). */
-    if (vec4 && rows < p.M)
+    if ((vec4 || shift) && rows < p.M)
         rows -= rows % 4;
-    if (vec4 && chunk < p.K)
+    if ((vec4 || shift) && chunk < p.K)
         chunk -= chunk % 4;
     if (rows == 0 || chunk == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: a row of the output '%s' or of the operands '%s', '%s' is over one "
@@ -138,7 +142,12 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                   out_limit);
     static const char *const vec4_shader[] = {[REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn",
                                               [REPRO_TN] = "repro_matmul_vec4_tn"};
-    struct gpu_kernel_desc d = {.shader = vec4 ? vec4_shader[layout] : texel ? "repro_matmul_texel" : "repro_matmul_tiled",
+    static const char *const shift_shader[] = {[REPRO_NN] = "repro_matmul_vec4_nn_shift",
+                                               [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
+    struct gpu_kernel_desc d = {.shader = vec4    ? vec4_shader[layout]
+                                          : shift ? shift_shader[layout]
+                                          : texel ? "repro_matmul_texel"
+                                                  : "repro_matmul_tiled",
                                 .n_bindings = 3,
                                 .bindings = {in_kind, in_kind, GPU_BIND_STORAGE},
                                 .push_size = 11 * 4};
@@ -152,7 +161,7 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     struct gpu_arg args[3];
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
-        uint32_t gy = vec4 ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
+        uint32_t gy = vec4 || shift ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
         args[2] = operand_arg(g, GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N, (size_t)mi * p.N * 4, &base[2]);
         for (size_t k0 = 0; k0 < p.K; k0 += chunk) {
             uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);
