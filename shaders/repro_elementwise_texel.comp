@@ -9,14 +9,18 @@
 // the output written as vec4 to storage (scale and axpy read their in/out
 // buffer through the view and write it through storage: each element is
 // read and written by one invocation only, read first); the last n % 4
-// elements one by one. The same single rounded operation per element as
+// elements one by one. Each subgroup takes a run of consecutive chunks
+// (FOR_EACH_RUN: llvmpipe's prefetcher follows it, not a grid stride).
+// The same single rounded operation per element as
 // repro_elementwise.comp (a vec4 operation is one per component; how a
 // float is loaded never changes its bits):
 //   add:   z = x + y        copy:  y = x
 //   scale: x = x·a          axpy:  y = y + a·x (a product, then a sum)
-#include "repro_math.glsl"
-layout(local_size_x_id = 0) in;
+#define RUNS 1
+#define CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; float a; } p;
+#include "elementwise.glsl"
+#include "repro_math.glsl"
 layout(binding = 0) uniform samplerBuffer tx;
 #if OP == 0 || OP == 3
 layout(binding = 1) uniform samplerBuffer ty;
@@ -48,8 +52,8 @@ void chunk(uint j, bvec4 mask)
 
 void main()
 {
-    uint n4 = p.n / 4u, stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-    for (uint j = gl_GlobalInvocationID.x; j < n4; j += stride)
+    uint n4 = p.n / 4u;
+    FOR_EACH_RUN(j, n4)
         chunk(j, bvec4(true));
     if (gl_GlobalInvocationID.x == 0u && p.n % 4u != 0u) {
         uint r = p.n % 4u;
