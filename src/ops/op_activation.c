@@ -26,8 +26,8 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
     if (gpu_reproducible(g) && texel) {
         /* a, b, c, d, e as texels (d, e: the gradients added to), then c,
          * d, e as storage (outputs) */
-        struct gpu_arg targs[8] = {{.buf = a}, {.buf = b}, {.buf = c}, {.buf = d}, {.buf = e},
-                                   args[2],    args[3],    args[4]};
+        struct gpu_arg targs[8] = {{.buf = a}, {.buf = b}, {.buf = c}, {.buf = d},
+                                   {.buf = e}, args[2],    args[3],    args[4]};
         enum gpu_binding_kind kinds[8] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
                                           GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE,    GPU_BIND_STORAGE};

@@ -97,8 +97,7 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     /* shift: the same kernel reading A at any float offset (nn and tn
      * with B whole texels: the LM head's dlogits, rows of V floats). */
     int shift = texel && !vec4 && layout != REPRO_NT && o[1] % 4 == 0 && p.sbk % 4 == 0;
-    enum gpu_binding_kind in_kind =
-        vec4 || shift ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    enum gpu_binding_kind in_kind = vec4 || shift ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
     size_t limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
     size_t in_align = gpu_binding_alignment(g, in_kind), out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
     /* Blocks of rows of C and ranges of k, within the binding limits (the
@@ -140,10 +139,10 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                   "binding (%zu bytes for inputs, %zu for the output)",
                   layout_name(layout), M, N, K, gpu_buffer_name(c), gpu_buffer_name(a), gpu_buffer_name(b), limit,
                   out_limit);
-    static const char *const vec4_shader[] = {[REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn",
-                                              [REPRO_TN] = "repro_matmul_vec4_tn"};
-    static const char *const shift_shader[] = {[REPRO_NN] = "repro_matmul_vec4_nn_shift",
-                                               [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
+    static const char *const vec4_shader[] = {
+        [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
+    static const char *const shift_shader[] = {
+        [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
     struct gpu_kernel_desc d = {.shader = vec4    ? vec4_shader[layout]
                                           : shift ? shift_shader[layout]
                                           : texel ? "repro_matmul_texel"
