@@ -129,6 +129,11 @@ int main(void)
         check_case(g, &rng, (enum repro_layout)l, 131, 53, 68, 1);
     check_case(g, &rng, REPRO_NN, 19, 7, 44, 0);
     check_case(g, &rng, REPRO_TN, 70001, 5, 8, 1);
+    /* tn under a 4 KiB storage range: blocks of 2 rows of dW, which the
+     * vec4 kernel cannot start on a texel (the shift one takes them). */
+    gpu_set_limits(g, "storage_range=4096");
+    check_case(g, &rng, REPRO_TN, 9, 12, 400, 1);
+    gpu_set_limits(g, NULL);
     /* Over lavapipe's loop bound: the reduction is cut into dispatches. */
     check_case(g, &rng, REPRO_TN, 2, 3, 70001, 1);
     gpu_destroy(g);

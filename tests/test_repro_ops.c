@@ -264,8 +264,12 @@ static void check_matmul_chunks(struct gpu *g, uint32_t M, uint32_t N, uint32_t 
 static void check_matmul_small_bindings(struct gpu *g)
 {
     gpu_set_limits(g, "storage_range=4096,texel_elements=1024");
-    for (int l = 0; l < 3; l++)
+    for (int l = 0; l < 3; l++) {
         check_matmul(g, l, 41, 45, 7, 1, (size_t[3]){1, 2, 3});
+        /* operands of whole texels (the texel family's vec4 kernel) */
+        check_matmul(g, l, 41, 44, 8, 1, (size_t[3]){4, 8, 12});
+    }
+    check_matmul(g, 1, 6, 400, 12, 1, (size_t[3]){4, 8, 12});
     gpu_set_limits(g, NULL);
 }
 

@@ -97,43 +97,57 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     /* shift: the same kernel reading A at any float offset (nn and tn
      * with B whole texels: the LM head's dlogits, rows of V floats). */
     int shift = texel && !vec4 && layout != REPRO_NT && o[1] % 4 == 0 && p.sbk % 4 == 0;
-    enum gpu_binding_kind in_kind = vec4 || shift ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
-    size_t limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
-    size_t in_align = gpu_binding_alignment(g, in_kind), out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
-    /* Blocks of rows of C and ranges of k, within the binding limits (the
-     * LM head's 50257-row gradient is over lavapipe's 128 MiB storage
-     * range) and the device's loop limit (llvmpipe ends a loop after
-     * 65,535 iterations; the tiled kernel loops k/16 + k times, the texel
-     * one k times). A block binds its rows of C, the A elements of its
-     * rows and k range (at most half a binding for one k), the B elements
-     * of its k range; each range after the first accumulates into C: the
-     * float stored and read back is the accumulator, so every output
-     * takes the same additions in the same order, whatever the blocks. */
-    size_t in_floats = limit > in_align ? (limit - in_align) / 4 : 0;
-    size_t out_fit = out_limit > out_align ? (out_limit - out_align) / ((size_t)p.N * 4) : 0;
-    size_t rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 ? 128 : texel ? 32 : 16);
-    rows = rows < p.M ? rows : p.M;
-    rows = rows < out_fit ? rows : out_fit;
-    if (in_floats < 2)
-        rows = 0;
-    else if ((in_floats / 2 - 1) / p.sai + 1 < rows)
-        rows = (in_floats / 2 - 1) / p.sai + 1;
-    size_t a_rows = rows ? (rows - 1) * p.sai + 1 : 0, b_row = (size_t)(p.N - 1) * p.sbj + 1;
-    size_t chunk = (size_t)p.K, loops = gpu_info(g)->max_loop_iterations;
-    if (loops && (loops - loops / 16) / 17 * 16 < chunk)
-        chunk = (loops - loops / 16) / 17 * 16;
-    if (rows && (in_floats - a_rows) / p.sak + 1 < chunk)
-        chunk = (in_floats - a_rows) / p.sak + 1;
-    if (in_floats < b_row)
-        chunk = 0;
-    else if ((in_floats - b_row) / p.sbk + 1 < chunk)
-        chunk = (in_floats - b_row) / p.sbk + 1;
-    /* vec4: blocks start on texels (a block of rows of tn's A, a range of
-     * k of nt's and nn's A and nt's B start a whole number of floats on). */
-    if ((vec4 || shift) && rows < p.M)
-        rows -= rows % 4;
-    if ((vec4 || shift) && chunk < p.K)
-        chunk -= chunk % 4;
+    enum gpu_binding_kind in_kind;
+    size_t limit, out_limit, in_align, out_align, rows, chunk, b_row = (size_t)(p.N - 1) * p.sbj + 1;
+    for (;;) {
+        in_kind = vec4 || shift ? GPU_BIND_TEXEL_VEC4 : texel ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+        limit = gpu_binding_limit(g, in_kind), out_limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
+        in_align = gpu_binding_alignment(g, in_kind), out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+        /* Blocks of rows of C and ranges of k, within the binding limits
+         * (the LM head's 50257-row gradient is over lavapipe's 128 MiB
+         * storage range) and the device's loop limit (llvmpipe ends a
+         * loop after 65,535 iterations; the tiled kernel loops k/16 + k
+         * times, the texel ones k times at most). A block binds its rows
+         * of C, the A elements of its rows and k range (at most half a
+         * binding for one k), the B elements of its k range; each range
+         * after the first accumulates into C: the float stored and read
+         * back is the accumulator, so every output takes the same
+         * additions in the same order, whatever the blocks. */
+        size_t in_floats = limit > in_align ? (limit - in_align) / 4 : 0;
+        size_t out_fit = out_limit > out_align ? (out_limit - out_align) / ((size_t)p.N * 4) : 0;
+        rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 || shift ? 128 : texel ? 32 : 16);
+        rows = rows < p.M ? rows : p.M;
+        rows = rows < out_fit ? rows : out_fit;
+        if (in_floats < 2)
+            rows = 0;
+        else if ((in_floats / 2 - 1) / p.sai + 1 < rows)
+            rows = (in_floats / 2 - 1) / p.sai + 1;
+        size_t a_rows = rows ? (rows - 1) * p.sai + 1 : 0;
+        size_t loops = gpu_info(g)->max_loop_iterations;
+        chunk = (size_t)p.K;
+        if (loops && (loops - loops / 16) / 17 * 16 < chunk)
+            chunk = (loops - loops / 16) / 17 * 16;
+        if (rows && (in_floats - a_rows) / p.sak + 1 < chunk)
+            chunk = (in_floats - a_rows) / p.sak + 1;
+        if (in_floats < b_row)
+            chunk = 0;
+        else if ((in_floats - b_row) / p.sbk + 1 < chunk)
+            chunk = (in_floats - b_row) / p.sbk + 1;
+        /* vec4: every block starts on a texel; tn's blocks of rows start
+         * i0 floats into A, nt's and nn's ranges of k k0 floats into A
+         * (and nt's B): multiples of 4, or (under tiny binding limits)
+         * the kernels that read A at any offset. */
+        size_t *cut = !vec4 ? NULL : layout == REPRO_TN ? &rows : &chunk;
+        if (cut && *cut < (layout == REPRO_TN ? p.M : p.K)) {
+            if (*cut < 4) {
+                vec4 = 0;
+                shift = layout != REPRO_NT && o[1] % 4 == 0 && p.sbk % 4 == 0;
+                continue;
+            }
+            *cut -= *cut % 4;
+        }
+        break;
+    }
     if (rows == 0 || chunk == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: a row of the output '%s' or of the operands '%s', '%s' is over one "
                   "binding (%zu bytes for inputs, %zu for the output)",
