@@ -393,7 +393,8 @@ static void check_elementwise(struct gpu *g)
     gpu_set_reproducible(g, 1);
     size_t scratch = op_reduce_scratch(g, s.n);
     gpu_set_reproducible(g, 0);
-    add_array(&a, random_words(scratch + 1024, 0), scratch + 1024, 0);
+    scratch = scratch > op_reduce_scratch(g, s.n) ? scratch : op_reduce_scratch(g, s.n);
+    add_array(&a, random_words(scratch, 0), scratch, 0);
     add_array(&a, random_words(2, 1), 2, 1);
     add_array(&a, random_words(s.rows, 1), s.rows, 0);
     check_op(g, "grad_norm_record", &a, dev_grad_norm, ref_grad_norm, &s, 2e-6);
@@ -741,6 +742,7 @@ int main(int argc, char **argv)
     /* The ops that bind rows, tables and elements in ranges within the
      * binding limits, under a storage range of 4 KiB: the same bits. */
     gpu_set_limits(g, "storage_range=4096");
+    check_elementwise(g);
     check_norms(g, 2);
     check_activations(g);
     check_rope_embedding_adamw(g);
