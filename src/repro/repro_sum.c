@@ -108,8 +108,9 @@ static void sum_passes(struct gpu *g, const char *what, struct gpu_buffer *x, si
             size_t out0 = out_index * 4 - out_index * 4 % align;
             uint32_t push[4] = {(uint32_t)count, (uint32_t)(first ? (byte0 - off) / 4 : in0),
                                 (uint32_t)(last ? out_index - out0 / 4 : at + g0), (uint32_t)last};
-            struct gpu_arg args[2] = {{in, 0, off, first ? (byte0 - off) + count * 4 : need * 4},
-                                      {last ? out : scratch, 1, last ? out0 : 0, last ? out_index * 4 + 4 - out0 : need * 4}};
+            struct gpu_arg args[2] = {
+                {in, 0, off, first ? (byte0 - off) + count * 4 : need * 4},
+                {last ? out : scratch, 1, last ? out0 : 0, last ? out_index * 4 + 4 - out0 : need * 4}};
             gpu_dispatch(g, first ? k : plain, args, push, (uint32_t)ng, 1, 1);
         }
         if (last)
