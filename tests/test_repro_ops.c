@@ -264,8 +264,10 @@ static void check_matmul_chunks(struct gpu *g, uint32_t M, uint32_t N, uint32_t 
 static void check_matmul_small_bindings(struct gpu *g)
 {
     gpu_set_limits(g, "storage_range=4096,texel_elements=1024");
-    for (int l = 0; l < 3; l++)
+    for (int l = 0; l < 3; l++) {
         check_matmul(g, l, 41, 45, 7, 1, (size_t[3]){1, 2, 3});
+        check_matmul(g, l, 40, 44, 8, 1, (size_t[3]){4, 8, 3});
+    }
     gpu_set_limits(g, NULL);
 }
 
@@ -733,6 +735,11 @@ int main(int argc, char **argv)
         check_matmul(g, l, 7, 5, 3, 0, NULL);
         check_matmul(g, l, 33, 19, 1, 1, NULL);
         check_matmul(g, l, 17, 70, 13, 1, (size_t[3]){5, 3, 11});
+        /* whole texels: the texel kernel's RGBA32F variants, at offsets
+         * on a texel and off one */
+        check_matmul(g, l, 36, 20, 12, 0, NULL);
+        check_matmul(g, l, 36, 20, 12, 1, (size_t[3]){4, 8, 13});
+        check_matmul(g, l, 36, 20, 12, 1, (size_t[3]){6, 8, 3});
     }
     check_matmul_small_bindings(g);
     check_elementwise(g);
@@ -750,6 +757,7 @@ int main(int argc, char **argv)
     for (int family = 0; family < 2; family++) {
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         check_matmul_chunks(g, 23, 37, 9, 5);
+        check_matmul_chunks(g, 24, 36, 8, 8);
         check_colsum_chunks(g, 11, 13, 5);
         check_embedding_chunks(g);
     }
