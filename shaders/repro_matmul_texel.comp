@@ -15,7 +15,7 @@
 #include "repro_matmul.glsl"
 #define ROWS 4
 #define COLS 4
-#if AV == 1 || BV == 1
+#if AV != 0 || BV != 0
 #define KS 4 // k per step (the host makes K a multiple of 4)
 #else
 #define KS 1

@@ -741,6 +741,10 @@ int main(int argc, char **argv)
         check_matmul(g, l, 36, 20, 12, 1, (size_t[3]){4, 8, 13});
         check_matmul(g, l, 36, 20, 12, 1, (size_t[3]){6, 8, 3});
     }
+    /* tn's reduction (the tokens) not a multiple of 4: the RGBA32F variant
+     * over k % 4 == 0, the tail in the R32F kernel */
+    check_matmul(g, 2, 37, 20, 12, 1, NULL);
+    check_matmul(g, 2, 3, 20, 12, 1, NULL);
     check_matmul_small_bindings(g);
     check_elementwise(g);
     check_norms(g, 4);

@@ -30,14 +30,14 @@ static struct product product_of(enum repro_layout layout, uint32_t M, uint32_t 
 /* Whether the layout's operands are whole texels along the dimension the
  * texel kernel's RGBA32F variant reads them by (nt: A and B along k, rows
  * of K floats; nn: A along k, B along j; tn: A along i, B along j) and
- * the dimensions it steps by 4 (k for nt and nn, M for tn, N for nn and
- * tn) are multiples of 4. */
+ * the block dimensions it reads by 4 (M for tn, N for nn and tn) are
+ * multiples of 4; k goes by 4, a tail of K % 4 in the R32F kernel. */
 static int vec_shape(enum repro_layout layout, const struct product *p)
 {
     if (layout == REPRO_NT)
-        return p->K % 4 == 0 && p->sai % 4 == 0 && p->sbj % 4 == 0;
+        return p->sai % 4 == 0 && p->sbj % 4 == 0;
     if (layout == REPRO_NN)
-        return p->K % 4 == 0 && p->sai % 4 == 0 && p->N % 4 == 0 && p->sbk % 4 == 0;
+        return p->sai % 4 == 0 && p->N % 4 == 0 && p->sbk % 4 == 0;
     return p->M % 4 == 0 && p->sak % 4 == 0 && p->N % 4 == 0 && p->sbk % 4 == 0;
 }
 
@@ -146,10 +146,9 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
      * are whole texels along the dimension it reads them by (see
      * repro_matmul_texel.comp and vec_shape); a dispatch whose operands do
      * not start on a texel takes the R32F one. */
-    if (texel && vec_shape(layout, &p) && (layout == REPRO_TN || chunk >= 4)) {
+    if (texel && vec_shape(layout, &p) && chunk >= 4) {
         static const char *const names[] = {"repro_matmul_texel_kk", "repro_matmul_texel_kj", "repro_matmul_texel_ij"};
-        if (layout != REPRO_TN)
-            chunk -= chunk % 4;
+        chunk -= chunk % 4;
         if (layout == REPRO_TN && rows >= 4)
             rows -= rows % 4;
         d.shader = names[layout];
@@ -167,13 +166,17 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
         uint32_t gy = texel ? (mi + 31) / 32 : (mi + 15) / 16;
         args[2] = operand_arg(g, GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N, (size_t)mi * p.N * 4, &base[2]);
-        for (size_t k0 = 0; k0 < p.K; k0 += chunk) {
-            uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);
+        for (size_t k0 = 0, kn; k0 < p.K; k0 += kn) {
+            kn = p.K - k0 < chunk ? p.K - k0 : chunk;
+            /* the RGBA32F variant steps k by 4: a last range's tail of
+             * k % 4 goes to the R32F kernel in a dispatch of its own */
+            int vec = vec_kernel != NULL && (layout != REPRO_TN || mi % 4 == 0);
+            if (vec && kn % 4)
+                kn -= kn >= 4 ? kn % 4 : 0, vec = kn % 4 == 0;
             size_t first[2] = {o[0] + i0 * p.sai + k0 * p.sak, o[1] + k0 * p.sbk};
             size_t bytes[2] = {((mi - 1) * (size_t)p.sai + (kn - 1) * (size_t)p.sak + 1) * 4,
                                ((kn - 1) * (size_t)p.sbk + b_row) * 4};
             struct gpu_buffer *in[2] = {a, b};
-            int vec = vec_kernel != NULL && (layout != REPRO_TN || mi % 4 == 0);
             for (int i = 0; i < 2 && vec; i++) {
                 args[i] = operand_arg(g, GPU_BIND_TEXEL_VEC4, in[i], 0, first[i], bytes[i], &base[i]);
                 args[i].range += (16 - args[i].range % 16) % 16;
@@ -182,7 +185,8 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             }
             for (int i = 0; i < 2 && !vec; i++)
                 args[i] = operand_arg(g, in_kind, in[i], 0, first[i], bytes[i], &base[i]);
-            uint32_t push[11] = {mi,      p.N,     kn,     accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj,
+            uint32_t push[11] = {mi,    p.N,   (uint32_t)kn, accumulate || k0 > 0 ? 1u : 0u,
+                                 p.sai, p.sak, p.sbk,         p.sbj,
                                  base[0], base[1], base[2]};
             gpu_dispatch(g, vec ? vec_kernel : kernel, args, push, gx, gy, 1);
         }
