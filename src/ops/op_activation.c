@@ -25,7 +25,7 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         char name[48];
         snprintf(name, sizeof name, "repro_%s", variant);
         const size_t floats[5] = {4, 4, 4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, name, 5, sizeof push), args, floats, &push, n, 1, 1);
+        ops_elements(g, ops_repro_kernel(g, name, 5, 0, sizeof push), args, floats, &push, n, 1, 1);
         return;
     }
     if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {

@@ -256,9 +256,10 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
             float unused;
             uint32_t C;
         } rpush = {0, 0.0f, C};
-        const size_t ub[2] = {0, F * C};
-        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 2, sizeof rpush), args, ub, &rpush, (size_t)rows * C,
-                     C, 1);
+        struct gpu_arg rargs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
+        const size_t ub[3] = {0, F * C, F * C};
+        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 3, 2, sizeof rpush), rargs, ub, &rpush,
+                     (size_t)rows * C, C, 1);
         return;
     }
     if (C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {

@@ -24,5 +24,5 @@ void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *
     struct gpu_arg args[4] = {
         {.buf = param, .write = 1}, {.buf = grad}, {.buf = m, .write = 1}, {.buf = v, .write = 1}};
     const size_t floats[4] = {4, 4, 4, 4};
-    ops_elements(g, ops_repro_kernel(g, "repro_adamw", 4, sizeof push), args, floats, &push, n, 1, 1);
+    ops_elements(g, ops_repro_kernel(g, "repro_adamw", 4, 0, sizeof push), args, floats, &push, n, 1, 1);
 }
