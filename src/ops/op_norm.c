@@ -66,9 +66,10 @@ static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
  * of 2^log_run elements; on CPU devices (texel family) the _row variant,
  * one invocation per row summing it as one run, REPRO_WG rows per
  * workgroup (llvmpipe pays about 15 us per barrier of a workgroup: the
- * workgroup kernel took 100 us per row). The same bits either way. */
+ * workgroup kernel took 100 us per row), its n_in inputs (the leading
+ * bindings) read through R32F views. The same bits either way. */
 #define REPRO_WG 64u
-static void repro_rows(struct gpu *g, const char *variant, int n_bind, const struct gpu_arg *args,
+static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in, const struct gpu_arg *args,
                        const size_t *row_bytes, uint32_t rows, uint32_t C, float eps)
 {
     int per_row = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
@@ -85,9 +86,12 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, const str
     snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, per_row ? "_row" : "");
     struct gpu_kernel_desc d = {
         .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
+    for (int i = 0; i < n_bind; i++) /* the _row variants read the n_in inputs through R32F views */
+        d.bindings[i] = per_row && i < n_in ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    struct gpu_arg a[6];
     for (int i = 0; i < n_bind; i++)
-        d.bindings[i] = GPU_BIND_STORAGE;
-    ops_rows(g, gpu_kernel_get(g, &d), args, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
+        a[i] = args[i], a[i].write = a[i].write && !(per_row && i < n_in);
+    ops_rows(g, gpu_kernel_get(g, &d), a, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
 }
 
 static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
@@ -155,7 +159,7 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
     const size_t ub[4] = {F * C, 0, F * C, F};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rms", 4, args, ub, rows, C, eps);
+        repro_rows(g, "rms", 4, 2, args, ub, rows, C, eps);
         return;
     }
     int width = texel_width(g, C);
@@ -178,7 +182,7 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     const size_t ub[5] = {F * C, F * C, 0, F, F * C};
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rmsback", 5, args, ub, rows, C, 0.0f);
+        repro_rows(g, "rmsback", 5, 4, args, ub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, RMSBACK_STATS, 5, sizeof tp), args, ub, &tp, 1,
@@ -204,7 +208,7 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
                               {.buf = rstd, .write = 1}};
     const size_t ub[6] = {F * C, 0, 0, F * C, F, F};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "ln", 6, args, ub, rows, C, eps);
+        repro_rows(g, "ln", 6, 3, args, ub, rows, C, eps);
         return;
     }
     int width = texel_width(g, C);
@@ -228,7 +232,7 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     const size_t ub[6] = {F * C, F * C, 0, F, F, F * C};
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
     if (gpu_reproducible(g)) {
-        repro_rows(g, "lnback", 6, args, ub, rows, C, 0.0f);
+        repro_rows(g, "lnback", 6, 5, args, ub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, LNBACK_STATS, 6, sizeof tp), args, ub, &tp, 1, rows,
