@@ -109,11 +109,15 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     uint32_t wg = info->max_workgroup_invocations < 1024 ? info->max_workgroup_invocations : 1024;
     wg = wg >= unit ? wg - wg % unit : 32;
     if (repro) {
-        /* repro_colsum.comp: one invocation per column, 64 per workgroup */
+        /* repro_colsum.comp: one invocation per column, 64 per workgroup;
+         * on CPU devices the inputs through R32F views (_tex) */
+        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
         char shader[32];
-        snprintf(shader, sizeof shader, "repro_%s", variant);
+        snprintf(shader, sizeof shader, "repro_%s%s", variant, tex ? "_tex" : "");
         struct gpu_kernel_desc d = {
             .shader = shader, .n_bindings = 5, .push_size = 3 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
+        for (int i = 0; i < 4; i++)
+            d.bindings[i] = tex ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
         k = gpu_kernel_get(g, &d);
     } else if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
