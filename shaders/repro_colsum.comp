@@ -2,6 +2,9 @@
 // variant: plain -DMODE=0
 // variant: rms -DMODE=1
 // variant: ln -DMODE=2
+// variant: plain_tex -DMODE=0 -DTEX=1
+// variant: rms_tex -DMODE=1 -DTEX=1
+// variant: ln_tex -DMODE=2 -DTEX=1
 // repro_colsum: the reproducible profile's column sums over rows
 // [row0, row1), one invocation per column, starting from the output's old
 // value and adding the rows in row order (so cutting the rows into calls
@@ -9,14 +12,25 @@
 //   plain: o[c] = o[c] + dy[r,c]                           (bias gradient)
 //   rms:   o[c] = o[c] + dy[r,c]·(x[r,c]·rstd[r])           (RMSNorm weight)
 //   ln:    o[c] = o[c] + dy[r,c]·((x[r,c] − mean[r])·rstd[r]) (LayerNorm weight)
-// The reference is src/repro/repro_ops.c.
+// The _tex variants (CPU devices) read dy, x, mean, rstd through R32F
+// texel views, which llvmpipe loads faster than storage. The reference is
+// src/repro/repro_ops.c.
 #include "repro_math.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { uint row0; uint row1; uint C; } p;
+#if TEX
+layout(binding = 0) uniform samplerBuffer dy;
+layout(binding = 1) uniform samplerBuffer x;
+layout(binding = 2) uniform samplerBuffer mean;
+layout(binding = 3) uniform samplerBuffer rstd;
+#define LD(name, i) texelFetch(name, int(i)).x
+#else
 layout(std430, binding = 0) readonly buffer BDY { float dy[]; };
 layout(std430, binding = 1) readonly buffer BX { float x[]; };
 layout(std430, binding = 2) readonly buffer BM { float mean[]; };
 layout(std430, binding = 3) readonly buffer BR { float rstd[]; };
+#define LD(name, i) name[i]
+#endif
 layout(std430, binding = 4) buffer BO { float o[]; };
 
 void main()
@@ -26,13 +40,13 @@ void main()
         return;
     precise float acc = o[c];
     for (uint r = p.row0; r < p.row1; r++) {
-        precise float g = dy[r * p.C + c];
+        precise float g = LD(dy, r * p.C + c);
 #if MODE == 1
-        precise float xs = x[r * p.C + c] * rstd[r];
+        precise float xs = LD(x, r * p.C + c) * LD(rstd, r);
         g = g * xs;
 #elif MODE == 2
-        precise float xhat = x[r * p.C + c] - mean[r];
-        xhat = xhat * rstd[r];
+        precise float xhat = LD(x, r * p.C + c) - LD(mean, r);
+        xhat = xhat * LD(rstd, r);
         g = g * xhat;
 #endif
         acc = acc + g;

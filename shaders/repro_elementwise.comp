@@ -14,43 +14,54 @@
 // correctly rounded operation per element (axpy: a product, then a sum):
 //   add:   z = x + y          scale: x = x·a        axpy: y = y + a·x
 //   copy:  y = x              bias:  y[i] = y[i] + x[i mod C]
-// The reference is src/repro/repro_ops.c.
+// Every variant reads its inputs x (and y), then writes the output o
+// (z, x or y: an in-place op binds its buffer as input and output). The
+// reference is src/repro/repro_ops.c.
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; float a; uint C; } p;
 #include "elementwise.glsl"
 #include "repro_math.glsl"
-#if OP == 1
-layout(std430, binding = 0) buffer BX { float x[]; };
+#if RUNS
+// The _runs variants (the texel family, CPU devices) read their inputs
+// through R32F texel views, which llvmpipe loads faster than storage, and
+// write the output as storage: the inputs (x, then y) at bindings 0 and
+// 1, the output after them (an in-place op binds its buffer twice).
+layout(binding = 0) uniform samplerBuffer TX;
+#define X(i) texelFetch(TX, int(i)).x
+#if OP == 0 || OP == 2 || OP == 4
+layout(binding = 1) uniform samplerBuffer TY;
+#define Y(i) texelFetch(TY, int(i)).x
+layout(std430, binding = 2) writeonly buffer BO { float o[]; };
+#else
+layout(std430, binding = 1) writeonly buffer BO { float o[]; };
+#endif
 #else
 layout(std430, binding = 0) readonly buffer BX { float x[]; };
-#endif
-#if OP == 0
+#define X(i) x[i]
+#if OP == 0 || OP == 2 || OP == 4
 layout(std430, binding = 1) readonly buffer BY { float y[]; };
-layout(std430, binding = 2) writeonly buffer BZ { float z[]; };
-#elif OP == 3
-layout(std430, binding = 1) writeonly buffer BY { float y[]; };
-#elif OP != 1
-layout(std430, binding = 1) buffer BY { float y[]; };
+#define Y(i) y[i]
+layout(std430, binding = 2) writeonly buffer BO { float o[]; };
+#else
+layout(std430, binding = 1) writeonly buffer BO { float o[]; };
+#endif
 #endif
 
 void main()
 {
     FOR_EACH_OF_FAMILY(i) {
 #if OP == 0
-        precise float s = x[i] + y[i];
-        z[i] = s;
+        precise float s = X(i) + Y(i);
 #elif OP == 1
-        precise float s = x[i] * p.a;
-        x[i] = s;
+        precise float s = X(i) * p.a;
 #elif OP == 2
-        precise float t = p.a * x[i];
-        precise float s = y[i] + t;
-        y[i] = s;
+        precise float t = p.a * X(i);
+        precise float s = Y(i) + t;
 #elif OP == 3
-        y[i] = x[i];
+        float s = X(i);
 #else
-        precise float s = y[i] + x[i % p.C];
-        y[i] = s;
+        precise float s = Y(i) + X(i % p.C);
 #endif
+        o[i] = s;
     }
 }

@@ -27,30 +27,40 @@
 layout(local_size_x_id = 0) in; // a power of two
 // rows: the _row variants' row count
 layout(push_constant) uniform Push { uint rows; uint C; float eps; uint log_run; } p;
+// The inputs: R32F texel views in the _row variants (CPU devices, where
+// llvmpipe loads them faster than storage), storage otherwise; the
+// outputs (and dx, added into) storage.
+#if PER_ROW
+#define IN(b, name) layout(binding = b) uniform samplerBuffer name;
+#define LD(name, i) texelFetch(name, int(i)).x
+#else
+#define IN(b, name) layout(std430, binding = b) readonly buffer B_##name { float name[]; };
+#define LD(name, i) name[i]
+#endif
 #if MODE == 0
-layout(std430, binding = 0) readonly buffer BX { float x[]; };
-layout(std430, binding = 1) readonly buffer BW { float w[]; };
+IN(0, x)
+IN(1, w)
 layout(std430, binding = 2) writeonly buffer BY { float y[]; };
 layout(std430, binding = 3) writeonly buffer BR { float rstd[]; };
 #elif MODE == 1
-layout(std430, binding = 0) readonly buffer BDY { float dy[]; };
-layout(std430, binding = 1) readonly buffer BX { float x[]; };
-layout(std430, binding = 2) readonly buffer BW { float w[]; };
-layout(std430, binding = 3) readonly buffer BR { float rstd[]; };
+IN(0, dy)
+IN(1, x)
+IN(2, w)
+IN(3, rstd)
 layout(std430, binding = 4) buffer BDX { float dx[]; };
 #elif MODE == 2
-layout(std430, binding = 0) readonly buffer BX { float x[]; };
-layout(std430, binding = 1) readonly buffer BW { float w[]; };
-layout(std430, binding = 2) readonly buffer BB { float b[]; };
+IN(0, x)
+IN(1, w)
+IN(2, b)
 layout(std430, binding = 3) writeonly buffer BY { float y[]; };
 layout(std430, binding = 4) writeonly buffer BM { float mean[]; };
 layout(std430, binding = 5) writeonly buffer BR { float rstd[]; };
 #else
-layout(std430, binding = 0) readonly buffer BDY { float dy[]; };
-layout(std430, binding = 1) readonly buffer BX { float x[]; };
-layout(std430, binding = 2) readonly buffer BW { float w[]; };
-layout(std430, binding = 3) readonly buffer BM { float mean[]; };
-layout(std430, binding = 4) readonly buffer BR { float rstd[]; };
+IN(0, dy)
+IN(1, x)
+IN(2, w)
+IN(3, mean)
+IN(4, rstd)
 layout(std430, binding = 5) buffer BDX { float dx[]; };
 #endif
 
@@ -63,20 +73,20 @@ float term(uint i)
 {
     uint e = base + i;
 #if MODE == 0
-    precise float t = x[e] * x[e];
+    precise float t = LD(x, e) * LD(x, e);
 #elif MODE == 1
-    precise float t = w[i] * dy[e];
-    t = t * x[e];
+    precise float t = LD(w, i) * LD(dy, e);
+    t = t * LD(x, e);
 #elif MODE == 2
-    precise float t = x[e];
+    precise float t = LD(x, e);
     if (which != 0u) {
-        precise float d = x[e] - m_row;
+        precise float d = LD(x, e) - m_row;
         t = d * d;
     }
 #else
-    precise float t = w[i] * dy[e];
+    precise float t = LD(w, i) * LD(dy, e);
     if (which != 0u) {
-        precise float d = x[e] - m_row;
+        precise float d = LD(x, e) - m_row;
         t = t * d;
         t = t * s_row;
     }
@@ -115,31 +125,31 @@ void main()
 #if MODE == 0
     float s = repro_norm_rstd(row_sum(0u), C, p.eps);
     for (uint i = t; i < p.C; i += wg)
-        y[base + i] = repro_rms_y(x[base + i], s, w[i]);
+        y[base + i] = repro_rms_y(LD(x, base + i), s, LD(w, i));
     if (t == 0u)
         rstd[r] = s;
 #elif MODE == 1
-    float s = rstd[r];
+    float s = LD(rstd, r);
     float k = repro_rms_k(s, row_sum(0u), C);
     for (uint i = t; i < p.C; i += wg)
-        dx[base + i] = repro_rms_dx(dx[base + i], s, w[i], dy[base + i], k, x[base + i]);
+        dx[base + i] = repro_rms_dx(dx[base + i], s, LD(w, i), LD(dy, base + i), k, LD(x, base + i));
 #elif MODE == 2
     m_row = repro_div(row_sum(0u), C);
     float s = repro_norm_rstd(row_sum(1u), C, p.eps);
     for (uint i = t; i < p.C; i += wg)
-        y[base + i] = repro_ln_y(x[base + i], m_row, s, w[i], b[i]);
+        y[base + i] = repro_ln_y(LD(x, base + i), m_row, s, LD(w, i), LD(b, i));
     if (t == 0u) {
         mean[r] = m_row;
         rstd[r] = s;
     }
 #else
-    m_row = mean[r];
-    s_row = rstd[r];
+    m_row = LD(mean, r);
+    s_row = LD(rstd, r);
     float a = repro_div(row_sum(0u), C);
     float bb = repro_div(row_sum(1u), C);
     for (uint i = t; i < p.C; i += wg) {
-        precise float g = w[i] * dy[base + i];
-        dx[base + i] = repro_ln_dx(dx[base + i], g, x[base + i], m_row, s_row, a, bb);
+        precise float g = LD(w, i) * LD(dy, base + i);
+        dx[base + i] = repro_ln_dx(dx[base + i], g, LD(x, base + i), m_row, s_row, a, bb);
     }
 #endif
 }

@@ -268,6 +268,7 @@ static void check_matmul_small_bindings(struct gpu *g)
         check_matmul(g, l, 41, 45, 7, 1, (size_t[3]){1, 2, 3});
         /* operands of whole texels (the texel family's vec4 kernel) */
         check_matmul(g, l, 41, 44, 8, 1, (size_t[3]){4, 8, 12});
+        check_matmul(g, l, 40, 44, 8, 1, (size_t[3]){4, 8, 3});
     }
     check_matmul(g, 1, 6, 400, 12, 1, (size_t[3]){4, 8, 12});
     gpu_set_limits(g, NULL);
@@ -397,7 +398,8 @@ static void check_elementwise(struct gpu *g)
     gpu_set_reproducible(g, 1);
     size_t scratch = op_reduce_scratch(g, s.n);
     gpu_set_reproducible(g, 0);
-    add_array(&a, random_words(scratch + 1024, 0), scratch + 1024, 0);
+    scratch = scratch > op_reduce_scratch(g, s.n) ? scratch : op_reduce_scratch(g, s.n);
+    add_array(&a, random_words(scratch, 0), scratch, 0);
     add_array(&a, random_words(2, 1), 2, 1);
     add_array(&a, random_words(s.rows, 1), s.rows, 0);
     check_op(g, "grad_norm_record", &a, dev_grad_norm, ref_grad_norm, &s, 2e-6);
@@ -740,7 +742,16 @@ int main(int argc, char **argv)
         check_matmul(g, l, 7, 5, 3, 0, NULL);
         check_matmul(g, l, 33, 19, 1, 1, NULL);
         check_matmul(g, l, 17, 70, 13, 1, (size_t[3]){5, 3, 11});
+        /* whole texels: the texel kernel's RGBA32F variants, at offsets
+         * on a texel and off one */
+        check_matmul(g, l, 36, 20, 12, 0, NULL);
+        check_matmul(g, l, 36, 20, 12, 1, (size_t[3]){4, 8, 13});
+        check_matmul(g, l, 36, 20, 12, 1, (size_t[3]){6, 8, 3});
     }
+    /* tn's reduction (the tokens) not a multiple of 4: the RGBA32F variant
+     * over k % 4 == 0, the tail in the R32F kernel */
+    check_matmul(g, 2, 37, 20, 12, 1, NULL);
+    check_matmul(g, 2, 3, 20, 12, 1, NULL);
     check_matmul_small_bindings(g);
     check_elementwise(g);
     check_norms(g, 4);
@@ -749,6 +760,7 @@ int main(int argc, char **argv)
     /* The ops that bind rows, tables and elements in ranges within the
      * binding limits, under a storage range of 4 KiB: the same bits. */
     gpu_set_limits(g, "storage_range=4096");
+    check_elementwise(g);
     check_norms(g, 2);
     check_activations(g);
     check_rope_embedding_adamw(g);
@@ -756,6 +768,7 @@ int main(int argc, char **argv)
     for (int family = 0; family < 2; family++) {
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         check_matmul_chunks(g, 23, 37, 9, 5);
+        check_matmul_chunks(g, 24, 36, 8, 8);
         check_colsum_chunks(g, 11, 13, 5);
         check_embedding_chunks(g);
     }

@@ -39,10 +39,20 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         return;
     }
     if (gpu_reproducible(g)) {
+        /* repro_activation.comp: a, b (and c, d, e) read, then c (or d, e)
+         * written */
+        struct gpu_arg rargs[7] = {{.buf = a}, {.buf = b}, {.buf = c, .write = writes_c}};
+        int n_in = writes_c ? 2 : 5;
+        if (!writes_c) {
+            rargs[2].write = 0;
+            rargs[3] = (struct gpu_arg){.buf = d}, rargs[4] = (struct gpu_arg){.buf = e};
+            rargs[5] = (struct gpu_arg){.buf = d, .write = 1}, rargs[6] = (struct gpu_arg){.buf = e, .write = 1};
+        }
         char name[48];
         snprintf(name, sizeof name, "repro_%s", variant);
-        const size_t floats[5] = {4, 4, 4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, name, 5, sizeof push), args, floats, &push, n, 1, 1);
+        const size_t floats[7] = {4, 4, 4, 4, 4, 4, 4};
+        ops_elements(g, ops_repro_kernel(g, name, writes_c ? 3 : 7, n_in, sizeof push), rargs, floats, &push, n, 1,
+                     1);
         return;
     }
     if (texel) {

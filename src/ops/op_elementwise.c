@@ -32,15 +32,20 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
     struct elementwise_push push = {0, a};
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     if (gpu_reproducible(g) && !texel) {
+        /* repro_elementwise.comp: the inputs, then the written buffer */
         struct {
             uint32_t n;
             float a;
             uint32_t C;
         } rpush = {0, a, 1};
+        struct gpu_arg rargs[3];
+        for (int i = 0; i < n_in; i++)
+            rargs[i] = (struct gpu_arg){.buf = in[i]};
+        rargs[n_in] = args[n_bind - 1];
         char name[32];
         snprintf(name, sizeof name, "repro_elementwise_%s", shader);
         const size_t floats[3] = {4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, name, n_bind, sizeof rpush), args, floats, &rpush, n, 1, 1);
+        ops_elements(g, ops_repro_kernel(g, name, n_in + 1, n_in, sizeof rpush), rargs, floats, &rpush, n, 1, 1);
         return;
     }
     if (texel) {

@@ -289,7 +289,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
         memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
         it = 0, count /= (size_t)width, unit /= (size_t)width;
     } else {
-        k = gpu_reproducible(g) ? ops_repro_kernel(g, "repro_rope", 3, sizeof push) : ops_kernel(g, "rope", 3, sizeof push, 1);
+        k = gpu_reproducible(g) ? ops_repro_kernel(g, "repro_rope", 3, 0, sizeof push) : ops_kernel(g, "rope", 3, sizeof push, 1);
         struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
         const size_t sub[3] = {sizeof(int32_t), 0, row};
         memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);

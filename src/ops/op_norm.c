@@ -66,9 +66,10 @@ static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
  * of 2^log_run elements; on CPU devices (texel family) the _row variant,
  * one invocation per row summing it as one run, REPRO_WG rows per
  * workgroup (llvmpipe pays about 15 us per barrier of a workgroup: the
- * workgroup kernel took 100 us per row). The same bits either way. */
+ * workgroup kernel took 100 us per row), its n_in inputs (the leading
+ * bindings) read through R32F views. The same bits either way. */
 #define REPRO_WG 64u
-static void repro_rows(struct gpu *g, const char *variant, int n_bind, const struct gpu_arg *args,
+static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in, const struct gpu_arg *args,
                        const size_t *row_bytes, uint32_t rows, uint32_t C, float eps)
 {
     int per_row = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
@@ -85,9 +86,12 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, const str
     snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, per_row ? "_row" : "");
     struct gpu_kernel_desc d = {
         .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
+    for (int i = 0; i < n_bind; i++) /* the _row variants read the n_in inputs through R32F views */
+        d.bindings[i] = per_row && i < n_in ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    struct gpu_arg a[6];
     for (int i = 0; i < n_bind; i++)
-        d.bindings[i] = GPU_BIND_STORAGE;
-    ops_rows(g, gpu_kernel_get(g, &d), args, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
+        a[i] = args[i], a[i].write = a[i].write && !(per_row && i < n_in);
+    ops_rows(g, gpu_kernel_get(g, &d), a, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
 }
 
 static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
@@ -105,11 +109,15 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     uint32_t wg = info->max_workgroup_invocations < 1024 ? info->max_workgroup_invocations : 1024;
     wg = wg >= unit ? wg - wg % unit : 32;
     if (repro) {
-        /* repro_colsum.comp: one invocation per column, 64 per workgroup */
+        /* repro_colsum.comp: one invocation per column, 64 per workgroup;
+         * on CPU devices the inputs through R32F views (_tex) */
+        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
         char shader[32];
-        snprintf(shader, sizeof shader, "repro_%s", variant);
+        snprintf(shader, sizeof shader, "repro_%s%s", variant, tex ? "_tex" : "");
         struct gpu_kernel_desc d = {
             .shader = shader, .n_bindings = 5, .push_size = 3 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
+        for (int i = 0; i < 4; i++)
+            d.bindings[i] = tex ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
         k = gpu_kernel_get(g, &d);
     } else if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
@@ -155,7 +163,7 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
     const size_t ub[4] = {F * C, 0, F * C, F};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rms", 4, args, ub, rows, C, eps);
+        repro_rows(g, "rms", 4, 2, args, ub, rows, C, eps);
         return;
     }
     int width = texel_width(g, C);
@@ -178,7 +186,7 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     const size_t ub[5] = {F * C, F * C, 0, F, F * C};
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rmsback", 5, args, ub, rows, C, 0.0f);
+        repro_rows(g, "rmsback", 5, 4, args, ub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, RMSBACK_STATS, 5, sizeof tp), args, ub, &tp, 1,
@@ -204,7 +212,7 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
                               {.buf = rstd, .write = 1}};
     const size_t ub[6] = {F * C, 0, 0, F * C, F, F};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "ln", 6, args, ub, rows, C, eps);
+        repro_rows(g, "ln", 6, 3, args, ub, rows, C, eps);
         return;
     }
     int width = texel_width(g, C);
@@ -228,7 +236,7 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     const size_t ub[6] = {F * C, F * C, 0, F, F, F * C};
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
     if (gpu_reproducible(g)) {
-        repro_rows(g, "lnback", 6, args, ub, rows, C, 0.0f);
+        repro_rows(g, "lnback", 6, 5, args, ub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, LNBACK_STATS, 6, sizeof tp), args, ub, &tp, 1, rows,
@@ -256,9 +264,10 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
             float unused;
             uint32_t C;
         } rpush = {0, 0.0f, C};
-        const size_t ub[2] = {0, F * C};
-        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 2, sizeof rpush), args, ub, &rpush, (size_t)rows * C,
-                     C, 1);
+        struct gpu_arg rargs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
+        const size_t ub[3] = {0, F * C, F * C};
+        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 3, 2, sizeof rpush), rargs, ub, &rpush,
+                     (size_t)rows * C, C, 1);
         return;
     }
     if (C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {

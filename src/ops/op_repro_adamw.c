@@ -1,6 +1,7 @@
 /* op_repro_adamw: the wrapper of shaders/repro_adamw.comp, one AdamW step
  * of one parameter tensor in the reproducible profile (its scalars from
- * repro_adamw_scalars). One storage kernel serves both kernel families.
+ * repro_adamw_scalars), in both kernel families (on CPU devices the
+ * variant that reads through texel views).
  * Never allocates, never submits. */
 #include "ops_internal.h"
 #include "vktrain/repro.h"
@@ -21,8 +22,10 @@ void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *
     ops_check("repro adamw", "the second-moment", v, n * sizeof(float));
     struct repro_adamw_push push;
     repro_adamw_scalars(s, (uint32_t)n, &push);
-    struct gpu_arg args[4] = {
-        {.buf = param, .write = 1}, {.buf = grad}, {.buf = m, .write = 1}, {.buf = v, .write = 1}};
-    const size_t floats[4] = {4, 4, 4, 4};
-    ops_elements(g, ops_repro_kernel(g, "repro_adamw", 4, sizeof push), args, floats, &push, n, 1, 1);
+    /* θ, grad, m, v read (R32F views on CPU devices), then θ, m, v written */
+    struct gpu_arg args[7] = {{.buf = param},         {.buf = grad},         {.buf = m},
+                              {.buf = v},             {.buf = param, .write = 1}, {.buf = m, .write = 1},
+                              {.buf = v, .write = 1}};
+    const size_t floats[7] = {4, 4, 4, 4, 4, 4, 4};
+    ops_elements(g, ops_repro_kernel(g, "repro_adamw", 7, 4, sizeof push), args, floats, &push, n, 1, 1);
 }

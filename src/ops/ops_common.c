@@ -34,11 +34,17 @@ const char *ops_repro_walk(const struct gpu *g)
     return gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "_runs" : "";
 }
 
-struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size)
+struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, int n_tex, uint32_t push_size)
 {
     char name[64];
     snprintf(name, sizeof name, "%s%s", shader, ops_repro_walk(g));
-    return ops_kernel(g, name, n_bind, push_size, 1);
+    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || n_tex == 0)
+        return ops_kernel(g, name, n_bind, push_size, 1);
+    struct gpu_kernel_desc d = {.shader = name, .n_bindings = n_bind, .push_size = push_size, .n_spec = 1};
+    for (int i = 0; i < n_bind; i++)
+        d.bindings[i] = i < n_tex ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    d.spec[0] = gpu_workgroup_1d(g);
+    return gpu_kernel_get(g, &d);
 }
 
 size_t ops_storage_limit(const struct gpu *g)

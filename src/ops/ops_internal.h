@@ -16,12 +16,12 @@ void ops_check(const char *op, const char *role, const struct gpu_buffer *b, siz
  * workgroup size when wg_spec is set. */
 struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size, int wg_spec);
 
-/* The reproducible kernel `shader` of elementwise shape (ops_kernel's,
- * storage bindings, spec[0] the workgroup size) in the walk of the
- * device's family: its _runs variant on the texel family (FOR_EACH_RUN,
- * as the texel kernels walk), the plain one (FOR_EACH_ELEMENT) on the
- * tiled family. */
-struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size);
+/* The reproducible kernel `shader` of elementwise shape (spec[0] the
+ * workgroup size) for the device's family: on the texel family its _runs
+ * variant (FOR_EACH_RUN, as the texel kernels walk; the first n_tex
+ * bindings R32F texel views, the rest storage), on the tiled family the
+ * plain one (FOR_EACH_ELEMENT, storage bindings). */
+struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, int n_tex, uint32_t push_size);
 const char *ops_repro_walk(const struct gpu *g);
 
 /* The largest storage binding (bytes): the device's maxStorageBufferRange

@@ -5,6 +5,7 @@
  * workgroup size and the run per invocation, which are parameters here
  * for the tests, never change the bits. It records dispatches and never
  * submits. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "vktrain/gpu.h"
@@ -30,7 +31,8 @@ float repro_sum_ref(const float *x, size_t n)
 }
 
 /* The workgroup size and run: given, or 256 and 4 (a power of two within
- * the device's workgroup limit). */
+ * the device's workgroup limit); smaller where a block would not fit a
+ * binding. Neither changes the bits. */
 static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
 {
     uint32_t most = gpu_info(g)->max_workgroup_invocations;
@@ -44,6 +46,13 @@ static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
     if (*wg & (*wg - 1) || *wg > most || *log_run > 10)
         vkt_fatal("repro_sum: workgroup size %u (a power of two up to %u) or run 2^%u (at most 2^10) not possible", *wg,
                   most, *log_run);
+    /* A block of the first pass within half a storage binding (only a
+     * device, or a test, with a range of less than 2 MiB needs it). */
+    size_t half = gpu_binding_limit(g, GPU_BIND_STORAGE) / 2;
+    while (((size_t)*wg << *log_run) * 4 > half && *log_run > 0)
+        (*log_run)--;
+    while ((size_t)*wg * 4 > half && *wg > 1)
+        *wg /= 2;
 }
 
 size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run)
@@ -74,10 +83,15 @@ static void sum_passes(struct gpu *g, const char *what, struct gpu_buffer *x, si
     struct gpu_kernel_desc d = {
         .shader = "repro_sum", .n_bindings = 2, .push_size = 16, .n_spec = 2, .spec = {wg, log_run}};
     struct gpu_kernel *plain = gpu_kernel_get(g, &d);
-    d.shader = "repro_sum_sq";
-    struct gpu_kernel *k = square ? gpu_kernel_get(g, &d) : plain;
+    /* the first pass: on CPU devices x through an R32F view (_tex) */
+    enum gpu_binding_kind kind = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    char shader[24];
+    snprintf(shader, sizeof shader, "repro_sum%s%s", square ? "_sq" : "", kind == GPU_BIND_STORAGE ? "" : "_tex");
+    d.shader = shader;
+    d.bindings[0] = kind;
+    struct gpu_kernel *k = gpu_kernel_get(g, &d);
     size_t block = (size_t)wg << log_run, at = 0;
-    size_t align = gpu_binding_alignment(g, GPU_BIND_STORAGE), limit = gpu_binding_limit(g, GPU_BIND_STORAGE);
+    size_t align = gpu_binding_alignment(g, kind), limit = gpu_binding_limit(g, kind);
     size_t most = gpu_info(g)->max_workgroup_count[0], fit = limit > align ? (limit - align) / (block * 4) : 0;
     if (fit < most)
         most = fit;
@@ -95,10 +109,15 @@ static void sum_passes(struct gpu *g, const char *what, struct gpu_buffer *x, si
             size_t ng = first && groups - g0 > most ? most : groups - g0;
             size_t byte0 = first ? g0 * block * 4 : 0, off = byte0 - byte0 % align;
             size_t count = first ? (m - g0 * block < ng * block ? m - g0 * block : ng * block) : m;
+            /* the scratch bound as far as it is used, the output from the
+             * aligned offset at or before its float */
+            size_t out_align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+            size_t out0 = out_index * 4 - out_index * 4 % out_align;
             uint32_t push[4] = {(uint32_t)count, (uint32_t)(first ? (byte0 - off) / 4 : in0),
-                                (uint32_t)(last ? out_index : at + g0), (uint32_t)last};
-            struct gpu_arg args[2] = {{in, 0, off, first ? (byte0 - off) + count * 4 : 0},
-                                      {last ? out : scratch, 1, 0, 0}};
+                                (uint32_t)(last ? out_index - out0 / 4 : at + g0), (uint32_t)last};
+            struct gpu_arg args[2] = {
+                {in, 0, off, first ? (byte0 - off) + count * 4 : need * 4},
+                {last ? out : scratch, 1, last ? out0 : 0, last ? out_index * 4 + 4 - out0 : need * 4}};
             gpu_dispatch(g, first ? k : plain, args, push, (uint32_t)ng, 1, 1);
         }
         if (last)
