@@ -11,14 +11,17 @@
 #     unequal length;
 #  2. a run killed after step 3 of 4 under (2,2,2) and resumed from its
 #     step-2 checkpoint under (1,4,2) gives the same bytes and rows;
-#  3. negative control: the same llama in precision: fp32 under (1,1,8)
-#     and (2,2,2) does not give the same bytes (all-reduce and micro-batch
-#     sums round differently), so the comparison above can fail;
+#  3. negative controls: the same llama in precision: fp32 under (1,1,8)
+#     and (2,2,2), and from the texel and the tiled kernels, does not give
+#     the same bytes (the sums round differently), so the comparisons above
+#     can fail;
 #  4. the recipe refusals of the mode, each naming its key, and a world
 #     size that is not a power of two refused at start-up.
-# Configurations that must give the same bits as well — the kernel family
-# and lavapipe's vector width / CPU features — are listed in variants()
-# below; they join once the reproducible kernels are routed in the ops.
+#  5. the same bytes and metrics at (1,1,8) from the tiled (GPU) kernel
+#     family, under lavapipe's vector widths 128, 256 and 512 (subgroup
+#     sizes 4, 8, 16) and without AVX / FMA (variants() below); and
+#     from two ranks of which one runs the texel kernels, the other the
+#     tiled ones (a mixed cluster).
 . "$SRC/tests/dist_testing.sh"
 
 # Documents of 1 to 4 lines separated by "%" lines: packed rows of 32
@@ -67,15 +70,19 @@ same() {
   done
   return $ok
 }
-# The configurations each split runs under: today one, the default kernels
-# of this device. ADD HERE, once the reproducible kernels are routed in
-# the ops (gpu_reproducible), the variants that must give the same bytes:
-# VKTRAIN_KERNELS=texel and =tiled (the family for the whole run, as
-# test_dist.sh forces it), LP_NATIVE_VECTOR_WIDTH=128, 256 and 512, and
-# GALLIUM_OVERRIDE_CPU_CAPS=sse4.1 (as test_repro_lavapipe.sh runs them).
-# One line per variant: a name, then its VAR=value words.
+# The configurations that must give the same bytes as the plain run (the
+# device's own kernel family, lavapipe's default vector width and CPU
+# features): the GPU kernel family (tiled) for the whole run, lavapipe's vector
+# widths 128, 256 and 512 (subgroup sizes 4, 8, 16), and no AVX / FMA.
+# One line per variant: a name, then its VAR=value words. The plain run
+# takes the five splits; each variant runs (1,1,8) and is compared with
+# the plain (1,1,8).
 variants() {
-  echo "plain"
+  echo "tiled VKTRAIN_KERNELS=tiled"
+  echo "w128 LP_NATIVE_VECTOR_WIDTH=128"
+  echo "w256 LP_NATIVE_VECTOR_WIDTH=256"
+  echo "w512 LP_NATIVE_VECTOR_WIDTH=512"
+  echo "sse41 GALLIUM_OVERRIDE_CPU_CAPS=sse4.1"
 }
 variant=plain variant_env=""
 
@@ -91,19 +98,33 @@ train() {
     { echo "run $name (W=$w A=$a B=$b $* $variant_env) failed:"; tail -5 "$work/$name.log"; fail=1; }
 }
 
-# 1. Every split, both archs, every variant.
+# 1. Every split, both archs; every variant at (1,1,8).
 for arch in llama gpt2; do
-  while read -r variant variant_env; do
-    dirs=()
-    for wab in "1 1 8" "2 2 2" "2 4 1" "4 1 2" "1 4 2"; do
-      set -- $wab
-      train "$arch-$variant-$1$2$3" "$1" "$2" "$3"
-      dirs+=("$work/$arch-$variant-$1$2$3")
-    done
-    check "$arch ($variant): (W,A,B) = (1,1,8) (2,2,2) (2,4,1) (4,1,2) (1,4,2) give the same model.safetensors bytes and metrics" \
-      "same ${dirs[*]}"
-  done < <(variants)
+  dirs=()
+  for wab in "1 1 8" "2 2 2" "2 4 1" "4 1 2" "1 4 2"; do
+    set -- $wab
+    train "$arch-plain-$1$2$3" "$1" "$2" "$3"
+    dirs+=("$work/$arch-plain-$1$2$3")
+  done
+  check "$arch: (W,A,B) = (1,1,8) (2,2,2) (2,4,1) (4,1,2) (1,4,2) give the same model.safetensors bytes and metrics" \
+    "same ${dirs[*]}"
+  while read -r variant variant_env <&3; do # fd 3: mpirun reads stdin
+    train "$arch-$variant-118" 1 1 8
+    check "$arch: $variant_env gives the same bytes and metrics as the plain run" \
+      "same $work/$arch-plain-118 $work/$arch-$variant-118"
+  done 3< <(variants)
 done
+# A mixed cluster: rank 0 on the texel kernels, rank 1 on the tiled ones
+# (another vendor's kernels on the same data), (2,2,2) as above.
+LP_NUM_THREADS=1 timeout 300 mpirun --oversubscribe -np 1 -x LP_NUM_THREADS "$VKTRAIN" train --config "$work/llama.yaml" \
+  output_dir="$work/llama-mixed" gradient_accumulation_steps=2 batch_size=2 : \
+  -np 1 -x LP_NUM_THREADS -x VKTRAIN_KERNELS=tiled "$VKTRAIN" train --config "$work/llama.yaml" \
+  output_dir="$work/llama-mixed" gradient_accumulation_steps=2 batch_size=2 > "$work/llama-mixed.log" 2>&1 ||
+  { echo "the mixed run failed:"; tail -5 "$work/llama-mixed.log"; fail=1; }
+grep "rank [01]:" "$work/llama-mixed.log"
+check "ranks on different kernel families give the same bytes and metrics, with no replica repair" \
+  'same "$work/llama-plain-118" "$work/llama-mixed" && grep -q "rank 1: .*(tiled kernels)" "$work/llama-mixed.log" &&
+   grep -q "rank 0: .*(texel kernels)" "$work/llama-mixed.log" && grep -q "replicas: identical on all 2 ranks at step 4$" "$work/llama-mixed.log"'
 variant=plain variant_env=""
 check "the runs log 4 steps with val_loss at steps 2 and 4" \
   '[ "$(grep -c val_loss "$work/llama-plain-118/metrics.jsonl")" -eq 2 ] && [ "$(wc -l < "$work/llama-plain-118/metrics.jsonl")" -eq 4 ]'
@@ -144,6 +165,13 @@ if cmp -s "$work/llama-fp32a/model.safetensors" "$work/llama-fp32b/model.safeten
   fail=1
 else
   echo "ok: precision: fp32 gives different bytes under (1,1,8) and (2,2,2) (the control)"
+fi
+variant_env="VKTRAIN_KERNELS=tiled" train llama-fp32c 1 1 8 precision=fp32
+if cmp -s "$work/llama-fp32a/model.safetensors" "$work/llama-fp32c/model.safetensors"; then
+  echo "note: precision: fp32 gave the same bytes from the texel and tiled kernels this time"
+  fail=1
+else
+  echo "ok: precision: fp32 gives different bytes from the texel and tiled kernels (the control)"
 fi
 
 # 4. What the mode refuses.
