@@ -98,8 +98,8 @@ cat > "$doc" <<'MD'
 
 Each case below is run by tests/test_errors.sh, which checks its exit
 status and regenerates this page from the messages the runs print (paths
-are relative to the folder the runs work in; `<hex>` and `<x>` stand for
-checksums and values that differ between machines). Every error names
+are relative to the folder the runs work in; `<hex>`, `<x>` and `<host>` stand for
+checksums, values and host names that differ between machines). Every error names
 what is wrong and where (the file, the line and column, the key, the
 tensor, the step) and exits non-zero; under mpirun it is printed once.
 Status 1 is an error, 2 a command-line mistake, 130 and 143 a stop by
@@ -114,7 +114,8 @@ entry() {
   shift 4
   out=$("$@" 2>&1); rc=$?
   shown=$(grep -E '^vktrain(\[rank [0-9]+\])?: (error|warning|SIGINT|SIGTERM)|^stopped by ' <<<"$out" |
-    sed -E -e 's/\b[0-9a-f]{16}\b/<hex>/g' -e 's/the loss is [^ ]+ and/the loss is <x> and/')
+    sed -E -e 's/\b[0-9a-f]{16}\b/<hex>/g' -e 's/the loss is [^ ]+ and/the loss is <x> and/' \
+      -e 's/ on rank ([0-9]+) \([^,]+, device/ on rank \1 (<host>, device/')
   if [ $rc -eq "$want" ] && [ -n "$shown" ] && grep -qF -- "$excerpt" <<<"$shown"; then
     echo "ok: $id ($what)"
   else
@@ -153,6 +154,12 @@ entry resume-and-overwrite 1 "resume and overwrite" "Two keys that exclude each 
   train resume=true overwrite=true
 entry base-dtype-without-lora 1 "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them" \
   "A bf16 base without LoRA: only frozen weights may be stored in bf16." train model.base_dtype=bf16
+entry reproducible-batch-size 1 "batch_size: 6 is not a power of two" \
+  "precision: reproducible with a batch size that is not a power of two (docs/reproducible.md)." \
+  train precision=reproducible batch_size=6
+entry reproducible-probe 1 "the start-up probe failed on rank 0" \
+  "precision: reproducible on a device that fails the start-up probe (simulated by VKTRAIN_TEST_PROBE; docs/reproducible.md, \"Which devices\")." \
+  env VKTRAIN_TEST_PROBE=fail:0 "$VKTRAIN" train --config recipe.yaml output_dir=p_fail precision=reproducible
 
 section "Data" "The dataset files (docs/data.md); read before the model is built, so nothing is left behind."
 entry data-missing 1 "missing.txt" "A dataset path that does not exist." \
