@@ -314,15 +314,7 @@ static void run_sample(struct trainer *t, float scale, uint32_t sample0, int q)
 {
     struct repro *r = t->repro;
     struct data_batch *b = &r->sample;
-    struct model_batch mb = {.B = 1,
-                             .T = (uint32_t)b->T,
-                             .tokens = b->inputs,
-                             .labels = b->labels,
-                             .positions = b->positions,
-                             .doc_ids = b->doc_ids,
-                             .seed = (uint64_t)t->cfg->seed,
-                             .step = t->step,
-                             .sample0 = sample0};
+    struct model_batch mb = trainer_model_batch(t, b, sample0);
     gpu_profile_phase(t->g, "forward");
     model_forward(t->model, &mb, scale);
     if (scale != 0.0f) {

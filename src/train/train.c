@@ -134,12 +134,7 @@ static double evaluate(struct trainer *t)
     model_loss_reset(t->model);
     for (int64_t i = t->dist->rank; i < n; i += t->dist->world) {
         data_val_batch(&t->data, i, B, b);
-        struct model_batch mb = {.B = (uint32_t)b->rows,
-                                 .T = (uint32_t)b->T,
-                                 .tokens = b->inputs,
-                                 .labels = b->labels,
-                                 .positions = b->positions,
-                                 .doc_ids = b->doc_ids};
+        struct model_batch mb = trainer_model_batch(t, b, 0);
         model_forward(t->model, &mb, 0.0f);
     }
     double s[2];
@@ -175,15 +170,7 @@ static void backward_micro_batches(struct trainer *t, int64_t N)
     model_loss_reset(t->model);
     for (int m = 0; m < A; m++) {
         struct data_batch *b = &t->micro[m];
-        struct model_batch mb = {.B = (uint32_t)b->rows,
-                                 .T = (uint32_t)b->T,
-                                 .tokens = b->inputs,
-                                 .labels = b->labels,
-                                 .positions = b->positions,
-                                 .doc_ids = b->doc_ids,
-                                 .seed = (uint64_t)t->cfg->seed,
-                                 .step = t->step,
-                                 .sample0 = sampler_first(&t->sampler, t->dist->rank, m)};
+        struct model_batch mb = trainer_model_batch(t, b, sampler_first(&t->sampler, t->dist->rank, m));
         gpu_profile_phase(t->g, "forward");
         model_forward(t->model, &mb, (float)(1.0 / (double)N));
         gpu_profile_phase(t->g, "backward");

@@ -108,6 +108,22 @@ void grad_sync_backward(struct trainer *t);
  * rank; for the weights each rank then uploads those it does not own. */
 void grad_sync_gather(struct trainer *t, int which);
 
+/* The model's view of a filled batch b of step t->step, whose first
+ * sequence is global sample sample0 (LoRA dropout's counter). */
+static inline struct model_batch trainer_model_batch(const struct trainer *t, const struct data_batch *b,
+                                                     uint32_t sample0)
+{
+    return (struct model_batch){.B = (uint32_t)b->rows,
+                                .T = (uint32_t)b->T,
+                                .tokens = b->inputs,
+                                .labels = b->labels,
+                                .positions = b->positions,
+                                .doc_ids = b->doc_ids,
+                                .seed = (uint64_t)t->cfg->seed,
+                                .step = t->step,
+                                .sample0 = sample0};
+}
+
 /* The weights (which = 0), AdamW m (1) or v (2) of parameter i. */
 static inline struct gpu_buffer *trainer_state(const struct trainer *t, int which, int i)
 {
