@@ -29,7 +29,7 @@ ctest --test-dir build --output-on-failure "$@"
 # (docs/devices.md, "What lavapipe hides"). Each runs a short subset, both
 # kernel families (the tests switch families themselves), and fails on any
 # validation message like the suite.
-strict='^(test_ops_nn|test_model|test_generate|test_optim|test_memory|test_descriptors)$'
+strict='^(test_ops_nn|test_model|test_generate|test_optim|test_memory|test_descriptors|test_repro_ops|test_repro_attention)$'
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for i in $(seq 1 200); do
@@ -48,22 +48,25 @@ save_every_n_steps: 2
 overwrite: true
 YAML
 done
-# A short training run of each architecture in each family (evaluation,
-# a checkpoint, the final save), then sampling from the result.
+# A short training run of each architecture in each family and precision
+# (evaluation, a checkpoint, the final save), then sampling from the result.
 short_train() {
-  local arch family
+  local arch family precision
   for arch in llama gpt2; do
     for family in texel tiled; do
-      if ! env "$@" VKTRAIN_KERNELS=$family build/vktrain train --config "$work/$arch.yaml" > "$work/log" 2>&1 ||
-        ! env "$@" VKTRAIN_KERNELS=$family build/vktrain generate --model "$work/out" --prompt "the 3 quick" \
-          --max-new-tokens 8 >> "$work/log" 2>&1 || grep -q "Vulkan validation" "$work/log"; then
-        echo "FAIL: short training run ($arch, $family kernels):"
-        tail -30 "$work/log"
-        return 1
-      fi
+      for precision in fp32 reproducible; do
+        if ! env "$@" VKTRAIN_KERNELS=$family build/vktrain train --config "$work/$arch.yaml" precision=$precision \
+          > "$work/log" 2>&1 ||
+          ! env "$@" VKTRAIN_KERNELS=$family build/vktrain generate --model "$work/out" --prompt "the 3 quick" \
+            --max-new-tokens 8 >> "$work/log" 2>&1 || grep -q "Vulkan validation" "$work/log"; then
+          echo "FAIL: short training run ($arch, $family kernels, precision $precision):"
+          tail -30 "$work/log"
+          return 1
+        fi
+      done
     done
   done
-  echo "ok: short training runs (llama, gpt2; texel, tiled), sampled"
+  echo "ok: short training runs (llama, gpt2; texel, tiled; fp32, reproducible), sampled"
 }
 pass() { # name tests-regex train(0|1) environment...
   local name=$1 tests=$2 train=$3
