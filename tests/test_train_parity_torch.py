@@ -15,7 +15,9 @@ vktrain runs 4 steps of AdamW (lr 1e-2 constant, no warmup, betas
 (0.9, 0.95), eps 1e-8, weight_decay 0.1 on parameters with >= 2 dims) with
 clip_grad_norm 1.0, for (A, B) = (1, 8), (2, 4), (4, 2), (8, 1)
 (gradient_accumulation_steps, batch_size), under both kernel families
-(VKTRAIN_KERNELS=texel and tiled). PyTorch runs the same 4 steps its own
+(VKTRAIN_KERNELS=texel and tiled), and in precision: reproducible at
+(A, B) = (2, 4) under both families (the same checks, and the two families'
+weights bit-identical). PyTorch runs the same 4 steps its own
 way: each sample at its own length (no padding), tokenized as docs/data.md
 says (BOS + prompt bytes + response bytes + EOS; inputs t[:-1], labels t[1:];
 labels predicting prompt bytes -100), loss = sum of cross-entropy over every
@@ -163,7 +165,7 @@ def torch_train(c, init, data, groups):
 # ---------------------------------------------------------------- vktrain
 
 
-def run_vktrain(work, model_dir, data_path, A, B, kernels, out):
+def run_vktrain(work, model_dir, data_path, A, B, kernels, out, extra=()):
     recipe = os.path.join(work, "recipe.yaml")
     if not os.path.exists(recipe):
         with open(recipe, "w") as f:
@@ -180,7 +182,7 @@ clip_grad_norm: {MAX_NORM!r}
 log_every_n_steps: 1
 """)
     cmd = [os.environ["VKTRAIN"], "train", "--config", recipe, f"output_dir={out}",
-           f"gradient_accumulation_steps={A}", f"batch_size={B}"]
+           f"gradient_accumulation_steps={A}", f"batch_size={B}", *extra]
     env = dict(os.environ, VKTRAIN_KERNELS=kernels)
     env.setdefault("LP_NUM_THREADS", "2")
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -349,6 +351,28 @@ def main():
                     naive_ab = naive.get((A, B), (None, None))
                     for f in check_run(arch, c, kernels, A, B, *res, init, ref, ref_w, *naive_ab):
                         failures.append(f"{name}: {f}")
+            # precision: reproducible (its own kernels, one sequence per pass,
+            # the tree over samples): the same tolerances against torch, and
+            # the same bits from both kernel families.
+            repro_w = {}
+            for kernels in KERNELS:
+                t0 = time.time()
+                res = run_vktrain(arch_work, model_dir, data_path, 2, 4, kernels,
+                                  os.path.join(arch_work, f"out_{kernels}_reproducible"), ["precision=reproducible"])
+                vk_seconds += time.time() - t0
+                name = f"{arch} [{kernels}, reproducible] A=2 B=4"
+                if res is None:
+                    failures.append(f"{name}: vktrain failed")
+                    continue
+                for f in check_run(arch, c, kernels, 2, 4, *res, init, ref, ref_w, *naive.get((2, 4), (None, None))):
+                    failures.append(f"{name}: {f}")
+                repro_w[kernels] = res[1]
+            if len(repro_w) == len(KERNELS):
+                a, b = (repro_w[k] for k in KERNELS)
+                same = a.keys() == b.keys() and all(np.array_equal(a[k].view(np.uint32), b[k].view(np.uint32)) for k in a)
+                print(f"  {arch} reproducible: {' and '.join(KERNELS)} weights bit-identical: {same}")
+                if not same:
+                    failures.append(f"{arch} reproducible: the kernel families' weights differ in their bits")
     print(f"\ntest_train_parity_torch: {len(ARCHS)} archs x {len(KERNELS)} kernel families x {len(SPLITS)} splits x "
           f"{STEPS} steps; tolerances "
           f"loss rel {LOSS_RTOL:g}, grad_norm rel {NORM_RTOL:g}, weights max|d| <= {W_RTOL:g}*max|w| + {W_ATOL:g}; "
