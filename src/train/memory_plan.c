@@ -122,6 +122,9 @@ static void plan_refuse(const struct trainer *t, const struct plan *p, uint64_t 
     const struct config *cfg = t->cfg;
     char need[32], have[32], fixed[32], hint[256];
     int batch = largest_fit(t->g, cfg, t->dist, avail, set_batch_size, cfg->batch_size);
+    if (cfg->precision == PRECISION_REPRODUCIBLE) /* it needs a power of two; a smaller batch fits too */
+        while (batch & (batch - 1))
+            batch &= batch - 1;
     int seq = largest_fit(t->g, cfg, t->dist, avail, set_max_seq_len, cfg->model.max_seq_len);
     uint64_t weights =
         p->dev.bytes[GPU_MEM_PARAMETERS] + p->dev.bytes[GPU_MEM_GRADIENTS] + p->dev.bytes[GPU_MEM_OPTIMIZER];
@@ -152,11 +155,14 @@ static void plan_refuse(const struct trainer *t, const struct plan *p, uint64_t 
                   "device (maxMemoryAllocationSize %s); %s",
                   p->dev.largest_name, bytes_text(p->dev.largest, need, sizeof need),
                   bytes_text(gpu_info(t->g)->max_allocation_size, have, sizeof have), hint);
-    vkt_fatal("device memory: the recipe needs %s on each rank (activations %s for batch_size %d x max_seq_len "
-              "%d) but %s is available (%s); %s",
+    /* precision: reproducible runs one sequence at a time (repro_step.c) */
+    int rows = cfg->precision == PRECISION_REPRODUCIBLE ? 1 : cfg->batch_size;
+    vkt_fatal("device memory: the recipe needs %s on each rank (activations %s for %s %d x max_seq_len %d) but %s "
+              "is available (%s); %s",
               bytes_text(p->dev.total, need, sizeof need),
-              bytes_text(p->dev.bytes[GPU_MEM_ACTIVATIONS], fixed, sizeof fixed), cfg->batch_size,
-              cfg->model.max_seq_len, bytes_text(avail, have, sizeof have), source, hint);
+              bytes_text(p->dev.bytes[GPU_MEM_ACTIVATIONS], fixed, sizeof fixed),
+              rows == cfg->batch_size ? "batch_size" : "one sequence,", rows, cfg->model.max_seq_len,
+              bytes_text(avail, have, sizeof have), source, hint);
 }
 
 void memory_plan_check(struct trainer *t)
