@@ -4,8 +4,12 @@
 #   1. builds without MPI into build-gpucheck/ (or uses the build in
 #      GPU_CHECK_BUILD, e.g. one carried from a machine with the toolchain);
 #   2. prints the device (`vktrain devices`);
-#   3. runs the op, model, large, generate and PyTorch parity tests with the
-#      Khronos validation layer on (any message fails the test);
+#   3. runs the op, model, large, generate, reproducible-profile and PyTorch
+#      parity tests with the Khronos validation layer on (any message fails
+#      the test), and a short training in precision: reproducible whose
+#      model.safetensors must have the bytes the --pack machine's lavapipe
+#      wrote (build-gpucheck/repro_reference.txt): the same bits across
+#      vendors;
 #   4. runs the matmul and model benchmarks, the same matmul shapes in
 #      PyTorch on the GPU (fp32, TF32 off), and GPT-2 124M training steps in
 #      vktrain and in PyTorch eager on the same GPU;
@@ -53,6 +57,28 @@ configure_and_build() {
     { tail -30 "$build/gpu_check_build.log"; return 1; }
 }
 
+# repro_train VKTRAIN DIR: 3 steps of a small llama in precision:
+# reproducible on a generated corpus into DIR; prints the sha256 of its
+# model.safetensors.
+repro_train() {
+  local vkt=$1 dir=$2 i
+  mkdir -p "$dir"
+  for i in $(seq 1 400); do
+    echo "line $i: the $((i % 7)) quick brown foxes jump over $((i * 13 % 11)) lazy dogs near river $((i % 5))"
+  done > "$dir/corpus.txt"
+  cat > "$dir/recipe.yaml" <<YAML
+seed: 7
+output_dir: $dir/out
+model: {arch: llama, dim: 64, n_layers: 2, n_heads: 4, n_kv_heads: 2, hidden_dim: 160, max_seq_len: 64}
+dataset: {type: text, path: $dir/corpus.txt, packed: true}
+batch_size: 4
+max_steps: 3
+precision: reproducible
+YAML
+  "$vkt" train --config "$dir/recipe.yaml" > "$dir/train.log" 2>&1 || { tail -5 "$dir/train.log" >&2; return 1; }
+  sha256sum < "$dir/out/model.safetensors" | cut -d' ' -f1
+}
+
 if [ "${1:-}" = --pack ]; then
   set -e
   scripts/deps.sh test
@@ -61,6 +87,11 @@ if [ "${1:-}" = --pack ]; then
   # The loader, the validation layer, and the libraries vktrain links that
   # a machine with only a driver and Python may lack.
   (cd .gl && apt-get download libvulkan1 vulkan-validationlayers libyaml-0-2 libjansson4)
+  # The bytes a reproducible training writes here, for the GPU to match.
+  ref=$(mktemp -d)
+  sum=$(repro_train "$build/vktrain" "$ref")
+  echo "$sum $("$build/vktrain" devices 2>&1 | sed -n 's/^\* device [0-9]*: //p' | head -1)" > "$build/repro_reference.txt"
+  rm -rf "$ref"
   echo "gpu_check: built $build/ and fetched .gl/$(cd .gl && ls | tr '\n' ' ')"
   echo "gpu_check: carry $build and .gl to the GPU machine and run scripts/gpu_check.sh there"
   exit 0
@@ -139,7 +170,8 @@ run_test() { # name command...
   rows+=("| $t | $result | $secs |")
   note "$t: $result, $secs s"
 }
-for t in test_ops test_ops_nn test_model test_large test_generate; do
+for t in test_ops test_ops_nn test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops \
+  test_repro_attention; do
   if [ $t = test_large ] && [ $cpu = 1 ]; then
     skip $t "CPU device: minutes here, and the suite (scripts/test.sh) runs it"
     continue
@@ -153,6 +185,28 @@ for t in test_parity_torch test_train_parity_torch; do
   fi
   run_test $t "$py" "$root/tests/$t.py"
 done
+
+# The same bytes as the --pack machine (lavapipe) in precision: reproducible.
+begin=$SECONDS
+if sum=$(repro_train "$vk" "$work/repro"); then
+  if [ -f "$bdir/repro_reference.txt" ]; then
+    read -r want wdev < "$bdir/repro_reference.txt"
+    if [ "$sum" = "$want" ]; then
+      result="pass: the bytes of $wdev"
+    else
+      result="FAIL: model.safetensors differs from $wdev's ($sum vs $want)"
+      failed=1
+    fi
+  else
+    result="pass (ran; no repro_reference.txt from --pack to compare with)"
+    skip "reproducible bytes across devices" "no $build/repro_reference.txt (scripts/gpu_check.sh --pack writes it)"
+  fi
+else
+  result="FAIL (the run failed: $(grep -m1 'error' "$work/repro/train.log" | cut -c1-200))"
+  failed=1
+fi
+rows+=("| reproducible training, same bytes as the --pack machine | $result | $((SECONDS - begin)) |")
+note "reproducible training: $result"
 
 # --- benchmarks ---------------------------------------------------------
 bench=()
