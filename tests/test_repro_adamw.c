@@ -13,6 +13,7 @@
 #include "gpu_testing.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/repro.h"
+#include "repro_testing.h"
 
 #define N 10007
 
@@ -24,14 +25,6 @@ static float *data(struct ref_rng *rng, double scale, int square)
         x[i] = ref_rng_uniform(rng) < 0.02 ? 0.0f : (float)(square ? r * r : r);
     }
     return x;
-}
-
-static size_t bit_differences(const float *a, const float *b)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < N; i++)
-        d += memcmp(&a[i], &b[i], sizeof a[i]) != 0;
-    return d;
 }
 
 int main(void)
@@ -67,7 +60,7 @@ int main(void)
         size_t differ = 0;
         for (int j = 0; j < 3; j++) {
             float *got = download_floats(g, repro[j], N);
-            differ += bit_differences(got, state[j]);
+            differ += repro_bit_differences(got, state[j], N);
             free(got);
         }
         float *dt = download_floats(g, dflt[0], N);

@@ -21,18 +21,11 @@
 #include "gpu_testing.h"
 #include "vktrain/ops.h"
 #include "vktrain/repro.h"
+#include "repro_testing.h"
 
 static struct gpu *g;
 static struct ref_rng rng;
 static const char *family_names[] = {"texel", "tiled"};
-
-static size_t bit_differences(const float *x, const float *y, size_t n)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < n; i++)
-        d += memcmp(&x[i], &y[i], sizeof x[i]) != 0;
-    return d;
-}
 
 static struct gpu_buffer *upload(const void *x, size_t bytes, const char *name)
 {
@@ -61,7 +54,7 @@ static double *widen(const float *x, size_t n)
 static void expect_bits(const char *what, struct gpu_buffer *b, const float *want, size_t n)
 {
     float *got = download_floats(g, b, n);
-    size_t d = bit_differences(got, want, n);
+    size_t d = repro_bit_differences(got, want, n);
     CHECK(d == 0, "%s: %zu of %zu floats differ from C", what, d, n);
     if (getenv("TEST_VERBOSE"))
         printf("  %-58s %zu of %zu differ\n", what, d, n);
@@ -75,7 +68,7 @@ static void expect_bits(const char *what, struct gpu_buffer *b, const float *wan
 static void expect_close(const char *what, const float *got, const float *want, size_t n)
 {
     double *w = widen(want, n), err = normalized_error(got, w, n);
-    size_t d = bit_differences(got, want, n);
+    size_t d = repro_bit_differences(got, want, n);
     CHECK(err < 1e-10, "%s: normalized error %.3g against the default kernel", what, err);
     CHECK(n < 10000 || d > 0, "%s: the default kernel gives the same bits on all %zu outputs", what, n);
     if (getenv("TEST_VERBOSE"))

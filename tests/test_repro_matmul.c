@@ -13,6 +13,7 @@
 
 #include "gpu_testing.h"
 #include "vktrain/repro.h"
+#include "repro_testing.h"
 
 static const char *layout_names[] = {"nt", "nn", "tn"};
 
@@ -37,15 +38,6 @@ static float *random_data(struct ref_rng *rng, size_t n)
         x[i] = u < 0.02 ? -0.0f : u < 0.04 ? 0.0f : (float)ref_rng_normal(rng);
     }
     return x;
-}
-
-/* Outputs whose bits differ. */
-static size_t bit_differences(const float *x, const float *y, size_t n)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < n; i++)
-        d += memcmp(&x[i], &y[i], sizeof x[i]) != 0;
-    return d;
 }
 
 /* nt with four accumulators over k mod 4, summed at the end. */
@@ -80,7 +72,7 @@ static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, 
         repro_matmul(g, l, ba, bb, bc, M, N, K, accumulate);
         gpu_submit(g);
         float *out = download_floats(g, bc, s[2]);
-        size_t d = bit_differences(out, ref, s[2]);
+        size_t d = repro_bit_differences(out, ref, s[2]);
         printf("%s %ux%ux%u%s %s: %zu of %zu outputs differ from C\n", layout_names[l], M, N, K,
                accumulate ? " accumulate" : "", family ? "tiled" : "texel", d, s[2]);
         CHECK(d == 0, "%s %ux%ux%u %s: %zu outputs differ", layout_names[l], M, N, K, family ? "tiled" : "texel", d);
@@ -89,7 +81,7 @@ static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, 
     if (l == REPRO_NT && !accumulate && K >= 64) {
         float *other = vkt_malloc(s[2] * sizeof *other, "other order");
         four_accumulators_nt(a, b, other, M, N, K);
-        size_t d = bit_differences(other, ref, s[2]);
+        size_t d = repro_bit_differences(other, ref, s[2]);
         printf("negative control: four accumulators differ on %zu of %zu outputs\n", d, s[2]);
         CHECK(d > s[2] / 4, "another order should differ on many outputs, differs on %zu", d);
         free(other);

@@ -21,6 +21,7 @@
 #include "vktrain/ops.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/repro.h"
+#include "repro_testing.h"
 
 /* The default kernels against the reproducible reference. */
 #define REL 1e-5
@@ -123,14 +124,6 @@ static float **run_device(struct gpu *g, const struct arrays *a, device_fn dev, 
     return out;
 }
 
-static size_t bit_differences(const float *x, const float *y, size_t n)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < n; i++)
-        d += memcmp(&x[i], &y[i], sizeof x[i]) != 0;
-    return d;
-}
-
 /* The case: the reference's bits in both families, the default kernels
  * within REL (skipped where rel < 0: ops without a default twin). */
 static void check_op(struct gpu *g, const char *name, struct arrays *a, device_fn dev, reference_fn ref,
@@ -143,7 +136,7 @@ static void check_op(struct gpu *g, const char *name, struct arrays *a, device_f
         for (int i = 0; i < a->count; i++) {
             if (!a->out[i])
                 continue;
-            size_t d = bit_differences(got[i], want[i], a->n[i]);
+            size_t d = repro_bit_differences(got[i], want[i], a->n[i]);
             CHECK(d == 0, "%s (%s): output %d: %zu of %zu words differ from the C reference", name,
                   family ? "tiled" : "texel", i, d, a->n[i]);
         }
@@ -154,7 +147,7 @@ static void check_op(struct gpu *g, const char *name, struct arrays *a, device_f
         for (int i = 0; i < a->count; i++) {
             if (!a->out[i])
                 continue;
-            default_differences += bit_differences(def[i], want[i], a->n[i]);
+            default_differences += repro_bit_differences(def[i], want[i], a->n[i]);
             double most = 0, diff = 0;
             for (size_t j = 0; j < a->n[i]; j++) {
                 most = fmax(most, fabs(want[i][j]));
@@ -243,7 +236,7 @@ static void check_matmul_chunks(struct gpu *g, uint32_t M, uint32_t N, uint32_t 
         }
         gpu_submit(g);
         float *x = download_floats(g, whole, sz[2]), *y = download_floats(g, b[2], sz[2]);
-        size_t d = bit_differences(x, y, sz[2]);
+        size_t d = repro_bit_differences(x, y, sz[2]);
         CHECK(d == 0, "matmul_%s_at in chunks of %u rows: %zu of %zu outputs differ from one call", layout_names[l],
               chunk, d, sz[2]);
         printf("matmul_%s_at %ux%ux%u in chunks of %u rows = one call: %s\n", layout_names[l], M, N, K, chunk,
@@ -425,7 +418,7 @@ static void check_colsum_chunks(struct gpu *g, uint32_t rows, uint32_t C, uint32
     op_bias_backward(g, part1, two, rows - first, C);
     gpu_submit(g);
     float *x = download_floats(g, one, C), *y = download_floats(g, two, C);
-    size_t d = bit_differences(x, y, C);
+    size_t d = repro_bit_differences(x, y, C);
     CHECK(d == 0, "bias_backward in two calls: %zu of %u columns differ from one call", d, C);
     printf("bias_backward %ux%u as %u + %u rows = one call: %s\n", rows, C, first, rows - first, d ? "no" : "ok");
     free(x), free(y), free(dy), free(db);
@@ -685,7 +678,7 @@ static void check_embedding_chunks(struct gpu *g)
     op_embedding_backward(g, bi1, bd1, two, rows - first, C, V);
     gpu_submit(g);
     float *x = download_floats(g, one, V * C), *y = download_floats(g, two, V * C);
-    size_t d = bit_differences(x, y, V * C);
+    size_t d = repro_bit_differences(x, y, V * C);
     CHECK(d == 0, "embedding_backward in two calls: %zu of %u differ from one call", d, V * C);
     printf("embedding_backward %u rows as %u + %u = one call: %s\n", rows, first, rows - first, d ? "no" : "ok");
     free(x), free(y), free(ids), free(dout), free(t);
