@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "gpu_testing.h"
+#include "repro_testing.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/repro.h"
-#include "repro_testing.h"
 
 #define N 10007
 

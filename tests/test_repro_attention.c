@@ -19,9 +19,9 @@
 
 #include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
+#include "repro_testing.h"
 #include "vktrain/ops.h"
 #include "vktrain/repro.h"
-#include "repro_testing.h"
 
 static struct gpu *g;
 static struct ref_rng rng;

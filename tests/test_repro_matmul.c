@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "gpu_testing.h"
-#include "vktrain/repro.h"
 #include "repro_testing.h"
+#include "vktrain/repro.h"
 
 static const char *layout_names[] = {"nt", "nn", "tn"};
 

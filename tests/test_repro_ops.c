@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 
 #include "gpu_testing.h"
+#include "repro_testing.h"
 #include "vktrain/ops.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/repro.h"
-#include "repro_testing.h"
 
 /* The default kernels against the reproducible reference. */
 #define REL 1e-5
