@@ -5,10 +5,7 @@
 # first in odd rounds, reproducible first in even ones) so both see the
 # same machine, and reports the tokens/s of each (the mean over the steps
 # after the first, which builds the pipelines) and the ratio
-# reproducible / fp32 (the target: >= 0.8). A third run, fp32 with the
-# batch cut into one-sequence micro-batches (batch_size=1, 16 accumulation
-# steps: the passes the reproducible step makes), splits the cost into
-# that of running one sample at a time and that of the kernels.
+# reproducible / fp32 (the target: >= 0.8).
 # usage: scripts/bench_repro.sh [steps [rounds [archs]]]   (default 6 2 "llama gpt2")
 # VKTRAIN=path/to/vktrain skips the build; LP_NUM_THREADS as for any run.
 set -euo pipefail
@@ -28,13 +25,11 @@ for arch in $archs; do
   shape=()
   [ "$arch" = gpt2 ] && shape=(model.arch=gpt2 model.n_kv_heads=4)
   for r in $(seq 1 "$rounds"); do
-    order="fp32 reproducible fp32-b1"
-    [ $((r % 2)) = 0 ] && order="fp32-b1 reproducible fp32"
+    order="fp32 reproducible"
+    [ $((r % 2)) = 0 ] && order="reproducible fp32"
     for p in $order; do
       dir="$out/$arch-$p-$r"
-      mode=(precision="${p%-b1}")
-      [ "$p" = fp32-b1 ] && mode+=(batch_size=1 gradient_accumulation_steps=16)
-      "$VKTRAIN" train "${common[@]}" "${shape[@]}" "${mode[@]}" output_dir="$dir" > "$dir.log" 2>&1 ||
+      "$VKTRAIN" train "${common[@]}" "${shape[@]}" precision="$p" output_dir="$dir" > "$dir.log" 2>&1 ||
         { echo "bench_repro: the $arch run with precision: $p failed:" >&2; tail -5 "$dir.log" >&2; exit 1; }
     done
   done
@@ -49,11 +44,8 @@ print(f"configs/default.yaml, {rounds} round(s) of each mode, tokens/s after the
 for arch in archs:
     fp32 = [rate(f"{arch}-fp32-{r}") for r in range(1, rounds + 1)]
     repro = [rate(f"{arch}-reproducible-{r}") for r in range(1, rounds + 1)]
-    b1 = [rate(f"{arch}-fp32-b1-{r}") for r in range(1, rounds + 1)]
-    f, p, o = sum(fp32) / rounds, sum(repro) / rounds, sum(b1) / rounds
+    f, p = sum(fp32) / rounds, sum(repro) / rounds
     rounds_of = lambda xs: " ".join(f"{x:.0f}" for x in xs)
     print(f"{arch:5s}  fp32 {f:8.0f} tok/s  reproducible {p:8.0f} tok/s  ratio {p / f:5.2f}  "
           f"(rounds: {rounds_of(fp32)}; {rounds_of(repro)})")
-    print(f"{'':5s}  fp32 one sequence per micro-batch {o:8.0f} tok/s ({o / f:5.2f} of fp32; rounds {rounds_of(b1)}): "
-          f"reproducible is {p / o:5.2f} of it")
 PY

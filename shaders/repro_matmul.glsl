@@ -18,6 +18,10 @@
 layout(push_constant) uniform Push {
     uint M; uint N; uint K; uint accumulate;
     uint sai; uint sak; uint sbk; uint sbj; uint a0; uint b0; uint c0;
+#if SEGMENTS
+    // precision: reproducible's sums over samples (repro_matmul_vec4.comp)
+    uint seg_rows; uint seg_first; uint levels;
+#endif
 } p;
 // No [[unroll]] here: spirv-opt's unroller drops NoContraction from the
 // copies it makes (scripts/repro_lint.py caught it); the driver unrolls

@@ -1,9 +1,9 @@
 #version 450
 // variant: nt -DLAYOUT_NT=1
 // variant: nn -DLAYOUT_NN=1
-// variant: tn -DLAYOUT_TN=1
+// variant: tn -DLAYOUT_TN=1 -DSEGMENTS=1
 // variant: nn_shift -DLAYOUT_NN=1 -DSHIFT_A=1
-// variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1
+// variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1
 // repro_matmul_vec4: the reproducible matmul for CPU devices (the texel
 // family) where the operands' rows are whole RGBA32F texels: each
 // invocation owns 16 rows x one vec4 of columns of C, 8x8 invocations (a
@@ -22,6 +22,12 @@
 // dlogits, rows of V floats): four floats from two texels, moved by the
 // offset's remainder, and in nn the last K % 4 values of k one at a time;
 // B and a0..b0 as above for B.
+// SEGMENTS (tn, a parameter's gradient; src/repro/repro_samples.c): k runs
+// over the rows of a micro-batch of samples of seg_rows rows each (0: one
+// sum), this dispatch's k = 0 being row seg_first. After each sample's
+// last row, each output joins the tree over samples as repro_push.comp
+// does, on the stack S (levels floats per output, interleaved, bound from
+// C's binding's first float times levels), and restarts at +0.
 // Rows and columns past the edge read clamped (or the rest of a texel)
 // and are not stored. The row loops are spelt out by EACH_ROW (no
 // [[unroll]]: see repro_matmul.glsl) so every accumulator stays a register.
@@ -29,6 +35,9 @@
 layout(local_size_x = 8, local_size_y = 8) in;
 layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
+#if SEGMENTS
+layout(std430, binding = 3) buffer Stack { float S[]; };
+#endif
 
 #define EACH_ROW(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define EACH_C(X) X(0) X(1) X(2) X(3)
@@ -147,15 +156,44 @@ void main()
         a[3] = TN_A4(3u, kk);                                                                           \
         EACH_ROW(TN_STEP)                                                                               \
     }
-    uint k4 = p.K & ~3u;
-    for (uint k = 0u; k < k4; k += 4u) {
-        TN_K(k)
-        TN_K(k + 1u)
-        TN_K(k + 2u)
-        TN_K(k + 3u)
+    // The push of output (r, c) after sample j: repro_push.comp's loop.
+#define PUSH_C(r, c)                                                                                    \
+    if (j0 + c < p.N) {                                                                                 \
+        uint o = (p.c0 + (i0 + r) * p.N + j0 + c) * p.levels, l = 0u;                                   \
+        precise float v = acc[r][c];                                                                    \
+        for (; l < p.levels && ((j >> l) & 1u) != 0u; l++) {                                            \
+            precise float s = S[o + l] + v;                                                             \
+            v = s;                                                                                      \
+        }                                                                                               \
+        if (l < p.levels) {                                                                             \
+            S[o + l] = v;                                                                               \
+            v = 0.0f;                                                                                   \
+        }                                                                                               \
+        acc[r][c] = v;                                                                                  \
     }
-    for (uint k = k4; k < p.K; k++)
-        TN_K(k)
+#define PUSH_ROW(r)                                                                                     \
+    if (i0 + r < p.M) {                                                                                 \
+        PUSH_C(r, 0u) PUSH_C(r, 1u) PUSH_C(r, 2u) PUSH_C(r, 3u)                                         \
+    }
+    // k in pieces that end at a sample's last row (or at K).
+    uint k = 0u;
+    while (k < p.K) {
+        uint kb = p.K;
+        if (p.seg_rows != 0u)
+            kb = min(p.K, k + p.seg_rows - (p.seg_first + k) % p.seg_rows);
+        for (; k + 4u <= kb; k += 4u) {
+            TN_K(k)
+            TN_K(k + 1u)
+            TN_K(k + 2u)
+            TN_K(k + 3u)
+        }
+        for (; k < kb; k++)
+            TN_K(k)
+        if (p.seg_rows != 0u && (p.seg_first + kb) % p.seg_rows == 0u) {
+            uint j = (p.seg_first + kb) / p.seg_rows - 1u;
+            EACH_ROW(PUSH_ROW)
+        }
+    }
 #endif
 #define ROW_STORE(r)                                                                                    \
     if (i0 + r < p.M)                                                                                   \

@@ -9,10 +9,10 @@
 #     batch_size that fits; that batch_size passes --dry-run and one more
 #     does not (the hint is the largest that fits) but fits with activation
 #     checkpointing, which its hint says; a model whose weights
-#     alone do not fit says so; in precision: reproducible (one sequence's
-#     activations, log2(batch_size) gradient copies) 2^20 sequences are
-#     refused naming one sequence's activations, with a power-of-two hint
-#     that passes --dry-run;
+#     alone do not fit says so; in precision: reproducible (the batch's
+#     activations, log2(batch_size) more floats per gradient element) 2^20
+#     sequences are refused naming the batch's activations, with a
+#     power-of-two hint that passes --dry-run;
 #  3. a short real run prints the same plan before it trains;
 #  4. LoRA on GPT-2 124M (rank 8 on c_attn): gradients and optimizer state
 #     of the adapters only (1.1 and 2.2 MiB), and model.base_dtype: bf16
@@ -72,14 +72,15 @@ if [ -n "$fit" ]; then
     --dry-run > /dev/null 2>&1; rc=$?
   check "and it does: batch_size $((fit + 1)) with checkpointing passes --dry-run" '[ $rc -eq 0 ]'
 fi
-# precision: reproducible: batch_size costs log2(batch_size) gradient
-# copies, not activations; the hint is a power of two (the mode needs one).
+# precision: reproducible: batch_size costs the batch's activations and
+# log2(batch_size) floats per gradient element (the stack over samples);
+# the hint is a power of two (the mode needs one).
 big="model.dim=2048 model.n_layers=12 model.n_heads=16 model.n_kv_heads=16 model.hidden_dim=8192 precision=reproducible"
 out=$("$VKTRAIN" train --config "$work/tiny.yaml" $big batch_size=1048576 model.max_seq_len=16 --dry-run 2>&1); rc=$?
 echo "$out" | tail -n 1
 fit=$(grep -Eo "batch_size [0-9]+ would fit" <<<"$out" | grep -Eo "[0-9]+")
-check "reproducible: 2^20 sequences per micro-batch are refused, naming one sequence's activations" \
-  '[ $rc -eq 1 ] && grep -q "activations [0-9.]* [GMK]iB for one sequence, 1 x max_seq_len 16" <<<"$out"'
+check "reproducible: 2^20 sequences per micro-batch are refused, naming the batch's activations" \
+  '[ $rc -eq 1 ] && grep -q "activations [0-9.]* [GMK]iB for batch_size 1048576 x max_seq_len 16" <<<"$out"'
 check "reproducible: the batch_size that fits is a power of two" \
   '[ -n "$fit" ] && [ $((fit & (fit - 1))) -eq 0 ]'
 [ -z "$fit" ] || { "$VKTRAIN" train --config "$work/tiny.yaml" $big batch_size=$fit model.max_seq_len=16 --dry-run > /dev/null 2>&1; rc=$?

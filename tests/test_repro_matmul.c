@@ -95,6 +95,77 @@ static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, 
     free(ref);
 }
 
+/* The canonical pairwise tree over samples [s0, s0 + n) of output o. */
+static float tree(float *const *parts, size_t s0, size_t n, size_t o)
+{
+    if (n == 1)
+        return parts[s0][o];
+    float left = tree(parts, s0, n / 2, o), right = tree(parts, s0 + n / 2, n / 2, o);
+    return left + right;
+}
+
+/* A parameter gradient dW[N,K] = dYᵀ·X over a micro-batch of B samples of
+ * T rows (precision: reproducible's sums over samples): recorded in two
+ * calls that cut a sample (the LM head's chunks), it must equal the tree
+ * over samples of each sample's own product, computed here one sample at
+ * a time: in both families, with the vec4 kernel's in-loop push (N, K
+ * multiples of 4) and the per-sample dispatches of the others. */
+static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32_t T, uint32_t N, uint32_t K)
+{
+    uint32_t R = B * T, cut = T + T / 2, levels = 0;
+    while ((1u << levels) < B)
+        levels++;
+    float *dy = random_data(rng, (size_t)R * N), *x = random_data(rng, (size_t)R * K);
+    float **parts = vkt_malloc(B * sizeof *parts, "parts");
+    for (uint32_t s = 0; s < B; s++) {
+        parts[s] = vkt_calloc((size_t)N * K, sizeof(float), "part");
+        repro_matmul_ref(REPRO_TN, dy + (size_t)s * T * N, x + (size_t)s * T * K, parts[s], T, N, K, 1);
+    }
+    float *ref = vkt_malloc((size_t)N * K * sizeof *ref, "ref");
+    for (size_t o = 0; o < (size_t)N * K; o++)
+        ref[o] = tree(parts, 0, B, o);
+    struct gpu_buffer *bdy = gpu_buffer_create(g, (size_t)R * N * 4, "dy");
+    struct gpu_buffer *bx = gpu_buffer_create(g, (size_t)R * K * 4, "x");
+    struct gpu_buffer *bw = gpu_buffer_create(g, (size_t)N * K * 4, "dw");
+    struct gpu_buffer *bs = gpu_buffer_create(g, (size_t)N * K * levels * 4, "dw's stack");
+    gpu_upload(g, bdy, 0, dy, (size_t)R * N * 4);
+    gpu_upload(g, bx, 0, x, (size_t)R * K * 4);
+    gpu_buffer_set_stack(bw, bs);
+    for (int family = 0; family < 2; family++) {
+        gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
+        gpu_zero(g, bw);
+        gpu_set_repro_samples(g, T, B);
+        repro_matmul_grad(g, bdy, bx, bw, cut, N, K, 1, NULL);
+        repro_matmul_grad(g, bdy, bx, bw, R - cut, N, K, 1, (size_t[3]){(size_t)cut * N, (size_t)cut * K, 0});
+        gpu_set_repro_samples(g, 0, 0);
+        gpu_submit(g);
+        float *out = download_floats(g, bw, (size_t)N * K);
+        size_t d = repro_bit_differences(out, ref, (size_t)N * K);
+        printf("tn over %u samples of %u rows, %ux%u, %s: %zu of %u outputs differ from the tree of C products\n", B, T,
+               N, K, family ? "tiled" : "texel", d, N * K);
+        CHECK(d == 0, "tn over samples %ux%u %s: %zu outputs differ", N, K, family ? "tiled" : "texel", d);
+        free(out);
+    }
+    /* negative control: one sum over all the rows is another order */
+    float *flat = vkt_calloc((size_t)N * K, sizeof(float), "one sum");
+    repro_matmul_ref(REPRO_TN, dy, x, flat, R, N, K, 1);
+    size_t d = repro_bit_differences(flat, ref, (size_t)N * K);
+    printf("negative control: one sum over the %u rows differs on %zu of %u outputs\n", R, d, N * K);
+    CHECK(d > (size_t)N * K / 4, "one sum over all rows should differ on many outputs, differs on %zu", d);
+    gpu_buffer_set_stack(bw, NULL);
+    gpu_buffer_destroy(g, bdy);
+    gpu_buffer_destroy(g, bx);
+    gpu_buffer_destroy(g, bw);
+    gpu_buffer_destroy(g, bs);
+    for (uint32_t s = 0; s < B; s++)
+        free(parts[s]);
+    free(parts);
+    free(dy);
+    free(x);
+    free(flat);
+    free(ref);
+}
+
 int main(void)
 {
     struct gpu *g = test_gpu();
@@ -128,6 +199,10 @@ int main(void)
     gpu_set_limits(g, NULL);
     /* Over lavapipe's loop bound: the reduction is cut into dispatches. */
     check_case(g, &rng, REPRO_TN, 2, 3, 70001, 1);
+    /* Sums over samples: rows per sample not a multiple of 4; the vec4
+     * kernel (52 x 68) and the storage one (53 x 68). */
+    check_samples(g, &rng, 4, 37, 52, 68);
+    check_samples(g, &rng, 8, 9, 53, 68);
     gpu_destroy(g);
     return test_failures ? 1 : 0;
 }

@@ -130,11 +130,12 @@ check "the runs log 4 steps with val_loss at steps 2 and 4" \
   '[ "$(grep -c val_loss "$work/llama-plain-118/metrics.jsonl")" -eq 2 ] && [ "$(wc -l < "$work/llama-plain-118/metrics.jsonl")" -eq 4 ]'
 check "the (2,2,2) replicas needed no repair" 'grep -q "replicas: identical on all 2 ranks at step 4$" "$work/llama-plain-222.log"'
 check "the dry run shows the gradient stack" \
-  '"$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/dry" --dry-run 2>&1 | grep -q "log2(batch_size) copies"'
+  '"$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/dry" --dry-run 2>&1 | grep -q "log2(batch_size) floats per element"'
 
 # 1b. A = 3 (the tree over micro-batches padded with +0 subtrees to 4), and
-# unpacked SFT samples of unequal length (each sequence's pass as long as
-# itself, whatever its micro-batch's longest): 2 steps.
+# unpacked SFT samples of unequal length (each padded to its micro-batch's
+# longest, which depends on the split: padding rows must add nothing to any
+# sum): 2 steps.
 train llama-pad-132 1 3 2 max_steps=2
 train llama-pad-231 2 3 1 max_steps=2
 check "A = 3: (W,A,B) = (1,3,2) (2,3,1) give the same bytes and metrics" "same $work/llama-pad-132 $work/llama-pad-231"

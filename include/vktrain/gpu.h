@@ -108,6 +108,17 @@ void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
  * the start-up probe. Off by default. */
 int gpu_reproducible(const struct gpu *g);
 void gpu_set_reproducible(struct gpu *g, int on);
+/* precision: reproducible's sums over samples inside the gradients
+ * (include/vktrain/repro.h, repro_param_rows): while a micro-batch of
+ * `samples` sequences (a power of two) of `rows` rows each is recorded,
+ * every reduction over rows into a buffer that has a stack is cut at the
+ * sequences' boundaries; 0, 0 ends it. The stack of a gradient buffer:
+ * log2(samples) floats per element, element o's at [o·levels, ...). */
+void gpu_set_repro_samples(struct gpu *g, uint32_t rows, uint32_t samples);
+uint32_t gpu_repro_sample_rows(const struct gpu *g);
+uint32_t gpu_repro_samples(const struct gpu *g);
+void gpu_buffer_set_stack(struct gpu_buffer *b, struct gpu_buffer *stack);
+struct gpu_buffer *gpu_buffer_stack(const struct gpu_buffer *b);
 /* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256,
  * at most GPU_WORKGROUP_1D_MAX (the size of their shared arrays,
  * shaders/wg1d.glsl), within the device's limits (and with a float per

@@ -177,10 +177,17 @@ void model_backward_stage(struct model *m, int stage);
  * model_loss_reset zeroes it, model_read_loss submits and reads it. */
 void model_loss_reset(struct model *m);
 void model_read_loss(struct model *m, double *loss_sum, double *count);
-/* The device buffer holding (loss sum, valid count) of the last forward
- * alone, 2 floats, valid until the next forward records: what the
- * reproducible step copies per sample (src/train/repro_step.c). */
-struct gpu_buffer *model_loss_stats(struct model *m);
+/* Each sequence's (loss sum, valid count) of the last forward: loss[b]
+ * and count[b] for b < B, the reproducible sum (repro_rowsum) over its T
+ * rows. What the reproducible step reads per sample
+ * (src/train/repro_step.c). */
+void model_sample_losses(struct model *m, struct gpu_buffer *loss, struct gpu_buffer *count);
+/* With tied embeddings, where the LM head's share of the table's gradient
+ * goes: g (vocab_size x dim floats) instead of the table's gradient, so the
+ * reproducible step sums it over samples on its own; NULL: the table's. */
+void model_set_head_grad(struct model *m, struct gpu_buffer *g);
+/* The parameter index of the embedding table the LM head shares, or -1. */
+int model_tied_table(const struct model *m);
 /* With keep set, each forward copies each chunk's logits, before the
  * cross-entropy turns them into gradients, into a rows x V buffer that
  * model_read_logits returns. For tests: it costs the rows x V floats that

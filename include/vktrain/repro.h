@@ -108,6 +108,11 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
  * buffers (op_matmul_*_at); NULL: 0. Fatal for a bf16 operand. */
 void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                      struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+/* tn (layout REPRO_TN's M, N, K, off) into a parameter gradient: its rows
+ * per sample with repro_param_rows, row 0 being row off[1] / K of the
+ * micro-batch (the LM head's chunks of the forward pass). */
+void repro_matmul_grad(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c, uint32_t M,
+                       uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
 void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
                       uint32_t K, int accumulate);
 
@@ -132,6 +137,23 @@ void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uin
 float repro_sumsq_ref(const float *x, size_t n);
 void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
                  size_t out_index, uint32_t wg, uint32_t log_run);
+
+/* Sums over the samples of a micro-batch inside parameter gradients
+ * (src/repro/repro_samples.c; gpu_set_repro_samples). repro_push: sample
+ * j's value, in grad, joins the tree: g = stack[l] + g for each set low
+ * bit l of j, then onto the first free level with grad back to +0, or,
+ * after the last sample, left in grad (stack interleaved: element o's
+ * level l at [o·levels + l]). repro_param_rows records fn(rows [r0, r1))
+ * over rows [0, rows) of a reduction into grad whose row 0 is row `first`
+ * of the micro-batch: in one call, or, with samples set and a stack on
+ * grad, cut at the samples' boundaries with a push after each sample. fn
+ * must add its rows to grad's old value in row order. */
+typedef void (*repro_rows_fn)(struct gpu *g, void *ctx, uint32_t r0, uint32_t r1);
+void repro_push_ref(float *grad, float *stack, size_t n, uint32_t levels, uint32_t j);
+void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels,
+                uint32_t j);
+void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,
+                      void *ctx);
 
 /* The C references of the reproducible kernels that the ops of ops.h
  * record when gpu_reproducible(g) (src/repro/repro_ops.c; the formulas

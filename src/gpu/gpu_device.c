@@ -591,6 +591,18 @@ enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; 
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
 int gpu_reproducible(const struct gpu *g) { return g->reproducible; }
 void gpu_set_reproducible(struct gpu *g, int on) { g->reproducible = on; }
+void gpu_set_repro_samples(struct gpu *g, uint32_t rows, uint32_t samples)
+{
+    g->sample_rows = rows, g->samples = samples;
+}
+uint32_t gpu_repro_sample_rows(const struct gpu *g)
+{
+    return g->sample_rows;
+}
+uint32_t gpu_repro_samples(const struct gpu *g)
+{
+    return g->samples;
+}
 
 void gpu_set_limits(struct gpu *g, const char *spec)
 {

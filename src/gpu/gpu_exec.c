@@ -255,7 +255,8 @@ void gpu_dispatch(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *arg
             vkt_fatal("kernel '%s': %u workgroups in dimension %d exceed the device limit %u", k->shader, c, i,
                       g->info.max_workgroup_count[i]);
     }
-    if (!g->push_descriptors && g->sets_used == GPU_POOL_SETS)
+    /* the descriptor pool and the profile's queries hold GPU_POOL_SETS */
+    if ((!g->push_descriptors && g->sets_used == GPU_POOL_SETS) || (g->profiling && gpu_profile_full(g)))
         gpu_submit(g);
     gpu_cmd_ensure(g);
 

@@ -29,6 +29,7 @@ struct gpu_buffer {
     VkBufferView views[GPU_BIND_KINDS]; /* whole-buffer texel views by kind, made on first use */
     enum gpu_dtype dtype;
     char name[64];
+    struct gpu_buffer *stack; /* precision: reproducible: a gradient's stack over samples (gpu_buffer_set_stack) */
     uint32_t written_epoch; /* barrier epoch of the last write / read */
     uint32_t read_epoch;
 };
@@ -70,6 +71,7 @@ struct gpu {
     VkPhysicalDeviceLimits limits;
     enum gpu_kernel_class kclass;
     int reproducible;       /* the ops record the reproducible profile's kernels */
+    uint32_t sample_rows, samples; /* gpu_set_repro_samples */
     int unified;            /* device-local memory is host-visible */
     int fill_nan;           /* VKTRAIN_FILL_NAN: new buffers start as NaN */
 
@@ -133,6 +135,7 @@ void gpu_buffer_views_destroy(struct gpu *g, struct gpu_buffer *b);
  * the rows (gpu_wait); the queries and rows freed (gpu_destroy). */
 void gpu_profile_begin(struct gpu *g, const struct gpu_kernel *k);
 void gpu_profile_end(struct gpu *g);
+int gpu_profile_full(const struct gpu *g); /* the recording holds all the queries it may */
 void gpu_profile_collect(struct gpu *g);
 void gpu_profile_destroy(struct gpu *g);
 

@@ -159,6 +159,16 @@ const char *gpu_buffer_name(const struct gpu_buffer *b) { return b->name; }
 void gpu_buffer_set_dtype(struct gpu_buffer *b, enum gpu_dtype t) { b->dtype = t; }
 enum gpu_dtype gpu_buffer_dtype(const struct gpu_buffer *b) { return b->dtype; }
 
+void gpu_buffer_set_stack(struct gpu_buffer *b, struct gpu_buffer *stack)
+{
+    b->stack = stack;
+}
+
+struct gpu_buffer *gpu_buffer_stack(const struct gpu_buffer *b)
+{
+    return b->stack;
+}
+
 static void check_range(const struct gpu_buffer *b, size_t offset, size_t bytes, const char *verb)
 {
     if (offset > b->size || bytes > b->size - offset)

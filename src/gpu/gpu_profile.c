@@ -79,8 +79,8 @@ void gpu_profile_flops(struct gpu *g, double flops)
 void gpu_profile_begin(struct gpu *g, const struct gpu_kernel *k)
 {
     struct gpu_profile *p = g->prof;
-    /* gpu_dispatch submits when the descriptor pool is full, so a
-     * recording never holds more dispatches than the pool has pairs. */
+    /* gpu_dispatch submits when the descriptor pool or the queries are
+     * full, so a recording never holds more dispatches than GPU_POOL_SETS. */
     if (p->n_pending == 0)
         vkCmdResetQueryPool(g->cmd, p->pool, 0, PROFILE_QUERIES);
     p->pending[p->n_pending] = (struct pending){
@@ -90,6 +90,11 @@ void gpu_profile_begin(struct gpu *g, const struct gpu_kernel *k)
     };
     p->next_flops = 0;
     vkCmdWriteTimestamp(g->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->pool, 2 * p->n_pending);
+}
+
+int gpu_profile_full(const struct gpu *g)
+{
+    return g->prof->n_pending == GPU_POOL_SETS;
 }
 
 void gpu_profile_end(struct gpu *g)

@@ -618,10 +618,22 @@ void model_loss_reset(struct model *m)
     gpu_zero(m->g, m->loss_acc);
 }
 
-struct gpu_buffer *model_loss_stats(struct model *m)
+void model_sample_losses(struct model *m, struct gpu_buffer *loss, struct gpu_buffer *count)
 {
-    require_training(m, "model_loss_stats");
-    return m->stats;
+    require_training(m, "model_sample_losses");
+    repro_rowsum(m->g, m->row_loss, loss, m->last.B, m->last.T, 0, 0);
+    repro_rowsum(m->g, m->row_count, count, m->last.B, m->last.T, 0, 0);
+}
+
+int model_tied_table(const struct model *m)
+{
+    return m->lm_head >= 0 && m->lm_head == m->embed ? m->embed : -1;
+}
+
+void model_set_head_grad(struct model *m, struct gpu_buffer *g)
+{
+    require_training(m, "model_set_head_grad");
+    m->head_grad = g;
 }
 
 void model_read_loss(struct model *m, double *loss_sum, double *count)

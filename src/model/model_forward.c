@@ -171,8 +171,9 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
             continue;
         /* m->logits holds dlogits: dxf = dlogits·Wlm, dWlm += dlogitsᵀ·xf */
         op_matmul_nn_at(g, m->logits, weight(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at});
-        if (grad(m, m->lm_head)) /* else frozen (LoRA) */
-            op_matmul_tn_at(g, m->logits, m->xf, grad(m, m->lm_head), n, V, C, 1, (size_t[3]){0, at, 0});
+        struct gpu_buffer *dw = m->head_grad ? m->head_grad : grad(m, m->lm_head);
+        if (dw) /* else frozen (LoRA) */
+            op_matmul_tn_at(g, m->logits, m->xf, dw, n, V, C, 1, (size_t[3]){0, at, 0});
     }
     /* (loss sum, valid count) of this micro-batch, added to the step's total
      * on the device in micro-batch order: deterministic, one read per step. */

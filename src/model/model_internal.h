@@ -82,6 +82,7 @@ struct model {
     struct gpu_buffer *dq, *dk, *dv, *dqkv;    /* llama / gpt2 */
     struct gpu_buffer *dh, *dgate, *dup;       /* (rows, hidden) */
     int keep_logits;
+    struct gpu_buffer *head_grad; /* model_set_head_grad, else NULL */
     struct model_batch last; /* shape of the last forward (pointers not kept) */
     int has_doc;
 };

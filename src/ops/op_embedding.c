@@ -179,8 +179,66 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
  * every invocation still walks all the rows' ids. */
 #define EMBED_BACK_RANGES 128u
 
-void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout,
-                           struct gpu_buffer *dtable, uint32_t rows, uint32_t C, uint32_t V)
+/* op_embedding_backward's dispatches for rows [begin, end) of its `rows`. */
+struct embed_back {
+    struct gpu_kernel *k;
+    struct gpu_arg args[3];
+    size_t ub[3];
+    uint32_t rows, C, V;
+    int width;
+};
+
+static void embed_back_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
+{
+    const struct embed_back *x = ctx;
+    struct gpu_kernel *k = x->k;
+    const struct gpu_arg *args = x->args;
+    const size_t *ub = x->ub;
+    uint32_t C = x->C, V = x->V, width = (uint32_t)x->width;
+    /* embedding_back.comp: the table rows of a dispatch in up to
+     * EMBED_BACK_RANGES ranges, one per workgroup row; its reproducible
+     * twin on CPU devices in one (each range walks every id: 128 walks
+     * made it 250x slower than the texel kernel on lavapipe) */
+    uint32_t max_y = gpu_info(g)->max_workgroup_count[1];
+    uint32_t most = gpu_reproducible(g) && gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? 1 : EMBED_BACK_RANGES;
+    /* Rows in ranges within the id and gradient bindings, each walked in
+     * order in parts within the device's loop limit; the table in ranges
+     * of ids (each dispatch adds the rows whose id is in its range). Every
+     * table row gets its rows added in row order, as in one walk. */
+    size_t step, per_r = ops_range_units(g, k, args, ub, &step), chunk = ops_loop_chunk(g);
+    size_t per_v = table_rows(g, k, args, 2, V, sizeof(float) * C, 0);
+    struct gpu_arg a[3];
+    /* ranges bound from aligned rows (multiples of step), the rows before
+     * `begin` in the first one skipped */
+    for (size_t rr = begin - begin % step; rr < end; rr += per_r) {
+        size_t nr = min_size(per_r, end - rr);
+        for (int i = 0; i < 2; i++)
+            a[i] = ops_range_arg(g, k, i, args, rr, nr, x->rows, ub[i]);
+        for (size_t r0 = rr < begin ? begin - rr : 0; r0 < nr; r0 += chunk) {
+            for (size_t v0 = 0; v0 < V; v0 += per_v) {
+                /* the texel kernel reads the first 6 */
+                uint32_t push[7] = {(uint32_t)r0, (uint32_t)min_size(nr, r0 + chunk), C, V, (uint32_t)v0,
+                                    (uint32_t)min_size(V, v0 + per_v), 0};
+                a[2] = ops_range_arg(g, k, 2, args, v0, push[5] - v0, V, sizeof(float) * C);
+                if (width) {
+                    gpu_dispatch(g, k, a, push, (C / width + 7) / 8, 1, 1);
+                    continue;
+                }
+                uint32_t nv = push[5] - push[4], ranges = nv < most ? nv : most;
+                ranges = ranges < max_y ? ranges : max_y;
+                push[6] = (nv + ranges - 1) / ranges;
+                uint32_t wg = gpu_workgroup_1d(g), gx = (C + wg - 1) / wg;
+                if (gx > gpu_info(g)->max_workgroup_count[0])
+                    vkt_fatal("embedding_backward: %u channels need %u workgroups, over the device limit %u", C, gx,
+                              gpu_info(g)->max_workgroup_count[0]);
+                gpu_dispatch(g, k, a, push, gx, (nv + push[6] - 1) / push[6], 1);
+            }
+        }
+    }
+}
+
+void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout, struct gpu_buffer *dtable,
+                           uint32_t rows, uint32_t C, uint32_t V)
 {
     ops_check("embedding_backward", "ids", ids, sizeof(int32_t) * rows);
     ops_check("embedding_backward", "output gradient", dout, sizeof(float) * rows * C);
@@ -203,44 +261,11 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     } else {
         k = ops_kernel(g, gpu_reproducible(g) ? "repro_embedding_back" : "embedding_back", 3, 7 * sizeof(uint32_t), 1);
     }
-    /* embedding_back.comp: the table rows of a dispatch in up to
-     * EMBED_BACK_RANGES ranges, one per workgroup row; its reproducible
-     * twin on CPU devices in one (each range walks every id: 128 walks
-     * made it 250x slower than the texel kernel on lavapipe) */
-    uint32_t max_y = gpu_info(g)->max_workgroup_count[1];
-    uint32_t most = gpu_reproducible(g) && gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? 1 : EMBED_BACK_RANGES;
-    /* Rows in ranges within the id and gradient bindings, each walked in
-     * order in parts within the device's loop limit; the table in ranges
-     * of ids (each dispatch adds the rows whose id is in its range). Every
-     * table row gets its rows added in row order, as in one walk. */
-    size_t step, per_r = ops_range_units(g, k, args, ub, &step), chunk = ops_loop_chunk(g);
-    size_t per_v = table_rows(g, k, args, 2, V, sizeof(float) * C, 0);
-    struct gpu_arg a[3];
-    for (size_t rr = 0; rr < rows; rr += per_r) {
-        size_t nr = min_size(per_r, rows - rr);
-        for (int i = 0; i < 2; i++)
-            a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
-        for (size_t r0 = 0; r0 < nr; r0 += chunk) {
-            for (size_t v0 = 0; v0 < V; v0 += per_v) {
-                /* the texel kernel reads the first 6 */
-                uint32_t push[7] = {(uint32_t)r0, (uint32_t)min_size(nr, r0 + chunk), C, V, (uint32_t)v0,
-                                    (uint32_t)min_size(V, v0 + per_v), 0};
-                a[2] = ops_range_arg(g, k, 2, args, v0, push[5] - v0, V, sizeof(float) * C);
-                if (width) {
-                    gpu_dispatch(g, k, a, push, (C / width + 7) / 8, 1, 1);
-                    continue;
-                }
-                uint32_t nv = push[5] - push[4], ranges = nv < most ? nv : most;
-                ranges = ranges < max_y ? ranges : max_y;
-                push[6] = (nv + ranges - 1) / ranges;
-                uint32_t wg = gpu_workgroup_1d(g), gx = (C + wg - 1) / wg;
-                if (gx > gpu_info(g)->max_workgroup_count[0])
-                    vkt_fatal("embedding_backward: %u channels need %u workgroups, over the device limit %u", C, gx,
-                              gpu_info(g)->max_workgroup_count[0]);
-                gpu_dispatch(g, k, a, push, gx, (nv + push[6] - 1) / push[6], 1);
-            }
-        }
-    }
+    struct embed_back x = {k, {args[0], args[1], args[2]}, {ub[0], ub[1], ub[2]}, rows, C, V, width};
+    if (gpu_reproducible(g)) /* a parameter's gradient: summed per sample (repro_param_rows) */
+        repro_param_rows(g, dtable, 0, rows, embed_back_rows, &x);
+    else
+        embed_back_rows(g, &x, 0, rows);
 }
 
 void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta, const struct op_rope_scaling *scaling)

@@ -139,7 +139,10 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
     if (gpu_reproducible(g)) {
         static const enum repro_layout repro[] = {[NT] = REPRO_NT, [NN] = REPRO_NN, [TN] = REPRO_TN};
-        repro_matmul_at(g, repro[l], a, b, c, M, N, K, accumulate, off);
+        if (l == TN) /* a parameter's gradient: summed per sample (repro_param_rows) */
+            repro_matmul_grad(g, a, b, c, M, N, K, accumulate, off);
+        else
+            repro_matmul_at(g, repro[l], a, b, c, M, N, K, accumulate, off);
         return;
     }
     /* C[rows, cols] = sum over red; operands A, B, C as matrices. */

@@ -18,6 +18,7 @@
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 #define F sizeof(float)
@@ -94,6 +95,44 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in,
     ops_rows(g, gpu_kernel_get(g, &d), a, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
 }
 
+/* colsum's dispatches for rows [begin, end) of its `rows`. */
+struct colsum_rows {
+    struct gpu_kernel *k;
+    struct gpu_arg args[5];
+    uint32_t rows, C;
+    int repro, width;
+};
+
+static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
+{
+    struct colsum_rows *x = ctx;
+    uint32_t C = x->C;
+    uint32_t col_groups = (C + 31) / 32, max_groups = gpu_info(g)->max_workgroup_count[0];
+    /* Rows in ranges within the bindings, each walked in parts within the
+     * device's loop limit, in order: the sums accumulate into out. */
+    const size_t ub[5] = {F * C, F * C, F, F, 0};
+    size_t step, per = ops_range_units(g, x->k, x->args, ub, &step), chunk = ops_loop_chunk(g);
+    struct gpu_arg a[5];
+    /* ranges bound from aligned rows (multiples of step), the rows before
+     * `begin` in the first one skipped */
+    for (size_t rr = begin - begin % step; rr < end; rr += per) {
+        size_t nr = end - rr < per ? end - rr : per;
+        for (int i = 0; i < 5; i++)
+            a[i] = ops_range_arg(g, x->k, i, x->args, rr, nr, x->rows, ub[i]);
+        for (size_t r0 = rr < begin ? begin - rr : 0; r0 < nr; r0 += chunk) {
+            struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
+            if (x->repro || x->width) {
+                gpu_dispatch(g, x->k, a, &push, groups64(C / (x->width ? x->width : 1)), 1, 1);
+                continue;
+            }
+            for (uint32_t g0 = 0; g0 < col_groups; g0 += max_groups) {
+                push.c0 = 32 * g0;
+                gpu_dispatch(g, x->k, a, &push, col_groups - g0 < max_groups ? col_groups - g0 : max_groups, 1, 1);
+            }
+        }
+    }
+}
+
 static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
                    struct gpu_buffer *mean, struct gpu_buffer *rstd, struct gpu_buffer *out, uint32_t rows,
                    uint32_t C)
@@ -129,28 +168,11 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
                                     .n_spec = 1, .spec = {wg}};
         k = gpu_kernel_get(g, &d);
     }
-    uint32_t col_groups = (C + 31) / 32, max_groups = info->max_workgroup_count[0];
-    /* Rows in ranges within the bindings, each walked in parts within the
-     * device's loop limit, in order: the sums accumulate into out. */
-    const size_t ub[5] = {F * C, F * C, F, F, 0};
-    size_t step, per = ops_range_units(g, k, args, ub, &step), chunk = ops_loop_chunk(g);
-    struct gpu_arg a[5];
-    for (size_t rr = 0; rr < rows; rr += per) {
-        size_t nr = rows - rr < per ? rows - rr : per;
-        for (int i = 0; i < 5; i++)
-            a[i] = ops_range_arg(g, k, i, args, rr, nr, rows, ub[i]);
-        for (size_t r0 = 0; r0 < nr; r0 += chunk) {
-            struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
-            if (repro || width) {
-                gpu_dispatch(g, k, a, &push, groups64(C / (width ? width : 1)), 1, 1);
-                continue;
-            }
-            for (uint32_t g0 = 0; g0 < col_groups; g0 += max_groups) {
-                push.c0 = 32 * g0;
-                gpu_dispatch(g, k, a, &push, col_groups - g0 < max_groups ? col_groups - g0 : max_groups, 1, 1);
-            }
-        }
-    }
+    struct colsum_rows cr = {k, {args[0], args[1], args[2], args[3], args[4]}, rows, C, repro, width};
+    if (repro) /* a parameter's gradient: summed per sample (repro_param_rows) */
+        repro_param_rows(g, out, 0, rows, colsum_rows, &cr);
+    else
+        colsum_rows(g, &cr, 0, rows);
 }
 
 void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,

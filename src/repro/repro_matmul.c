@@ -65,8 +65,19 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
     repro_matmul_at(g, layout, a, b, c, M, N, K, accumulate, NULL);
 }
 
-void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
-                     struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+/* A tn product into a gradient summed per sample (repro_matmul_grad):
+ * samples of `rows` rows, k = 0 being row `first` of the micro-batch, the
+ * stack `stack` of `levels` floats per output. */
+struct segments {
+    uint32_t rows, first, levels;
+    struct gpu_buffer *stack;
+};
+
+/* repro_matmul_at; with seg, 0 (nothing recorded) where the kernel the
+ * product takes has no SEGMENTS (all but the vec4 family's tn), else 1. */
+static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                     struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3],
+                     const struct segments *seg)
 {
     struct product p = product_of(layout, M, N, K);
     struct gpu_buffer *bufs[3] = {a, b, c};
@@ -114,7 +125,9 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
          * back is the accumulator, so every output takes the same
          * additions in the same order, whatever the blocks. */
         size_t in_floats = limit > in_align ? (limit - in_align) / 4 : 0;
-        size_t out_fit = out_limit > out_align ? (out_limit - out_align) / ((size_t)p.N * 4) : 0;
+        size_t levels = seg && seg->levels ? seg->levels : 1; /* the stack's binding is levels x C's */
+        size_t out_fit =
+            out_limit > out_align * levels ? (out_limit - out_align * levels) / ((size_t)p.N * 4 * levels) : 0;
         rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 || shift ? 128 : texel ? 32 : 16);
         rows = rows < p.M ? rows : p.M;
         rows = rows < out_fit ? rows : out_fit;
@@ -153,6 +166,9 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                   "binding (%zu bytes for inputs, %zu for the output)",
                   layout_name(layout), M, N, K, gpu_buffer_name(c), gpu_buffer_name(a), gpu_buffer_name(b), limit,
                   out_limit);
+    int segments = layout == REPRO_TN && (vec4 || shift);
+    if (seg && !segments)
+        return 0;
     static const char *const vec4_shader[] = {
         [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
     static const char *const shift_shader[] = {
@@ -161,9 +177,9 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                                           : shift ? shift_shader[layout]
                                           : texel ? "repro_matmul_texel"
                                                   : "repro_matmul_tiled",
-                                .n_bindings = 3,
-                                .bindings = {in_kind, in_kind, GPU_BIND_STORAGE},
-                                .push_size = 11 * 4};
+                                .n_bindings = segments ? 4 : 3,
+                                .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+                                .push_size = segments ? 14 * 4 : 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
     /* vec4: 8x8 invocations of 16x4 outputs; texel: of 4x4; tiled: 16x16 of one. */
     uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
@@ -171,7 +187,7 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
                   gx, gpu_info(g)->max_workgroup_count[0]);
     uint32_t base[3];
-    struct gpu_arg args[3];
+    struct gpu_arg args[4];
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
         uint32_t gy = vec4 || shift ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
@@ -182,9 +198,59 @@ void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                                   ((mi - 1) * (size_t)p.sai + (kn - 1) * (size_t)p.sak + 1) * 4, &base[0]);
             args[1] =
                 operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4, &base[1]);
-            uint32_t push[11] = {mi,      p.N,     kn,     accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj,
-                                 base[0], base[1], base[2]};
+            uint32_t push[14] = {
+                mi, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj, base[0], base[1], base[2],
+                0,  0,   0};
+            args[3] = args[2]; /* without samples: unused */
+            if (seg && seg->levels) {
+                size_t L = seg->levels;
+                args[3] = (struct gpu_arg){seg->stack, 1, args[2].offset * L, args[2].range * L};
+                push[11] = seg->rows, push[12] = seg->first + (uint32_t)k0, push[13] = seg->levels;
+            }
             gpu_dispatch(g, kernel, args, push, gx, gy, 1);
         }
     }
+    return 1;
+}
+
+void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
+                     struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
+    matmul_at(g, layout, a, b, c, M, N, K, accumulate, off, NULL);
+}
+
+/* tn into a parameter gradient, rows [r0, r1) of the product's k. */
+struct grad_rows {
+    struct gpu_buffer *a, *b, *c;
+    uint32_t N, K;
+    int accumulate;
+    size_t off[3];
+};
+
+static void grad_rows(struct gpu *g, void *ctx, uint32_t r0, uint32_t r1)
+{
+    const struct grad_rows *x = ctx;
+    size_t o[3] = {x->off[0] + (size_t)r0 * x->N, x->off[1] + (size_t)r0 * x->K, x->off[2]};
+    repro_matmul_at(g, REPRO_TN, x->a, x->b, x->c, r1 - r0, x->N, x->K, x->accumulate || r0 > 0, o);
+}
+
+void repro_matmul_grad(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c, uint32_t M,
+                       uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+{
+    struct grad_rows x = {a, b, c, N, K, accumulate, {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0}};
+    uint32_t rows = gpu_repro_sample_rows(g), B = gpu_repro_samples(g), first = (uint32_t)(x.off[1] / K);
+    struct gpu_buffer *stack = gpu_buffer_stack(c);
+    if (rows && B > 1 && stack) { /* the vec4 kernels push in the loop; the others per sample */
+        uint32_t levels = 0;
+        while ((1u << levels) < B)
+            levels++;
+        if (x.off[2] || (uint64_t)first + M > (uint64_t)rows * B)
+            vkt_fatal("repro_matmul_grad: rows [%u, %u) into '%s' at float %zu: not rows of the micro-batch's %u x %u "
+                      "into a whole gradient",
+                      first, first + M, gpu_buffer_name(c), x.off[2], B, rows);
+        struct segments seg = {rows, first, levels, stack};
+        if (matmul_at(g, REPRO_TN, a, b, c, M, N, K, accumulate, x.off, &seg))
+            return;
+    }
+    repro_param_rows(g, c, first, M, grad_rows, &x);
 }

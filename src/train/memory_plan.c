@@ -96,13 +96,12 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
     for (int c = 0; c < GPU_MEM_CATEGORIES; c++) {
         printf("  %-16s %12s", gpu_memory_category_name((enum gpu_mem_category)c),
                bytes_text(p->dev.bytes[c], a, sizeof a));
-        if (c == GPU_MEM_ACTIVATIONS && t->cfg->precision == PRECISION_REPRODUCIBLE)
-            printf("  (one sequence of max_seq_len %d: precision: reproducible)", t->cfg->model.max_seq_len);
-        else if (c == GPU_MEM_ACTIVATIONS)
+        if (c == GPU_MEM_ACTIVATIONS)
             printf("  (one micro-batch: batch_size %d x max_seq_len %d)", t->cfg->batch_size,
                    t->cfg->model.max_seq_len);
         if (c == GPU_MEM_GRADIENTS && t->cfg->precision == PRECISION_REPRODUCIBLE)
-            printf("  (precision: reproducible: the gradients and log2(batch_size) copies for the sum over samples)");
+            printf("  (precision: reproducible: the gradients and log2(batch_size) floats per element for the sum "
+                   "over samples)");
         if (c == GPU_MEM_OPTIMIZER && t->cfg->dist.zero && t->dist->world > 1)
             printf("  (dist.zero: rank %d's shard of %d)", t->dist->rank, t->dist->world);
         printf("\n");
@@ -155,14 +154,11 @@ static void plan_refuse(const struct trainer *t, const struct plan *p, uint64_t 
                   "device (maxMemoryAllocationSize %s); %s",
                   p->dev.largest_name, bytes_text(p->dev.largest, need, sizeof need),
                   bytes_text(gpu_info(t->g)->max_allocation_size, have, sizeof have), hint);
-    /* precision: reproducible runs one sequence at a time (repro_step.c) */
-    int rows = cfg->precision == PRECISION_REPRODUCIBLE ? 1 : cfg->batch_size;
-    vkt_fatal("device memory: the recipe needs %s on each rank (activations %s for %s %d x max_seq_len %d) but %s "
-              "is available (%s); %s",
+    vkt_fatal("device memory: the recipe needs %s on each rank (activations %s for batch_size %d x max_seq_len %d) "
+              "but %s is available (%s); %s",
               bytes_text(p->dev.total, need, sizeof need),
-              bytes_text(p->dev.bytes[GPU_MEM_ACTIVATIONS], fixed, sizeof fixed),
-              rows == cfg->batch_size ? "batch_size" : "one sequence,", rows, cfg->model.max_seq_len,
-              bytes_text(avail, have, sizeof have), source, hint);
+              bytes_text(p->dev.bytes[GPU_MEM_ACTIVATIONS], fixed, sizeof fixed), cfg->batch_size,
+              cfg->model.max_seq_len, bytes_text(avail, have, sizeof have), source, hint);
 }
 
 void memory_plan_check(struct trainer *t)

@@ -10,20 +10,27 @@
  * micro-batch is an aligned subtree of B leaves, the ranks' micro-batch a
  * the aligned subtree [a·W·B, (a+1)·W·B), and the micro-batches the leaves
  * of the tree above (A padded to a power of two with +0 subtrees):
- *   - each sample runs alone (a batch of one sequence, filled on its own so
- *     its length never depends on its micro-batch) into zeroed gradients,
- *     its forward scaled by 1/N; a binary-counter stack of log2(B) gradient
- *     copies on the device combines the B samples of a micro-batch;
+ *   - a micro-batch runs as one batch into zeroed gradients, its forward
+ *     scaled by 1/N; every reduction over rows into a parameter gradient
+ *     adds each sample's rows to +0 in row order and combines the samples
+ *     in the tree as they complete, on a stack of log2(B) floats per
+ *     gradient element (gpu_set_repro_samples, src/repro/repro_samples.c):
+ *     each sample's value is the one a batch of that sample alone gives;
+ *   - with tied embeddings the LM head's share of the table's gradient is
+ *     a gradient of its own (model_set_head_grad), summed in the same tree
+ *     and added to the table's share at the end: a sample's two shares
+ *     come from passes far apart, so they are two sums over every sample;
  *   - across ranks, each micro-batch's value goes to the host in sync
- *     order, cut into W shards of floats; an all-to-all gives each rank
- *     every rank's value of its shard, combined in the pairwise tree over
- *     the rank index; a binary-counter stack over micro-batches (host
- *     shards) carries them up; at the end the shards are all-gathered and
- *     uploaded, so every rank holds the same bits. One rank and one
- *     micro-batch never leave the device.
- * The loss: each sample's (loss sum, valid count) copied out of the model,
- * gathered on every rank and summed in double in k order; validation the
- * same per sequence in sequence order. No float is summed by MPI here.
+ *     order (the head's share last), cut into W shards of floats; an
+ *     all-to-all gives each rank every rank's value of its shard, combined
+ *     in the pairwise tree over the rank index; a binary-counter stack
+ *     over micro-batches (host shards) carries them up; at the end the
+ *     shards are all-gathered and uploaded, so every rank holds the same
+ *     bits. One rank and one micro-batch never leave the device.
+ * The loss: each sample's (loss sum, valid count), the reproducible sum
+ * over its rows (model_sample_losses), gathered on every rank and summed
+ * in double in k order; validation the same per sequence in sequence
+ * order. No float is summed by MPI here.
  *
  * Built with -ffp-contract=off (CMakeLists.txt): the host adds are single
  * float adds, as the device's. */
@@ -38,20 +45,23 @@
 
 struct repro {
     /* device (repro_buffers_create) */
-    int levels;                /* log2(batch_size): the device stack's depth */
-    struct gpu_buffer **stack; /* levels x parameters: level l of parameter i at [l·n + i] */
-    struct gpu_buffer **own;   /* each parameter's gradient buffer (device_push swaps them) */
-    struct gpu_buffer *stats;  /* per sample of this rank's step: (loss sum, valid count) */
-    int n_stats;               /* samples it holds: A·B */
-    size_t slot;               /* floats per sample in it: 2, or the storage offset alignment's */
+    int levels;                           /* log2(batch_size): each stack's floats per element */
+    struct gpu_buffer **stack;            /* each parameter gradient's stack (NULL with levels 0) */
+    struct gpu_buffer *head, *head_stack; /* tied embeddings: the LM head's share, its stack */
+    int tied;                             /* the table's parameter index, or -1 */
+    struct gpu_buffer *loss_b, *count_b;  /* one batch's per-sample sums */
+    struct gpu_buffer *stats;             /* per micro-batch: B losses, then (from `slot`) B counts */
+    int n_stats;                          /* samples of this rank's step: A·B */
+    size_t slot;                          /* B rounded up to the storage offset alignment, in floats */
     /* host (repro_init) */
-    struct data_batch sample; /* one sequence */
-    int *counts;              /* floats of each rank's shard of host_flat */
-    size_t shard_off;         /* where this rank's shard starts */
-    float *recv;              /* world x counts[rank]: every rank's value of this rank's shard */
-    int host_levels;          /* log2 of A padded to a power of two */
-    float **hstack;           /* host_levels shards */
-    float *stats_raw;              /* stats downloaded: n_stats slots */
+    size_t n_total;                /* the gradients' floats: the trainer's n_flat, then the head's */
+    float *flat;                   /* one micro-batch's gradients at their sync offsets, the head last */
+    int *counts;                   /* floats of each rank's shard of flat */
+    size_t shard_off;              /* where this rank's shard starts */
+    float *recv;                   /* world x counts[rank]: every rank's value of this rank's shard */
+    int host_levels;               /* log2 of A padded to a power of two */
+    float **hstack;                /* host_levels shards */
+    float *stats_raw;              /* stats downloaded */
     float *stats_host, *stats_all; /* 2·A·B floats; world times that */
 };
 
@@ -68,30 +78,48 @@ int repro_power_of_two(int64_t n)
     return n > 0 && (n & (n - 1)) == 0;
 }
 
+/* A gradient's stack over samples: levels floats per element. */
+static struct gpu_buffer *stack_for(struct trainer *t, struct gpu_buffer *grad, size_t numel, const char *of)
+{
+    struct repro *r = t->repro;
+    if (!r->levels)
+        return NULL;
+    char name[160];
+    snprintf(name, sizeof name, "sample stack: %s", of);
+    struct gpu_buffer *s = gpu_buffer_create(t->g, numel * (size_t)r->levels * sizeof(float), name);
+    gpu_buffer_set_stack(grad, s);
+    return s;
+}
+
 void repro_buffers_create(struct trainer *t)
 {
     if (t->cfg->precision != PRECISION_REPRODUCIBLE)
         return;
     struct repro *r = vkt_calloc(1, sizeof *r, "reproducible step");
     t->repro = r;
-    int n = model_param_count(t->model);
-    r->levels = log2_exact(t->cfg->batch_size);
-    r->stack = vkt_calloc((size_t)(r->levels * n) + 1, sizeof *r->stack, "gradient stack");
-    r->own = vkt_calloc((size_t)n + 1, sizeof *r->own, "gradient buffers");
-    for (int i = 0; i < n; i++)
-        r->own[i] = model_param(t->model, i)->grad;
+    int n = model_param_count(t->model), A = t->cfg->gradient_accumulation_steps, B = t->cfg->batch_size;
+    r->levels = log2_exact(B);
+    r->stack = vkt_calloc((size_t)n + 1, sizeof *r->stack, "gradient stacks");
     enum gpu_mem_category was = gpu_memory_category(t->g, GPU_MEM_GRADIENTS);
-    for (int l = 0; l < r->levels; l++)
-        for (int i = 0; i < n; i++) {
-            char name[160];
-            snprintf(name, sizeof name, "gradient stack %d: %s", l, model_param(t->model, i)->name);
-            r->stack[l * n + i] = gpu_buffer_create(t->g, model_param(t->model, i)->numel * sizeof(float), name);
-        }
+    for (int i = 0; i < n; i++) {
+        struct model_param *p = model_param(t->model, i);
+        if (p->grad)
+            r->stack[i] = stack_for(t, p->grad, p->numel, p->name);
+    }
+    r->tied = model_tied_table(t->model);
+    if (r->tied >= 0 && model_param(t->model, r->tied)->grad) {
+        struct model_param *p = model_param(t->model, r->tied);
+        r->head = gpu_buffer_create(t->g, p->numel * sizeof(float), "LM head's share of the table's gradient");
+        r->head_stack = stack_for(t, r->head, p->numel, "LM head's share");
+        model_set_head_grad(t->model, r->head);
+    }
     gpu_memory_category(t->g, GPU_MEM_WORKSPACE);
-    r->n_stats = t->cfg->gradient_accumulation_steps * t->cfg->batch_size;
+    r->n_stats = A * B;
     size_t align = gpu_info(t->g)->min_storage_offset_alignment / sizeof(float);
-    r->slot = align > 2 ? align : 2;
-    r->stats = gpu_buffer_create(t->g, sizeof(float) * r->slot * (size_t)r->n_stats, "per-sample losses");
+    r->slot = align > 1 ? ((size_t)B + align - 1) / align * align : (size_t)B;
+    r->loss_b = gpu_buffer_create(t->g, sizeof(float) * (size_t)B, "per-sample losses");
+    r->count_b = gpu_buffer_create(t->g, sizeof(float) * (size_t)B, "per-sample counts");
+    r->stats = gpu_buffer_create(t->g, sizeof(float) * 2 * r->slot * (size_t)A, "per-sample losses of the step");
     gpu_memory_category(t->g, was);
 }
 
@@ -100,13 +128,28 @@ void repro_buffers_destroy(struct trainer *t)
     struct repro *r = t->repro;
     if (!r)
         return;
-    for (int k = 0; k < r->levels * model_param_count(t->model); k++)
-        gpu_buffer_destroy(t->g, r->stack[k]);
+    for (int i = 0; i < model_param_count(t->model); i++) {
+        struct model_param *p = model_param(t->model, i);
+        if (p->grad)
+            gpu_buffer_set_stack(p->grad, NULL);
+        gpu_buffer_destroy(t->g, r->stack[i]);
+    }
     free(r->stack);
-    free(r->own);
+    if (r->head)
+        model_set_head_grad(t->model, NULL);
+    gpu_buffer_destroy(t->g, r->head);
+    gpu_buffer_destroy(t->g, r->head_stack);
+    gpu_buffer_destroy(t->g, r->loss_b);
+    gpu_buffer_destroy(t->g, r->count_b);
     gpu_buffer_destroy(t->g, r->stats);
     free(r);
     t->repro = NULL;
+}
+
+/* The LM head's share of a tied table's gradient: its floats (0: none). */
+static size_t head_floats(const struct trainer *t)
+{
+    return t->repro->head ? model_param(t->model, t->repro->tied)->numel : 0;
 }
 
 size_t repro_host_bytes(const struct trainer *t)
@@ -114,31 +157,33 @@ size_t repro_host_bytes(const struct trainer *t)
     if (!t->repro)
         return 0;
     int W = t->dist->world, A = t->cfg->gradient_accumulation_steps;
-    size_t shard = t->n_flat / (size_t)W + 1;
-    return sizeof(float) * (shard * (size_t)(W + log2_exact(A)) +
-                            (size_t)t->repro->n_stats * (2 * (size_t)(W + 1) + t->repro->slot));
+    size_t total = t->n_flat + head_floats(t), shard = total / (size_t)W + 1;
+    return sizeof(float) * (total + shard * (size_t)(W + log2_exact(A)) + 2 * t->repro->slot * (size_t)A +
+                            2 * (size_t)t->repro->n_stats * (size_t)(W + 1));
 }
 
 void repro_init(struct trainer *t)
 {
     struct repro *r = t->repro;
     int W = t->dist->world, rank = t->dist->rank, A = t->cfg->gradient_accumulation_steps;
-    data_batch_init(&r->sample, 1, t->cfg->model.max_seq_len);
-    if (t->n_flat > (size_t)INT32_MAX)
-        train_fail(t, "precision: reproducible: the model's %zu trained floats are more than one MPI call of its "
-                      "all-to-all moves (%d); use precision: fp32",
-                   t->n_flat, INT32_MAX);
+    r->n_total = t->n_flat + head_floats(t);
+    if (r->n_total > (size_t)INT32_MAX)
+        train_fail(t,
+                   "precision: reproducible: the model's %zu gradient floats are more than one MPI call of its "
+                   "all-to-all moves (%d); use precision: fp32",
+                   r->n_total, INT32_MAX);
+    r->flat = vkt_malloc(sizeof(float) * (r->n_total + 1), "gradients staged");
     r->counts = vkt_malloc(sizeof(int) * (size_t)W, "shard sizes");
     for (int k = 0; k < W; k++)
-        r->counts[k] = (int)(t->n_flat * (size_t)(k + 1) / (size_t)W - t->n_flat * (size_t)k / (size_t)W);
-    r->shard_off = t->n_flat * (size_t)rank / (size_t)W;
+        r->counts[k] = (int)(r->n_total * (size_t)(k + 1) / (size_t)W - r->n_total * (size_t)k / (size_t)W);
+    r->shard_off = r->n_total * (size_t)rank / (size_t)W;
     size_t shard = (size_t)r->counts[rank];
     r->recv = vkt_malloc(sizeof(float) * (shard * (size_t)W + 1), "gradient shards");
     r->host_levels = log2_exact(A);
     r->hstack = vkt_calloc((size_t)r->host_levels + 1, sizeof *r->hstack, "gradient shard stack");
     for (int l = 0; l < r->host_levels; l++)
         r->hstack[l] = vkt_malloc(sizeof(float) * (shard + 1), "gradient shard stack");
-    r->stats_raw = vkt_malloc(sizeof(float) * r->slot * (size_t)r->n_stats, "per-sample losses");
+    r->stats_raw = vkt_malloc(sizeof(float) * 2 * r->slot * (size_t)A, "per-sample losses");
     r->stats_host = vkt_malloc(sizeof(float) * 2 * (size_t)r->n_stats, "per-sample losses");
     r->stats_all = vkt_malloc(sizeof(float) * 2 * (size_t)r->n_stats * (size_t)W, "per-sample losses");
 }
@@ -148,7 +193,7 @@ void repro_free(struct trainer *t)
     struct repro *r = t->repro;
     if (!r)
         return;
-    data_batch_free(&r->sample);
+    free(r->flat);
     free(r->counts);
     free(r->recv);
     for (int l = 0; l < r->host_levels; l++)
@@ -157,49 +202,6 @@ void repro_free(struct trainer *t)
     free(r->stats_raw);
     free(r->stats_host);
     free(r->stats_all);
-}
-
-/* Sample j (0-based) of a micro-batch is in the gradients: the device
- * stack's binary counter. Each set low bit of j is a full subtree on the
- * stack, the left sibling of what the gradients hold: grad = stack + grad
- * (op_axpy with a = 1: 1·x is exact, so one correctly rounded add; in
- * place, which op_add's z may not be). The result is pushed on the first
- * free level, except after the last sample, whose sum stays. A push swaps
- * the buffers (the parameter's gradient becomes the level's free buffer,
- * zeroed before the next sample) instead of copying; device_restore puts
- * each parameter's own buffer back. */
-static void device_push(struct trainer *t, int j)
-{
-    struct repro *r = t->repro;
-    int n = model_param_count(t->model), l = 0;
-    for (; (j >> l) & 1; l++)
-        for (int i = 0; i < n; i++)
-            op_axpy(t->g, 1.0f, r->stack[l * n + i], model_param(t->model, i)->grad, model_param(t->model, i)->numel);
-    if (l < r->levels)
-        for (int i = 0; i < n; i++) {
-            struct gpu_buffer *b = model_param(t->model, i)->grad;
-            model_param(t->model, i)->grad = r->stack[l * n + i];
-            r->stack[l * n + i] = b;
-        }
-}
-
-/* After a micro-batch: its sum into each parameter's own gradient buffer
- * (r->own), which the rest of the trainer holds. The stack's levels are
- * all free then, so the buffers are swapped back and the sum copied. */
-static void device_restore(struct trainer *t)
-{
-    struct repro *r = t->repro;
-    int n = model_param_count(t->model);
-    for (int i = 0; i < n; i++) {
-        struct model_param *p = model_param(t->model, i);
-        if (p->grad == r->own[i])
-            continue;
-        for (int k = i; k < r->levels * n; k += n)
-            if (r->stack[k] == r->own[i])
-                r->stack[k] = p->grad;
-        op_copy(t->g, p->grad, r->own[i], p->numel);
-        p->grad = r->own[i];
-    }
 }
 
 /* x[i] = y[i] + x[i]: y is the left subtree. */
@@ -239,9 +241,11 @@ static void across_ranks(struct trainer *t, int a)
     double c0 = vkt_now();
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
-        gpu_download(t->g, p->grad, 0, t->host_flat + t->sync_off[i], p->numel * sizeof(float));
+        gpu_download(t->g, p->grad, 0, r->flat + t->sync_off[i], p->numel * sizeof(float));
     }
-    dist_alltoall_blocks_f32(t->host_flat, r->counts, r->recv);
+    if (r->head)
+        gpu_download(t->g, r->head, 0, r->flat + t->n_flat, head_floats(t) * sizeof(float));
+    dist_alltoall_blocks_f32(r->flat, r->counts, r->recv);
     for (int s = 1; s < W; s *= 2) /* node k = node k + node k + s */
         for (int k = 0; k + s < W; k += 2 * s)
             add_right(r->recv + (size_t)k * shard, r->recv + (size_t)(k + s) * shard, shard);
@@ -260,12 +264,14 @@ static void finish(struct trainer *t)
         memset(r->recv, 0, shard * sizeof(float));
         host_push(r, a, shard);
     }
-    memcpy(t->host_flat + r->shard_off, r->recv, shard * sizeof(float));
-    dist_allgather_blocks_f32(t->host_flat, r->counts);
+    memcpy(r->flat + r->shard_off, r->recv, shard * sizeof(float));
+    dist_allgather_blocks_f32(r->flat, r->counts);
     for (int i = 0; i < model_param_count(t->model); i++) {
         struct model_param *p = model_param(t->model, i);
-        gpu_upload(t->g, p->grad, 0, t->host_flat + t->sync_off[i], p->numel * sizeof(float));
+        gpu_upload(t->g, p->grad, 0, r->flat + t->sync_off[i], p->numel * sizeof(float));
     }
+    if (r->head)
+        gpu_upload(t->g, r->head, 0, r->flat + t->n_flat, head_floats(t) * sizeof(float));
     t->comm_seconds += vkt_now() - c0;
 }
 
@@ -308,29 +314,40 @@ static int64_t val_index(const struct trainer *t, int q, int rank)
     return (int64_t)q * t->dist->world + rank;
 }
 
-/* One sequence of r->sample through the model; its (loss sum, count) into
- * slot q of r->stats. */
-static void run_sample(struct trainer *t, float scale, uint32_t sample0, int q)
+/* A batch through the model: forward (scaled by `scale`; 0: no backward)
+ * and backward, each sequence's sums over rows in the tree over its
+ * index; each sequence's (loss sum, count) into micro-batch slot `slot`
+ * of r->stats. */
+static void run_batch(struct trainer *t, const struct data_batch *b, float scale, uint32_t sample0, int slot)
 {
     struct repro *r = t->repro;
-    struct data_batch *b = &r->sample;
     struct model_batch mb = trainer_model_batch(t, b, sample0);
+    gpu_set_repro_samples(t->g, mb.T, mb.B);
     gpu_profile_phase(t->g, "forward");
     model_forward(t->model, &mb, scale);
     if (scale != 0.0f) {
         gpu_profile_phase(t->g, "backward");
         model_backward(t->model);
     }
-    op_copy_to(t->g, model_loss_stats(t->model), r->stats, r->slot * (size_t)q, 2);
+    gpu_set_repro_samples(t->g, 0, 0);
+    model_sample_losses(t->model, r->loss_b, r->count_b);
+    op_copy_to(t->g, r->loss_b, r->stats, 2 * r->slot * (size_t)slot, mb.B);
+    op_copy_to(t->g, r->count_b, r->stats, 2 * r->slot * (size_t)slot + r->slot, mb.B);
 }
 
-/* The first n slots of r->stats as 2 floats each into out. */
-static void read_stats(struct trainer *t, int n, float *out)
+/* Micro-batch slots [0, n) of r->stats, B samples each but the last's
+ * `last`, as 2 floats per sample into out. */
+static void read_stats(struct trainer *t, int n, int last, float *out)
 {
     struct repro *r = t->repro;
-    gpu_download(t->g, r->stats, 0, r->stats_raw, sizeof(float) * r->slot * (size_t)n);
-    for (int q = 0; q < n; q++)
-        out[2 * q] = r->stats_raw[r->slot * (size_t)q], out[2 * q + 1] = r->stats_raw[r->slot * (size_t)q + 1];
+    size_t B = (size_t)t->cfg->batch_size;
+    gpu_download(t->g, r->stats, 0, r->stats_raw, sizeof(float) * 2 * r->slot * (size_t)n);
+    for (int a = 0; a < n; a++)
+        for (size_t j = 0; j < (a + 1 < n ? B : (size_t)last); j++) {
+            size_t q = (size_t)a * B + j;
+            out[2 * q] = r->stats_raw[2 * r->slot * (size_t)a + j];
+            out[2 * q + 1] = r->stats_raw[2 * r->slot * (size_t)a + r->slot + j];
+        }
 }
 
 void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
@@ -340,22 +357,23 @@ void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
     int rank = t->dist->rank, host = t->dist->world > 1 || A > 1;
     float scale = (float)(1.0 / (double)N);
     for (int a = 0; a < A; a++) {
-        const struct data_batch *mb = &t->micro[a];
-        for (int j = 0; j < B; j++) {
-            data_batch_fill(&t->data, &t->data.train, &mb->seq[j], 1, &r->sample);
-            model_zero_grad(t->model);
-            if (a == 0 && j == 0)
-                faults_gradient(t);
-            run_sample(t, scale, sampler_first(&t->sampler, rank, a) + (uint32_t)j, a * B + j);
-            device_push(t, j);
-        }
-        device_restore(t);
+        if (t->micro[a].rows != B) /* the tree's leaves are B per micro-batch */
+            vkt_fatal("precision: reproducible: micro-batch %d holds %d sequences, not batch_size %d", a,
+                      t->micro[a].rows, B);
+        model_zero_grad(t->model);
+        if (r->head)
+            gpu_zero(t->g, r->head);
+        if (a == 0)
+            faults_gradient(t);
+        run_batch(t, &t->micro[a], scale, sampler_first(&t->sampler, rank, a), a);
         if (host)
             across_ranks(t, a);
     }
     if (host)
         finish(t);
-    read_stats(t, r->n_stats, r->stats_host);
+    if (r->head) /* the table's share plus the head's */
+        op_axpy(t->g, 1.0f, r->head, model_param(t->model, r->tied)->grad, head_floats(t));
+    read_stats(t, A, B, r->stats_host);
     double local = 0.0;
     for (int q = 0; q < r->n_stats; q++)
         local += r->stats_host[2 * q + 1];
@@ -365,21 +383,24 @@ void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
 
 double repro_evaluate(struct trainer *t)
 {
-    struct repro *r = t->repro;
-    int W = t->dist->world, rank = t->dist->rank;
+    int W = t->dist->world, rank = t->dist->rank, B = t->cfg->batch_size;
     int64_t n = data_val_batches(&t->data, 1); /* sequences */
     int per = (int)((n + W - 1) / W);
     float *mine = vkt_calloc(2 * (size_t)per + 1, sizeof(float), "validation losses");
+    int64_t *seq = vkt_malloc(sizeof(int64_t) * (size_t)B, "validation sequences");
+    struct data_batch *b = &t->micro[0];
     gpu_profile_phase(t->g, "eval");
-    for (int q0 = 0; q0 < per; q0 += r->n_stats) {
-        int done = 0;
-        for (int q = q0; q < per && q < q0 + r->n_stats && val_index(t, q, rank) < n; q++, done++) {
-            data_val_batch(&t->data, val_index(t, q, rank), 1, &r->sample);
-            run_sample(t, 0.0f, 0, q - q0);
-        }
-        if (done)
-            read_stats(t, done, mine + 2 * (size_t)q0);
+    for (int q0 = 0; q0 < per; q0 += B) {
+        int m = 0;
+        for (int q = q0; q < per && q < q0 + B && val_index(t, q, rank) < n; q++)
+            seq[m++] = val_index(t, q, rank);
+        if (!m)
+            break;
+        data_batch_fill(&t->data, &t->data.val, seq, m, b);
+        run_batch(t, b, 0.0f, 0, 0);
+        read_stats(t, 1, m, mine + 2 * (size_t)q0);
     }
+    free(seq);
     double s[2];
     sum_in_order(t, mine, per, val_index, n, s);
     free(mine);

@@ -275,7 +275,7 @@ static void banner(struct trainer *t)
            t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
            (long long)t->total_steps, t->step ? " (resumed)" : "");
     if (t->repro)
-        printf("  precision: reproducible (one sequence per pass, gradients summed in a fixed tree over the global "
+        printf("  precision: reproducible (gradients summed per sample in a fixed tree over the global "
                "batch; docs/reproducible.md)\n");
     printf("  output: %s\n", cfg->output_dir);
     fflush(stdout);
@@ -304,9 +304,7 @@ void trainer_buffers_create(struct trainer *t)
 {
     const struct config *cfg = t->cfg;
     struct model_config mc = model_config_of(cfg);
-    /* precision: reproducible runs one sequence per pass (repro_step.c) */
-    int rows = cfg->precision == PRECISION_REPRODUCIBLE ? 1 : cfg->batch_size;
-    t->model = model_create(t->g, &mc, (uint32_t)rows);
+    t->model = model_create(t->g, &mc, (uint32_t)cfg->batch_size);
     grad_sync_layout(t);
     int n = model_param_count(t->model);
     t->adam_m = vkt_calloc((size_t)n, sizeof *t->adam_m, "optimizer state");

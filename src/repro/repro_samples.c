@@ -1,0 +1,90 @@
+/* repro_samples: precision: reproducible's sum over the samples of a
+ * micro-batch, inside each parameter gradient (docs/reproducible.md, "Sums
+ * over samples"). The micro-batch runs as one batch of B = 2^L sequences
+ * of T rows; a reduction over rows into a gradient (matmul tn, the column
+ * sums, the embedding backward: each adds rows to the old value in row
+ * order) is cut at the sequences' boundaries, and after each sequence
+ * repro_push combines its value with the stack in the canonical pairwise
+ * tree over the sample index. So the micro-batch's gradient is the tree
+ * over its samples of each sample's own sum, whatever B: the same bits as
+ * B batches of one sequence. It records dispatches and never submits. */
+#include "vktrain/gpu.h"
+#include "vktrain/repro.h"
+#include "vktrain/util.h"
+
+void repro_push_ref(float *grad, float *stack, size_t n, uint32_t levels, uint32_t j)
+{
+    for (size_t o = 0; o < n; o++) {
+        float acc = grad[o];
+        uint32_t l = 0;
+        for (; l < levels && ((j >> l) & 1u); l++) {
+            float t = stack[o * levels + l] + acc;
+            acc = t;
+        }
+        if (l < levels)
+            stack[o * levels + l] = acc, grad[o] = 0.0f;
+        else
+            grad[o] = acc;
+    }
+}
+
+void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels, uint32_t j)
+{
+    if (!levels)
+        return;
+    if (gpu_buffer_size(grad) < n * 4 || gpu_buffer_size(stack) < n * levels * 4)
+        vkt_fatal("repro_push: %zu elements of %u levels: the gradient '%s' (%zu bytes) or its stack '%s' (%zu bytes) "
+                  "is too small",
+                  n, levels, gpu_buffer_name(grad), gpu_buffer_size(grad), gpu_buffer_name(stack),
+                  gpu_buffer_size(stack));
+    struct gpu_kernel_desc d = {.shader = "repro_push", .n_bindings = 2, .push_size = 12};
+    struct gpu_kernel *k = gpu_kernel_get(g, &d);
+    /* Windows of elements within the workgroup count and both bindings,
+     * starting at multiples of 256 elements (every offset aligned). */
+    size_t limit = gpu_binding_limit(g, GPU_BIND_STORAGE), align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+    size_t per = (size_t)gpu_info(g)->max_workgroup_count[0] * 64;
+    if (limit / (4 * levels) < per)
+        per = limit / (4 * levels);
+    per -= per % 256;
+    if (per == 0 || align > 1024)
+        vkt_fatal("repro_push: the stack of '%s' (%u levels) does not fit the device's bindings (%zu bytes, aligned "
+                  "to %zu)",
+                  gpu_buffer_name(grad), levels, limit, align);
+    for (size_t o0 = 0; o0 < n; o0 += per) {
+        size_t m = n - o0 < per ? n - o0 : per;
+        struct gpu_arg args[2] = {{grad, 1, o0 * 4, m * 4}, {stack, 1, o0 * levels * 4, m * levels * 4}};
+        uint32_t push[3] = {(uint32_t)m, levels, j};
+        gpu_dispatch(g, k, args, push, (uint32_t)((m + 63) / 64), 1, 1);
+    }
+}
+
+static uint32_t log2_of(uint32_t n)
+{
+    uint32_t l = 0;
+    while ((1u << l) < n)
+        l++;
+    return l;
+}
+
+void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,
+                      void *ctx)
+{
+    uint32_t T = gpu_repro_sample_rows(g), B = gpu_repro_samples(g);
+    struct gpu_buffer *stack = gpu_buffer_stack(grad);
+    if (!T || B < 2 || !stack) {
+        fn(g, ctx, 0, rows);
+        return;
+    }
+    if ((uint64_t)first + rows > (uint64_t)T * B)
+        vkt_fatal("repro_param_rows: rows [%u, %u) of '%s' are past the micro-batch's %u x %u", first, first + rows,
+                  gpu_buffer_name(grad), B, T);
+    size_t n = gpu_buffer_size(grad) / 4;
+    for (uint32_t r = 0; r < rows;) {
+        uint32_t end = ((first + r) / T + 1) * T - first;
+        end = end < rows ? end : rows;
+        fn(g, ctx, r, end);
+        if ((first + end) % T == 0)
+            repro_push(g, grad, stack, n, log2_of(B), (first + end) / T - 1);
+        r = end;
+    }
+}
