@@ -34,7 +34,16 @@ void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
         vkt_fatal("%s: the first row %u of the labels is not at a multiple of the storage offset alignment (%zu "
                   "bytes)",
                   op, row0, align);
+    /* GPUs: 256 invocations per row. CPU devices (the texel family) run a
+     * workgroup's subgroups one after the other at each barrier, so there
+     * the fewest invocations whose runs stay within 2^6 elements: one
+     * subgroup for V = 256. Neither changes the bits. */
     uint32_t wg = 256;
+    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
+        wg = gpu_info(g)->subgroup_size > 1 ? gpu_info(g)->subgroup_size : 1;
+        while (wg < 256 && ((size_t)wg << 6) < V)
+            wg *= 2;
+    }
     while (wg > gpu_info(g)->max_workgroup_invocations || wg * sizeof(float) > gpu_info(g)->shared_memory)
         wg /= 2;
     uint32_t log_run = 0;
