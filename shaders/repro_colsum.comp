@@ -15,9 +15,14 @@
 // The _tex variants (CPU devices) read dy, x, mean, rstd through R32F
 // texel views, which llvmpipe loads faster than storage. The reference is
 // src/repro/repro_ops.c.
+// Sums over samples (precision: reproducible, src/repro/repro_samples.c):
+// with seg_rows != 0 the rows are a micro-batch's samples of seg_rows rows,
+// binding row 0 being row seg_base; after each sample's last row the
+// column's value joins the tree over samples as repro_push.comp does, on
+// the stack S (levels floats per column), and restarts at +0.
 #include "repro_math.glsl"
 layout(local_size_x_id = 0) in;
-layout(push_constant) uniform Push { uint row0; uint row1; uint C; } p;
+layout(push_constant) uniform Push { uint row0; uint row1; uint C; uint seg_rows; uint seg_base; uint levels; } p;
 #if TEX
 layout(binding = 0) uniform samplerBuffer dy;
 layout(binding = 1) uniform samplerBuffer x;
@@ -32,6 +37,7 @@ layout(std430, binding = 3) readonly buffer BR { float rstd[]; };
 #define LD(name, i) name[i]
 #endif
 layout(std430, binding = 4) buffer BO { float o[]; };
+layout(std430, binding = 5) buffer BS { float S[]; };
 
 void main()
 {
@@ -50,6 +56,17 @@ void main()
         g = g * xhat;
 #endif
         acc = acc + g;
+        if (p.seg_rows != 0u && (p.seg_base + r + 1u) % p.seg_rows == 0u) {
+            uint j = (p.seg_base + r + 1u) / p.seg_rows - 1u, l = 0u;
+            for (; l < p.levels && ((j >> l) & 1u) != 0u; l++) {
+                precise float t = S[c * p.levels + l] + acc;
+                acc = t;
+            }
+            if (l < p.levels) {
+                S[c * p.levels + l] = acc;
+                acc = 0.0f;
+            }
+        }
     }
     o[c] = acc;
 }

@@ -6,13 +6,19 @@
  * (cut into dispatches), and with signed zeros in the data.
  * Negative control: the same C sum with four interleaved accumulators (the
  * order of a vectorized kernel) must differ on many outputs, so a bitwise
- * match is a statement about the order, not luck. */
+ * match is a statement about the order, not luck.
+ * Sums over samples (precision: reproducible's micro-batches): the weight
+ * gradient (tn), the bias gradient and the embedding backward over B
+ * samples of T rows, recorded with gpu_set_repro_samples, equal the
+ * pairwise tree over samples of each sample's own sum, computed here one
+ * sample at a time; control: one sum over all the rows differs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu_testing.h"
 #include "repro_testing.h"
+#include "vktrain/ops.h"
 #include "vktrain/repro.h"
 
 static const char *layout_names[] = {"nt", "nn", "tn"};
@@ -152,6 +158,59 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
     size_t d = repro_bit_differences(flat, ref, (size_t)N * K);
     printf("negative control: one sum over the %u rows differs on %zu of %u outputs\n", R, d, N * K);
     CHECK(d > (size_t)N * K / 4, "one sum over all rows should differ on many outputs, differs on %zu", d);
+    /* The bias gradient (repro_colsum.comp, its push in the loop) and the
+     * embedding backward (per-sample dispatches and repro_push) over the
+     * same samples: dy's columns, and dy's rows into V = 7 table rows. */
+    const uint32_t V = 7;
+    int32_t *ids = vkt_malloc(R * sizeof *ids, "ids");
+    for (uint32_t r = 0; r < R; r++)
+        ids[r] = (int32_t)(ref_rng_uniform(rng) * V) % (int32_t)V;
+    for (uint32_t s = 0; s < B; s++) {
+        memset(parts[s], 0, (size_t)N * K * sizeof(float));
+        for (uint32_t r = s * T; r < (s + 1) * T; r++)
+            for (uint32_t c = 0; c < N; c++) {
+                float v = parts[s][c] + dy[(size_t)r * N + c];
+                parts[s][c] = v;
+                float w = parts[s][N + (size_t)ids[r] * N + c] + dy[(size_t)r * N + c];
+                parts[s][N + (size_t)ids[r] * N + c] = w;
+            }
+    }
+    for (size_t o = 0; o < (size_t)N * (V + 1); o++)
+        ref[o] = tree(parts, 0, B, o);
+    struct gpu_buffer *bb = gpu_buffer_create(g, (size_t)N * 4, "db"), *bbs = gpu_buffer_create(g, (size_t)N * levels * 4, "db's stack");
+    struct gpu_buffer *be = gpu_buffer_create(g, (size_t)N * V * 4, "de"), *bes = gpu_buffer_create(g, (size_t)N * V * levels * 4, "de's stack");
+    struct gpu_buffer *bi = gpu_buffer_create(g, R * 4, "ids");
+    gpu_upload(g, bi, 0, ids, R * 4);
+    gpu_buffer_set_stack(bb, bbs);
+    gpu_buffer_set_stack(be, bes);
+    for (int family = 0; family < 2; family++) {
+        gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
+        gpu_zero(g, bb);
+        gpu_zero(g, be);
+        gpu_set_reproducible(g, 1); /* the ops record the reproducible kernels */
+        gpu_set_repro_samples(g, T, B);
+        op_bias_backward(g, bdy, bb, R, N);
+        op_embedding_backward(g, bi, bdy, be, R, N, V);
+        gpu_set_repro_samples(g, 0, 0);
+        gpu_set_reproducible(g, 0);
+        gpu_submit(g);
+        float *db = download_floats(g, bb, N), *de = download_floats(g, be, (size_t)N * V);
+        size_t d1 = repro_bit_differences(db, ref, N), d2 = repro_bit_differences(de, ref + N, (size_t)N * V);
+        printf("bias and embedding gradients over %u samples of %u rows, %s: %zu of %u and %zu of %u differ\n", B, T,
+               family ? "tiled" : "texel", d1, N, d2, N * V);
+        CHECK(d1 == 0 && d2 == 0, "bias / embedding over samples %s: %zu, %zu differ", family ? "tiled" : "texel", d1,
+              d2);
+        free(db);
+        free(de);
+    }
+    gpu_buffer_set_stack(bb, NULL);
+    gpu_buffer_set_stack(be, NULL);
+    gpu_buffer_destroy(g, bb);
+    gpu_buffer_destroy(g, bbs);
+    gpu_buffer_destroy(g, be);
+    gpu_buffer_destroy(g, bes);
+    gpu_buffer_destroy(g, bi);
+    free(ids);
     gpu_buffer_set_stack(bw, NULL);
     gpu_buffer_destroy(g, bdy);
     gpu_buffer_destroy(g, bx);

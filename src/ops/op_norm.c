@@ -98,9 +98,10 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in,
 /* colsum's dispatches for rows [begin, end) of its `rows`. */
 struct colsum_rows {
     struct gpu_kernel *k;
-    struct gpu_arg args[5];
+    struct gpu_arg args[6]; /* repro: the gradient's stack (or the gradient, unused) last */
     uint32_t rows, C;
     int repro, width;
+    uint32_t seg_rows, levels; /* repro: the sums over samples (gpu_set_repro_samples), 0: none */
 };
 
 static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
@@ -110,18 +111,24 @@ static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
     uint32_t col_groups = (C + 31) / 32, max_groups = gpu_info(g)->max_workgroup_count[0];
     /* Rows in ranges within the bindings, each walked in parts within the
      * device's loop limit, in order: the sums accumulate into out. */
-    const size_t ub[5] = {F * C, F * C, F, F, 0};
+    const size_t ub[6] = {F * C, F * C, F, F, 0, 0};
+    int n = x->repro ? 6 : 5;
     size_t step, per = ops_range_units(g, x->k, x->args, ub, &step), chunk = ops_loop_chunk(g);
-    struct gpu_arg a[5];
+    struct gpu_arg a[6];
     /* ranges bound from aligned rows (multiples of step), the rows before
      * `begin` in the first one skipped */
     for (size_t rr = begin - begin % step; rr < end; rr += per) {
         size_t nr = end - rr < per ? end - rr : per;
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < n; i++)
             a[i] = ops_range_arg(g, x->k, i, x->args, rr, nr, x->rows, ub[i]);
         for (size_t r0 = rr < begin ? begin - rr : 0; r0 < nr; r0 += chunk) {
             struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
-            if (x->repro || x->width) {
+            if (x->repro) { /* repro_colsum.comp: the range's first row of the micro-batch, for the samples */
+                uint32_t rpush[6] = {push.row0, push.row1, C, x->seg_rows, (uint32_t)rr, x->levels};
+                gpu_dispatch(g, x->k, a, rpush, groups64(C), 1, 1);
+                continue;
+            }
+            if (x->width) {
                 gpu_dispatch(g, x->k, a, &push, groups64(C / (x->width ? x->width : 1)), 1, 1);
                 continue;
             }
@@ -154,9 +161,9 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         char shader[32];
         snprintf(shader, sizeof shader, "repro_%s%s", variant, tex ? "_tex" : "");
         struct gpu_kernel_desc d = {
-            .shader = shader, .n_bindings = 5, .push_size = 3 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
-        for (int i = 0; i < 4; i++)
-            d.bindings[i] = tex ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+            .shader = shader, .n_bindings = 6, .push_size = 6 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
+        for (int i = 0; i < 6; i++)
+            d.bindings[i] = tex && i < 4 ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
         k = gpu_kernel_get(g, &d);
     } else if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
@@ -168,11 +175,20 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
                                     .n_spec = 1, .spec = {wg}};
         k = gpu_kernel_get(g, &d);
     }
-    struct colsum_rows cr = {k, {args[0], args[1], args[2], args[3], args[4]}, rows, C, repro, width};
-    if (repro) /* a parameter's gradient: summed per sample (repro_param_rows) */
-        repro_param_rows(g, out, 0, rows, colsum_rows, &cr);
-    else
-        colsum_rows(g, &cr, 0, rows);
+    struct colsum_rows cr = {k, {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0};
+    /* precision: reproducible: a parameter's gradient, summed per sample
+     * in the kernel's loop (repro_colsum.comp, as repro_push.comp) */
+    struct gpu_buffer *stack = repro ? gpu_buffer_stack(out) : NULL;
+    if (stack && gpu_repro_sample_rows(g) && gpu_repro_samples(g) > 1) {
+        if ((uint64_t)rows > (uint64_t)gpu_repro_sample_rows(g) * gpu_repro_samples(g))
+            vkt_fatal("%s: %u rows into '%s', more than the micro-batch's %u x %u", variant, rows,
+                      gpu_buffer_name(out), gpu_repro_samples(g), gpu_repro_sample_rows(g));
+        cr.seg_rows = gpu_repro_sample_rows(g);
+        while ((1u << cr.levels) < gpu_repro_samples(g))
+            cr.levels++;
+        cr.args[5] = (struct gpu_arg){.buf = stack, .write = 1};
+    }
+    colsum_rows(g, &cr, 0, rows);
 }
 
 void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,
