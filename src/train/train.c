@@ -219,8 +219,9 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
     /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N;
      * 3. on the last one, the buckets of finished gradients are summed over
      *    ranks while the backward goes on (grad_sync.c). precision:
-     *    reproducible runs each sample alone and sums in a tree over the
-     *    global sample index instead (repro_step.c), its loss sum too. */
+     *    reproducible sums each sample's share on its own and the samples
+     *    in a tree over the global sample index instead (repro_step.c),
+     *    its loss sum too. */
     double s[2];
     faults_signal(t);
     if (t->repro)

@@ -137,10 +137,12 @@ static inline int trainer_updates(const struct trainer *t, int i)
 }
 
 /* repro_step.c: precision: reproducible's sums over samples. The device
- * stack (log2(batch_size) copies of the gradients) and the per-sample
- * losses are created with the trainer's buffers (so the memory plan counts
- * them); repro_init adds the host's shards after grad_sync_init.
- * repro_step_backward runs the step's samples one at a time and leaves
+ * stacks (log2(batch_size) floats per gradient element), the tied LM
+ * head's share and the per-sample losses are created with the trainer's
+ * buffers (so the memory plan counts them); repro_init adds the host's
+ * shards after grad_sync_init. repro_step_backward runs the step's
+ * micro-batches, each sample's share of the gradients summed on its own
+ * and the samples in the tree over their global index, and leaves
  * the global batch's gradient, the same bits on every rank, in the
  * gradients; loss[0] is the global loss sum (in sample order), loss[1]
  * this rank's valid-label count. repro_evaluate: the validation loss, per
