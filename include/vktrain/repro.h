@@ -149,7 +149,6 @@ void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffe
  * grad, cut at the samples' boundaries with a push after each sample. fn
  * must add its rows to grad's old value in row order. */
 typedef void (*repro_rows_fn)(struct gpu *g, void *ctx, uint32_t r0, uint32_t r1);
-void repro_push_ref(float *grad, float *stack, size_t n, uint32_t levels, uint32_t j);
 void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels,
                 uint32_t j);
 void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,

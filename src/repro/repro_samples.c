@@ -3,30 +3,17 @@
  * over samples"). The micro-batch runs as one batch of B = 2^L sequences
  * of T rows; a reduction over rows into a gradient (matmul tn, the column
  * sums, the embedding backward: each adds rows to the old value in row
- * order) is cut at the sequences' boundaries, and after each sequence
- * repro_push combines its value with the stack in the canonical pairwise
- * tree over the sample index. So the micro-batch's gradient is the tree
- * over its samples of each sample's own sum, whatever B: the same bits as
- * B batches of one sequence. It records dispatches and never submits. */
+ * order) takes each sequence's rows on their own and, after each
+ * sequence, combines its value with a stack in the canonical pairwise
+ * tree over the sample index: in its own loop (the texel family's matmul
+ * tn, the column sums: repro_push.comp's loop in the shader) or cut here
+ * at the sequences' boundaries with a repro_push dispatch after each. So
+ * the micro-batch's gradient is the tree over its samples of each
+ * sample's own sum, whatever B: the same bits as B batches of one
+ * sequence. It records dispatches and never submits. */
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
-
-void repro_push_ref(float *grad, float *stack, size_t n, uint32_t levels, uint32_t j)
-{
-    for (size_t o = 0; o < n; o++) {
-        float acc = grad[o];
-        uint32_t l = 0;
-        for (; l < levels && ((j >> l) & 1u); l++) {
-            float t = stack[o * levels + l] + acc;
-            acc = t;
-        }
-        if (l < levels)
-            stack[o * levels + l] = acc, grad[o] = 0.0f;
-        else
-            grad[o] = acc;
-    }
-}
 
 void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels, uint32_t j)
 {
