@@ -21,7 +21,9 @@
 #     with stop, the error is printed once and the job ends with status 1;
 #  6. a label outside [0, vocab_size) (VKTRAIN_TEST_BAD_LABEL) makes the
 #     device's count of valid labels differ from the host's: status 1 and
-#     an error naming the step, the label and where it is.
+#     an error naming the step, the label and where it is;
+#  7. precision: reproducible (its own step: the micro-batches' sums over
+#     samples) meets 1 (stop, naming the step and the tensor) and 6 alike.
 . "$SRC/tests/script_testing.sh"
 
 $py - "$work" <<'PY'
@@ -113,5 +115,15 @@ fi
 out=$(VKTRAIN_TEST_BAD_LABEL=2 run output_dir="$work/label" 2>&1); rc=$?
 check "a label outside [0, V) is an error naming the step, the label and where it is" \
   '[ $rc -eq 1 ] && grep -q "error: step 2: micro-batch 0, row 0, position [0-9]* holds label 259, outside \[0, 259) (model.vocab_size).*the device counted [0-9]* valid labels, the host [0-9]*" <<<"$out"' \
+  || echo "$out" | tail -3
+
+# 7. The same in precision: reproducible.
+out=$(VKTRAIN_TEST_NAN=3:0:$tensor run output_dir="$work/rstop" precision=reproducible 2>&1); rc=$?
+check "reproducible: a NaN gradient stops the run naming the step and the tensor" \
+  '[ $rc -eq 1 ] && grep -q "error: step 3: .*gradient norm nan (the first gradient with a non-finite norm: $tensor)" <<<"$out"' \
+  || echo "$out" | tail -3
+out=$(VKTRAIN_TEST_BAD_LABEL=2 run output_dir="$work/rlabel" precision=reproducible 2>&1); rc=$?
+check "reproducible: a label outside [0, V) is the same error" \
+  '[ $rc -eq 1 ] && grep -q "error: step 2: micro-batch 0, row 0, position [0-9]* holds label 259, outside \[0, 259)" <<<"$out"' \
   || echo "$out" | tail -3
 exit $fail
