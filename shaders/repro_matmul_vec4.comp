@@ -140,11 +140,12 @@ void main()
     EACH_C(TN_AH)
 #define TN_A4(h, kk) texelFetch(A, int(ah[h] + (kk) * sak))
 #endif
-    // Four k per loop step: first the B texel of each k and the A texels
-    // of each k's 16 rows, then row by row the four k in order, so one
-    // row's accumulator takes its four additions in a row (with 16 rows'
-    // live at once, every update was a spill store and reload on
-    // llvmpipe: 1.3x slower); the last K % 4 one k at a time.
+    // Four k per loop step: first the B texel and the four A texels (16
+    // rows) of each k, then row by row the four k in order, so a row's
+    // accumulator takes its four additions one after the other (the order
+    // nt and nn have; k by k over all 16 rows measured 1.3x slower on
+    // lavapipe, each addition likely a spill reload and store of a
+    // loop-carried value); the last K % 4 one k at a time.
 #define TN_STEP(r)                                                                                      \
     {                                                                                                   \
         precise vec4 t = a[r >> 2][r & 3] * b;                                                          \
