@@ -5,6 +5,9 @@
 // variant: plain_tex -DMODE=0 -DTEX=1
 // variant: rms_tex -DMODE=1 -DTEX=1
 // variant: ln_tex -DMODE=2 -DTEX=1
+// variant: plain_tex4 -DMODE=0 -DTEX=1 -DVEC4=1
+// variant: rms_tex4 -DMODE=1 -DTEX=1 -DVEC4=1
+// variant: ln_tex4 -DMODE=2 -DTEX=1 -DVEC4=1
 // repro_colsum: the reproducible profile's column sums over rows
 // [row0, row1), one invocation per column, starting from the output's old
 // value and adding the rows in row order (so cutting the rows into calls
@@ -13,7 +16,10 @@
 //   rms:   o[c] = o[c] + dy[r,c]·(x[r,c]·rstd[r])           (RMSNorm weight)
 //   ln:    o[c] = o[c] + dy[r,c]·((x[r,c] − mean[r])·rstd[r]) (LayerNorm weight)
 // The _tex variants (CPU devices) read dy, x, mean, rstd through R32F
-// texel views, which llvmpipe loads faster than storage. The reference is
+// texel views, which llvmpipe loads faster than storage; the _tex4 ones
+// (C % 4 == 0) read dy and x as RGBA32F, an invocation owning 4 columns as
+// the components of a vec4 (each component's operations those of one
+// column, rounded on their own: the same bits). The reference is
 // src/repro/repro_ops.c.
 // Sums over samples (precision: reproducible, src/repro/repro_samples.c):
 // with seg_rows != 0 the rows are a micro-batch's samples of seg_rows rows,
@@ -28,45 +34,66 @@ layout(binding = 0) uniform samplerBuffer dy;
 layout(binding = 1) uniform samplerBuffer x;
 layout(binding = 2) uniform samplerBuffer mean;
 layout(binding = 3) uniform samplerBuffer rstd;
-#define LD(name, i) texelFetch(name, int(i)).x
+#define LD1(name, i) texelFetch(name, int(i)).x
+#if VEC4
+#define FT vec4
+#define LD(name, i) texelFetch(name, int(i))
 #else
+#define FT float
+#define LD(name, i) texelFetch(name, int(i)).x
+#endif
+#else
+#define FT float
 layout(std430, binding = 0) readonly buffer BDY { float dy[]; };
 layout(std430, binding = 1) readonly buffer BX { float x[]; };
 layout(std430, binding = 2) readonly buffer BM { float mean[]; };
 layout(std430, binding = 3) readonly buffer BR { float rstd[]; };
 #define LD(name, i) name[i]
+#define LD1(name, i) name[i]
 #endif
 layout(std430, binding = 4) buffer BO { float o[]; };
 layout(std430, binding = 5) buffer BS { float S[]; };
+#if VEC4
+#define W 4u
+// the 4 floats of columns 4c .. 4c + 3 at f(column)
+#define GATHER(f) vec4(f(4u * c), f(4u * c + 1u), f(4u * c + 2u), f(4u * c + 3u))
+#define SCATTER(f, v) f(4u * c) = v.x; f(4u * c + 1u) = v.y; f(4u * c + 2u) = v.z; f(4u * c + 3u) = v.w;
+#else
+#define W 1u
+#define GATHER(f) f(c)
+#define SCATTER(f, v) f(c) = v;
+#endif
+#define O_AT(k) o[k]
+#define S_AT(k) S[(k) * p.levels + l]
 
 void main()
 {
-    uint c = gl_GlobalInvocationID.x;
-    if (c >= p.C)
+    uint c = gl_GlobalInvocationID.x, n = p.C / W; // column (of W) c of n
+    if (c >= n)
         return;
-    precise float acc = o[c];
+    precise FT acc = GATHER(O_AT);
     for (uint r = p.row0; r < p.row1; r++) {
-        precise float g = LD(dy, r * p.C + c);
+        precise FT g = LD(dy, r * n + c);
 #if MODE == 1
-        precise float xs = LD(x, r * p.C + c) * LD(rstd, r);
+        precise FT xs = LD(x, r * n + c) * LD1(rstd, r);
         g = g * xs;
 #elif MODE == 2
-        precise float xhat = LD(x, r * p.C + c) - LD(mean, r);
-        xhat = xhat * LD(rstd, r);
+        precise FT xhat = LD(x, r * n + c) - LD1(mean, r);
+        xhat = xhat * LD1(rstd, r);
         g = g * xhat;
 #endif
         acc = acc + g;
         if (p.seg_rows != 0u && (p.seg_base + r + 1u) % p.seg_rows == 0u) {
             uint j = (p.seg_base + r + 1u) / p.seg_rows - 1u, l = 0u;
             for (; l < p.levels && ((j >> l) & 1u) != 0u; l++) {
-                precise float t = S[c * p.levels + l] + acc;
+                precise FT t = GATHER(S_AT) + acc;
                 acc = t;
             }
             if (l < p.levels) {
-                S[c * p.levels + l] = acc;
-                acc = 0.0f;
+                SCATTER(S_AT, acc)
+                acc = FT(0.0f);
             }
         }
     }
-    o[c] = acc;
+    SCATTER(O_AT, acc)
 }

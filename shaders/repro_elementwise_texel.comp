@@ -3,6 +3,7 @@
 // variant: copy -DOP=1
 // variant: scale -DOP=2
 // variant: axpy -DOP=3
+// variant: bias -DOP=4
 // repro_elementwise_texel: repro_elementwise.comp's add, copy, scale and
 // axpy for the texel family (CPU devices), in the access pattern of
 // elementwise_texel.comp: inputs read as vec4 through RGBA32F texel views,
@@ -16,13 +17,19 @@
 // float is loaded never changes its bits):
 //   add:   z = x + y        copy:  y = x
 //   scale: x = x·a          axpy:  y = y + a·x (a product, then a sum)
+//   bias:  y[r, c] = y[r, c] + x[c] (x the bias: C % 4 == 0, so chunk j
+//          of y takes bias texel j mod C/4; n = rows·C)
 #define RUNS 1
 #define CUSTOM_PUSH
+#if OP == 4
+layout(push_constant) uniform Push { uint n; uint C; } p;
+#else
 layout(push_constant) uniform Push { uint n; float a; } p;
+#endif
 #include "elementwise.glsl"
 #include "repro_math.glsl"
 layout(binding = 0) uniform samplerBuffer tx;
-#if OP == 0 || OP == 3
+#if OP == 0 || OP == 3 || OP == 4
 layout(binding = 1) uniform samplerBuffer ty;
 layout(std430, binding = 2) writeonly buffer BO { vec4 o[]; };
 #else
@@ -38,9 +45,11 @@ void chunk(uint j, bvec4 mask)
     vec4 r = texelFetch(tx, int(j));
 #elif OP == 2
     precise vec4 r = texelFetch(tx, int(j)) * p.a;
-#else
+#elif OP == 3
     precise vec4 t = p.a * texelFetch(tx, int(j));
     precise vec4 r = texelFetch(ty, int(j)) + t;
+#else
+    precise vec4 r = texelFetch(ty, int(j)) + texelFetch(tx, int(j % (p.C / 4u)));
 #endif
     if (all(mask))
         o[j] = r;

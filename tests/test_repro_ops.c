@@ -357,8 +357,8 @@ static void check_elementwise(struct gpu *g)
     add_array(&a, random_words(s.n + s.off[0] + 5, 1), s.n + s.off[0] + 5, 1);
     check_op(g, "copy_to", &a, dev_copy, ref_copy, &s, 0);
 
-    uint32_t shapes[][2] = {{7, 75}, {1, 1}, {33, 6}};
-    for (int i = 0; i < 3; i++) {
+    uint32_t shapes[][2] = {{7, 75}, {1, 1}, {33, 6}, {9, 20}}; /* C % 4 == 0: the texel family's vec4 kernel */
+    for (int i = 0; i < 4; i++) {
         s.rows = shapes[i][0], s.C = shapes[i][1];
         char name[64];
         snprintf(name, sizeof name, "bias_add %ux%u", s.rows, s.C);

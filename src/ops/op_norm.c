@@ -102,6 +102,7 @@ struct colsum_rows {
     uint32_t rows, C;
     int repro, width;
     uint32_t seg_rows, levels; /* repro: the sums over samples (gpu_set_repro_samples), 0: none */
+    uint32_t groups;           /* repro: workgroups of a dispatch */
 };
 
 static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
@@ -125,7 +126,7 @@ static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
             struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
             if (x->repro) { /* repro_colsum.comp: the range's first row of the micro-batch, for the samples */
                 uint32_t rpush[6] = {push.row0, push.row1, C, x->seg_rows, (uint32_t)rr, x->levels};
-                gpu_dispatch(g, x->k, a, rpush, groups64(C), 1, 1);
+                gpu_dispatch(g, x->k, a, rpush, x->groups, 1, 1);
                 continue;
             }
             if (x->width) {
@@ -154,17 +155,23 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     uint32_t unit = info->subgroup_size > 32 ? info->subgroup_size : 32;
     uint32_t wg = info->max_workgroup_invocations < 1024 ? info->max_workgroup_invocations : 1024;
     wg = wg >= unit ? wg - wg % unit : 32;
+    uint32_t groups = 0;
     if (repro) {
         /* repro_colsum.comp: one invocation per column, 64 per workgroup;
-         * on CPU devices the inputs through R32F views (_tex) */
-        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+         * on CPU devices the inputs through R32F views (_tex), or with
+         * C % 4 == 0 dy and x as RGBA32F, 4 columns per invocation and 8
+         * invocations per workgroup, so that a few columns still make
+         * several workgroups for the CPU's threads (_tex4) */
+        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0;
         char shader[32];
-        snprintf(shader, sizeof shader, "repro_%s%s", variant, tex ? "_tex" : "");
+        snprintf(shader, sizeof shader, "repro_%s%s", variant, tex4 ? "_tex4" : tex ? "_tex" : "");
+        uint32_t local = tex4 ? 8 : 64;
         struct gpu_kernel_desc d = {
-            .shader = shader, .n_bindings = 6, .push_size = 6 * sizeof(uint32_t), .n_spec = 1, .spec = {64}};
+            .shader = shader, .n_bindings = 6, .push_size = 6 * sizeof(uint32_t), .n_spec = 1, .spec = {local}};
         for (int i = 0; i < 6; i++)
-            d.bindings[i] = tex && i < 4 ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+            d.bindings[i] = tex4 && i < 2 ? GPU_BIND_TEXEL_VEC4 : tex && i < 4 ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
         k = gpu_kernel_get(g, &d);
+        groups = (C / (tex4 ? 4 : 1) + local - 1) / local;
     } else if (width) {
         /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
         char base[32];
@@ -175,7 +182,8 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
                                     .n_spec = 1, .spec = {wg}};
         k = gpu_kernel_get(g, &d);
     }
-    struct colsum_rows cr = {k, {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0};
+    struct colsum_rows cr = {
+        k, {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0, groups};
     /* precision: reproducible: a parameter's gradient, summed per sample
      * in the kernel's loop (repro_colsum.comp, as repro_push.comp) */
     struct gpu_buffer *stack = repro ? gpu_buffer_stack(out) : NULL;
@@ -295,7 +303,8 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     struct {
         uint32_t n, C;
     } push = {0, C};
-    if (gpu_reproducible(g)) {
+    int texel4 = C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+    if (gpu_reproducible(g) && !texel4) {
         /* repro_elementwise_bias: y = y + bias, rows in ranges */
         struct {
             uint32_t n;
@@ -308,13 +317,16 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
                      (size_t)rows * C, C, 1);
         return;
     }
-    if (C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
-        /* bias_add_texel.comp: vec4 chunks read through views, y written as storage */
+    if (texel4) {
+        /* bias_add_texel.comp: vec4 chunks read through views, y written as
+         * storage; in the reproducible profile repro_elementwise_texel_bias,
+         * the same single add per element */
         struct gpu_arg targs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
         enum gpu_binding_kind kinds[3] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t tub[3] = {0, F * C, F * C};
-        ops_elements(g, ops_texel_kernel(g, "bias_add_texel", 3, kinds, sizeof push, 1, &wg), targs, tub, &push,
+        const char *shader = gpu_reproducible(g) ? "repro_elementwise_texel_bias" : "bias_add_texel";
+        ops_elements(g, ops_texel_kernel(g, shader, 3, kinds, sizeof push, 1, &wg), targs, tub, &push,
                      (size_t)rows * C, C, 4);
         return;
     }
