@@ -106,7 +106,39 @@ REPRO_INTERNAL float repro_ldexp(float x, int n)
     uint a = u & REPRO_ABS;
     if (a == 0u || a >= REPRO_INF)
         return x;
+    // A normal x whose product is normal: n added to the exponent field is
+    // exact (round_pack would give the same bits, slower).
+    int be = REPRO_I(a >> 23) + n;
+    if (a >= 0x00800000u && be >= 1 && be <= 254)
+        return uintBitsToFloat(u + (REPRO_U(n) << 23));
     return repro_round_pack(u & REPRO_SIGN, repro_exponent(u) + n, repro_sig(u) << 2, false);
+}
+
+// The two's-complement integer in bits, as a float (rounded).
+REPRO_INTERNAL float repro_float_of_signed(uint bits)
+{
+    bool negative = (bits & REPRO_SIGN) != 0u;
+    precise float f = REPRO_F(negative ? 0u - bits : bits);
+    precise float nf = -f;
+    return negative ? nf : f;
+}
+
+// About 2^23 / mb for mb in [2^23, 2^24): the reciprocal of b = mb · 2^-23
+// in [1, 2) from the line 24/17 − 8/17·b (relative error below 1/17) and
+// three Newton steps y += y·(1 − b·y). Its bits need not be exact (repro_div
+// corrects the quotient), only close.
+REPRO_INTERNAL float repro_recip_sig(uint mb)
+{
+    precise float b = uintBitsToFloat(0x3f800000u | (mb & 0x7fffffu));
+    precise float t = b * 0.470588235f;
+    precise float y = 1.41176471f - t;
+    for (int i = 0; i < 3; i++) {
+        precise float by = b * y;
+        precise float err = 1.0f - by;
+        precise float dy = y * err;
+        y = y + dy;
+    }
+    return y;
 }
 
 // a / b, correctly rounded.
@@ -128,17 +160,50 @@ float repro_div(float a, float b)
         r = ma << 1;
         e -= 1;
     }
-    // r / mb in [1, 2): 26 quotient bits by restoring division.
-    uint q = 0u;
-    for (int i = 0; i < 26; i++) {
-        q <<= 1;
-        if (r >= mb) {
-            r -= mb;
-            q |= 1u;
-        }
-        r <<= 1;
+    // q = floor(r · 2^25 / mb) in [2^25, 2^26): 26 quotient bits of r / mb
+    // in [1, 2), and the remainder R = r · 2^25 − q · mb in [0, mb), as long
+    // division gives them. An estimate from a float reciprocal y of mb,
+    // improved once by the exact remainder (q += R·y), then moved to the
+    // floor one step at a time: the bits do not depend on the estimate, as
+    // long as it stays within 2^6 of q, where |R| < 2^31 and R's low 32 bits
+    // tell its sign. The first estimate is within 7, the second within 1
+    // (tests/test_repro_math.c divides by every significand).
+    precise float y = repro_recip_sig(mb);
+    precise float fr = REPRO_F(r);
+    precise float qf = fr * y; // about r / mb · 2^23
+    precise float q4 = qf * 4.0f;
+    uint q = REPRO_U(q4);
+    uint rem = (r << 25) - q * mb; // R mod 2^32
+    precise float fR = repro_float_of_signed(rem);
+    precise float dqy = fR * y;
+    precise float dq = dqy * 1.1920928955078125e-7f; // 2^-23: R / mb
+    q += REPRO_U(REPRO_I(dq));
+    rem = (r << 25) - q * mb;
+    while ((rem & REPRO_SIGN) != 0u) {
+        q -= 1u;
+        rem += mb;
     }
-    return repro_round_pack(sign, e, q, r != 0u);
+    while (rem >= mb) {
+        q += 1u;
+        rem -= mb;
+    }
+    return repro_round_pack(sign, e, q, rem != 0u);
+}
+
+// About 1/√v for v in [2^24, 2^26): the bit pattern's guess (0x5f3759df)
+// and three Newton steps y ·= 1.5 − ½·v·y². Its bits need not be exact
+// (repro_sqrt corrects the root), only close.
+REPRO_INTERNAL float repro_rsqrt_sig(float v)
+{
+    precise float y = uintBitsToFloat(0x5f3759dfu - (floatBitsToUint(v) >> 1));
+    precise float hv = v * 0.5f;
+    for (int i = 0; i < 3; i++) {
+        precise float yy = y * y;
+        precise float hvyy = hv * yy;
+        precise float c = 1.5f - hvyy;
+        y = y * c;
+    }
+    return y;
 }
 
 // √x, correctly rounded; √(−0) = −0, √(negative) = NaN.
@@ -156,19 +221,33 @@ float repro_sqrt(float x)
         e -= 1;
     }
     // x = m · 2^(e − 23), e even, m in [2^23, 2^25): the root of the 52-bit
-    // m · 2^27 is a 26-bit integer in [2^25, 2^26), worth 2^(e/2) at its
-    // top bit. Its bits come two at a time: the 26 bits of 2m, then zeros.
-    uint m2 = m << 1;
-    uint root = 0u, rem = 0u;
-    for (int i = 0; i < 26; i++) {
-        uint pair = i < 13 ? (m2 >> REPRO_U(24 - 2 * i)) & 3u : 0u;
-        rem = (rem << 2) | pair;
-        uint t = (root << 2) | 1u;
-        root <<= 1;
-        if (rem >= t) {
-            rem -= t;
-            root |= 1u;
-        }
+    // N = 2m · 2^26 is a 26-bit integer in [2^25, 2^26), worth 2^(e/2) at its
+    // top bit, with the remainder R = N − root² in [0, 2·root], as the
+    // digit-by-digit root gives them. An estimate √(2m)·2^13 from a float
+    // reciprocal square root y, improved once by the exact remainder
+    // (root += R·y/2^14), then moved to the floor one step at a time: the
+    // bits do not depend on the estimate, as long as it stays within 2^4 of
+    // the root, where |R| < 2^31 and R's low 32 bits tell its sign. The first
+    // estimate is within 13, the second within 1 (tests/test_repro_math.c
+    // takes the root of every significand).
+    precise float v = REPRO_F(m << 1);
+    precise float y = repro_rsqrt_sig(v);
+    precise float s = v * y;         // about √v, in [2^12, 2^13)
+    precise float s13 = s * 8192.0f; // exact
+    uint root = REPRO_U(s13);
+    uint rem = (m << 27) - root * root; // R mod 2^32
+    precise float fR = repro_float_of_signed(rem);
+    precise float dry = fR * y;
+    precise float dr = dry * 6.103515625e-5f; // 2^-14: R / (2·root)
+    root += REPRO_U(REPRO_I(dr));
+    rem = (m << 27) - root * root;
+    while ((rem & REPRO_SIGN) != 0u) {
+        root -= 1u;
+        rem += (root << 1) + 1u;
+    }
+    while (rem > (root << 1)) {
+        rem -= (root << 1) + 1u;
+        root += 1u;
     }
     return repro_round_pack(0u, e / 2, root, rem != 0u);
 }
