@@ -181,7 +181,7 @@ static int within_bound(int fn, float x, float c, float o, int64_t dist)
     return dist <= ulp_bound(fn, x);
 }
 
-static void run_gpu(struct gpu *g, struct gpu_kernel *k, int fn, const uint32_t *a, const uint32_t *b, size_t n,
+static void run_gpu(struct gpu *g, struct gpu_kernel *k, const uint32_t *a, const uint32_t *b, size_t n,
                     uint32_t *out)
 {
     struct gpu_buffer *ba = gpu_buffer_create(g, n * 4, "repro a");
@@ -192,7 +192,7 @@ static void run_gpu(struct gpu *g, struct gpu_kernel *k, int fn, const uint32_t 
     struct gpu_arg args[3] = {{ba, 0, 0, 0}, {bb, 0, 0, 0}, {bo, 1, 0, 0}};
     size_t per = (size_t)64 * 32768;
     for (size_t off = 0; off < n; off += per) {
-        uint32_t push[3] = {(uint32_t)n, (uint32_t)fn, (uint32_t)off};
+        uint32_t push[2] = {(uint32_t)n, (uint32_t)off};
         size_t m = n - off < per ? n - off : per;
         gpu_dispatch(g, k, args, push, (uint32_t)((m + 63) / 64), 1, 1);
     }
@@ -206,16 +206,17 @@ static void run_gpu(struct gpu *g, struct gpu_kernel *k, int fn, const uint32_t 
 int main(void)
 {
     struct gpu *g = test_gpu();
-    struct gpu_kernel_desc d = {.shader = "repro_math_test", .n_bindings = 3, .push_size = 12};
-    struct gpu_kernel *k = gpu_kernel_get(g, &d);
     size_t cap = N_EDGE * N_EDGE + SWEEP + RANDOM;
     uint32_t *a = vkt_malloc(cap * 4, "a"), *b = vkt_malloc(cap * 4, "b"), *out = vkt_malloc(cap * 4, "out");
     struct ref_rng rng;
     ref_rng_seed(&rng, 14);
     size_t total = 0;
     for (int fn = 0; fn < FN_COUNT; fn++) {
+        char shader[64];
+        snprintf(shader, sizeof shader, "repro_math_test_%s", fn_names[fn]);
+        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 3, .push_size = 8};
         size_t n = make_inputs(fn, a, b, &rng);
-        run_gpu(g, k, fn, a, b, n, out);
+        run_gpu(g, gpu_kernel_get(g, &d), a, b, n, out);
         size_t differ = 0, over = 0;
         int64_t worst = 0;
         for (size_t i = 0; i < n; i++) {
