@@ -49,13 +49,22 @@ REPRO_INTERNAL bool repro_is_nan(uint u) { return (u & REPRO_ABS) > REPRO_INF; }
 // The significand of a finite nonzero float as an integer in [2^23, 2^24)
 // (subnormals shifted up), and the exponent that goes with it:
 // |x| = repro_sig(u) · 2^(repro_exponent(u) − 23).
+//
+// The highest set bit of a subnormal's f in [1, 2^23) is read from the
+// exponent of the float f converts to (exactly): cheaper than findMSB on a
+// CPU device, which runs it for every lane (it runs both sides of a branch).
+REPRO_INTERNAL int repro_msb24(uint f)
+{
+    return REPRO_I(floatBitsToUint(REPRO_F(REPRO_I(f))) >> 23) - 127;
+}
+
 REPRO_INTERNAL uint repro_sig(uint u)
 {
     uint e = (u >> 23) & 0xffu;
     uint f = u & 0x7fffffu;
     if (e != 0u)
         return f | 0x800000u;
-    return f << REPRO_U(23 - findMSB(f));
+    return f << REPRO_U(23 - repro_msb24(f));
 }
 
 REPRO_INTERNAL int repro_exponent(uint u)
@@ -63,7 +72,7 @@ REPRO_INTERNAL int repro_exponent(uint u)
     int e = REPRO_I((u >> 23) & 0xffu);
     if (e != 0)
         return e - 127;
-    return -126 - (23 - findMSB(u & 0x7fffffu));
+    return -126 - (23 - repro_msb24(u & 0x7fffffu));
 }
 
 // The float nearest (ties to even) to sig · 2^(e − 25), plus a little more
@@ -75,28 +84,37 @@ REPRO_INTERNAL float repro_round_pack(uint sign, int e, uint sig, bool sticky)
     int be = e + 127;
     if (be >= 255)
         return uintBitsToFloat(sign | REPRO_INF);
-    uint m, g;
-    bool s;
-    if (be >= 1) {
-        m = sig >> 2;
-        g = (sig >> 1) & 1u;
-        s = sticky || (sig & 1u) != 0u;
-    } else if (be >= -24) {
-        uint shift = REPRO_U(1 - be); // 1..25
-        m = sig >> (2u + shift);
-        g = (sig >> (1u + shift)) & 1u;
-        s = sticky || (sig & ((1u << (1u + shift)) - 1u)) != 0u;
-    } else {
-        m = 0u;
-        g = 0u;
-        s = true;
-    }
+    // One path for normal and subnormal results (a CPU device would run
+    // both): a subnormal's significand is shifted right by 1 − be more, at
+    // most 26 (then m and the guard bit are 0 and the sticky bit is set,
+    // sig being nonzero, as for anything below half the least subnormal).
+    uint shift = be >= 1 ? 0u : (be < -25 ? 26u : REPRO_U(1 - be));
+    uint m = sig >> (2u + shift);
+    uint g = (sig >> (1u + shift)) & 1u;
+    bool s = sticky || (sig & ((1u << (1u + shift)) - 1u)) != 0u;
     if (g != 0u && (s || (m & 1u) != 0u))
         m += 1u;
     // A normal m includes the hidden bit: adding it to (be − 1) << 23 lets a
     // carry out of the significand raise the exponent (up to Inf).
     uint bits = be >= 1 ? (REPRO_U(be - 1) << 23) + m : m;
     return uintBitsToFloat(sign | bits);
+}
+
+// x · 2^n for a normal x, correctly rounded: n added to the exponent field
+// when the result is normal (exact), else ±Inf, or the significand shifted
+// right by 1 − be with the rounding of repro_round_pack (by 25 or more: ±0).
+REPRO_INTERNAL float repro_ldexp_normal(uint u, int n)
+{
+    int be = REPRO_I((u >> 23) & 0xffu) + n;
+    uint sig = (u & 0x7fffffu) | 0x800000u;
+    uint shift = be >= 1 ? 1u : (be < -24 ? 25u : REPRO_U(1 - be));
+    uint m = sig >> shift;
+    uint g = (sig >> (shift - 1u)) & 1u;
+    bool s = (sig & ((1u << (shift - 1u)) - 1u)) != 0u;
+    if (g != 0u && (s || (m & 1u) != 0u))
+        m += 1u;
+    uint bits = be >= 255 ? REPRO_INF : (be >= 1 ? (u & REPRO_ABS) + (REPRO_U(n) << 23) : m);
+    return uintBitsToFloat((u & REPRO_SIGN) | bits);
 }
 
 // x · 2^n, correctly rounded (also into and out of the subnormal range).
@@ -106,19 +124,18 @@ REPRO_INTERNAL float repro_ldexp(float x, int n)
     uint a = u & REPRO_ABS;
     if (a == 0u || a >= REPRO_INF)
         return x;
-    // A normal x whose product is normal: n added to the exponent field is
-    // exact (round_pack would give the same bits, slower).
-    int be = REPRO_I(a >> 23) + n;
-    if (a >= 0x00800000u && be >= 1 && be <= 254)
-        return uintBitsToFloat(u + (REPRO_U(n) << 23));
+    if (a >= 0x00800000u)
+        return repro_ldexp_normal(u, n);
     return repro_round_pack(u & REPRO_SIGN, repro_exponent(u) + n, repro_sig(u) << 2, false);
 }
 
-// The two's-complement integer in bits, as a float (rounded).
+// The two's-complement integer in bits, as a float (rounded), for |bits| <
+// 2^31. Conversions go through int: a CPU device converts between float and
+// int in one instruction, between float and uint in several.
 REPRO_INTERNAL float repro_float_of_signed(uint bits)
 {
     bool negative = (bits & REPRO_SIGN) != 0u;
-    precise float f = REPRO_F(negative ? 0u - bits : bits);
+    precise float f = REPRO_F(REPRO_I((negative ? 0u - bits : bits) & REPRO_ABS));
     precise float nf = -f;
     return negative ? nf : f;
 }
@@ -141,6 +158,40 @@ REPRO_INTERNAL float repro_recip_sig(uint mb)
     return y;
 }
 
+// sign | (r / mb) · 2^e, correctly rounded, for mb in [2^23, 2^24) and r in
+// [mb, 2mb).
+REPRO_INTERNAL float repro_div_sig(uint sign, int e, uint r, uint mb)
+{
+    // q = floor(r · 2^25 / mb) in [2^25, 2^26): 26 quotient bits of r / mb
+    // in [1, 2), and the remainder R = r · 2^25 − q · mb in [0, mb), as long
+    // division gives them. An estimate from a float reciprocal y of mb,
+    // improved once by the exact remainder (q += R·y), then moved to the
+    // floor one step at a time: the bits do not depend on the estimate, as
+    // long as it stays within 2^6 of q, where |R| < 2^31 and R's low 32 bits
+    // tell its sign. The first estimate is within 7, the second within 1
+    // (tests/test_repro_math.c divides by every significand).
+    precise float y = repro_recip_sig(mb);
+    precise float fr = REPRO_F(REPRO_I(r));
+    precise float qf = fr * y; // about r / mb · 2^23
+    precise float q4 = qf * 4.0f;
+    uint q = REPRO_U(REPRO_I(q4));
+    uint rem = (r << 25) - q * mb; // R mod 2^32
+    precise float fR = repro_float_of_signed(rem);
+    precise float dqy = fR * y;
+    precise float dq = dqy * 1.1920928955078125e-7f; // 2^-23: R / mb
+    q += REPRO_U(REPRO_I(dq));
+    rem = (r << 25) - q * mb;
+    while ((rem & REPRO_SIGN) != 0u) {
+        q -= 1u;
+        rem += mb;
+    }
+    while (rem >= mb) {
+        q += 1u;
+        rem -= mb;
+    }
+    return repro_round_pack(sign, e, q, rem != 0u);
+}
+
 // a / b, correctly rounded.
 float repro_div(float a, float b)
 {
@@ -160,34 +211,25 @@ float repro_div(float a, float b)
         r = ma << 1;
         e -= 1;
     }
-    // q = floor(r · 2^25 / mb) in [2^25, 2^26): 26 quotient bits of r / mb
-    // in [1, 2), and the remainder R = r · 2^25 − q · mb in [0, mb), as long
-    // division gives them. An estimate from a float reciprocal y of mb,
-    // improved once by the exact remainder (q += R·y), then moved to the
-    // floor one step at a time: the bits do not depend on the estimate, as
-    // long as it stays within 2^6 of q, where |R| < 2^31 and R's low 32 bits
-    // tell its sign. The first estimate is within 7, the second within 1
-    // (tests/test_repro_math.c divides by every significand).
-    precise float y = repro_recip_sig(mb);
-    precise float fr = REPRO_F(r);
-    precise float qf = fr * y; // about r / mb · 2^23
-    precise float q4 = qf * 4.0f;
-    uint q = REPRO_U(q4);
-    uint rem = (r << 25) - q * mb; // R mod 2^32
-    precise float fR = repro_float_of_signed(rem);
-    precise float dqy = fR * y;
-    precise float dq = dqy * 1.1920928955078125e-7f; // 2^-23: R / mb
-    q += REPRO_U(REPRO_I(dq));
-    rem = (r << 25) - q * mb;
-    while ((rem & REPRO_SIGN) != 0u) {
-        q -= 1u;
-        rem += mb;
+    return repro_div_sig(sign, e, r, mb);
+}
+
+// a / b for positive normal a and b (or a NaN b) whose quotient is normal:
+// repro_div's bits without its cases of zeros, infinities and subnormals
+// (a CPU device would run them all).
+REPRO_INTERNAL float repro_div_normal(float a, float b)
+{
+    uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+    if (repro_is_nan(ub))
+        return uintBitsToFloat(REPRO_NAN);
+    uint ma = (ua & 0x7fffffu) | 0x800000u, mb = (ub & 0x7fffffu) | 0x800000u;
+    int e = REPRO_I(ua >> 23) - REPRO_I(ub >> 23);
+    uint r = ma;
+    if (ma < mb) {
+        r = ma << 1;
+        e -= 1;
     }
-    while (rem >= mb) {
-        q += 1u;
-        rem -= mb;
-    }
-    return repro_round_pack(sign, e, q, rem != 0u);
+    return repro_div_sig(0u, e, r, mb);
 }
 
 // About 1/√v for v in [2^24, 2^26): the bit pattern's guess (0x5f3759df)
@@ -230,11 +272,11 @@ float repro_sqrt(float x)
     // the root, where |R| < 2^31 and R's low 32 bits tell its sign. The first
     // estimate is within 13, the second within 1 (tests/test_repro_math.c
     // takes the root of every significand).
-    precise float v = REPRO_F(m << 1);
+    precise float v = REPRO_F(REPRO_I(m << 1));
     precise float y = repro_rsqrt_sig(v);
     precise float s = v * y;         // about √v, in [2^12, 2^13)
     precise float s13 = s * 8192.0f; // exact
-    uint root = REPRO_U(s13);
+    uint root = REPRO_U(REPRO_I(s13));
     uint rem = (m << 27) - root * root; // R mod 2^32
     precise float fR = repro_float_of_signed(rem);
     precise float dry = fR * y;
@@ -290,8 +332,8 @@ float repro_exp(float x)
     p = p + 5.0000001201e-1f;
     p = p * z;
     p = p + r;
-    precise float y = p + 1.0f;
-    return repro_ldexp(y, k);
+    precise float y = p + 1.0f; // normal
+    return repro_ldexp_normal(floatBitsToUint(y), k);
 }
 
 // ln x within 2 ULP (Cephes' logf): x = 2^k · m, m in [√½, √2], and a
@@ -360,7 +402,7 @@ float repro_tanh(float x)
         precise float two_x = ax + ax;
         precise float e = repro_exp(two_x);
         precise float d = e + 1.0f;
-        precise float q = repro_div(2.0f, d);
+        precise float q = repro_div_normal(2.0f, d); // d in [4.4, 2^29]
         precise float t = 1.0f - q;
         return uintBitsToFloat(sign | floatBitsToUint(t));
     }
@@ -388,8 +430,8 @@ float repro_sigmoid(float x)
     if (x < -18.0f)
         return repro_exp(x);
     precise float e = repro_exp(-x);
-    precise float d = 1.0f + e;
-    return repro_div(1.0f, d);
+    precise float d = 1.0f + e;       // in [1, 2^26], or NaN
+    return repro_div_normal(1.0f, d);
 }
 
 // GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
