@@ -170,13 +170,14 @@ REPRO_INTERNAL float repro_div_sig(uint sign, int e, uint r, uint mb)
 {
     // q = floor(r · 2^25 / mb) in [2^25, 2^26): 26 quotient bits of r / mb
     // in [1, 2), and the remainder R = r · 2^25 − q · mb in [0, mb), as long
-    // division gives them. An estimate from a float reciprocal y of mb,
-    // improved once by the exact remainder (q += R·y), then moved to the
-    // floor one step at a time: the bits do not depend on the estimate, as
-    // long as it stays within 2^6 of q, where |R| < 2^31 and R's low 32 bits
-    // tell its sign. The first estimate is within 11 (y's relative error
-    // is below 2^-23.4 for every mb), the second within 1
-    // (tests/test_repro_math.c divides by every significand).
+    // division gives them. An estimate q0 from a float reciprocal y of mb is
+    // within 11 of q (y's relative error is below 2^-23.4 for every mb), so
+    // |R0| < 2^31 and R0's low 32 bits tell its sign. Then q1 = q0 +
+    // floor(R0·y·2^-23): R0·y·2^-23 is within 2^-18 of R0 / mb = q − q0 +
+    // R / mb, whose floor is q − q0, so q1 is within 1 of q, and one step
+    // of the exact remainder either way gives q and R (the bits do not
+    // depend on the estimate; tests/test_repro_math.c divides by every
+    // significand).
     precise float y = repro_recip_sig(mb);
     precise float fr = REPRO_F(REPRO_I(r));
     precise float qf = fr * y; // about r / mb · 2^23
@@ -185,14 +186,14 @@ REPRO_INTERNAL float repro_div_sig(uint sign, int e, uint r, uint mb)
     uint rem = (r << 25) - q * mb; // R mod 2^32
     precise float fR = repro_float_of_signed(rem);
     precise float dqy = fR * y;
-    precise float dq = dqy * 1.1920928955078125e-7f; // 2^-23: R / mb
-    q += REPRO_U(REPRO_I(dq));
+    precise float dq = dqy * 1.1920928955078125e-7f; // 2^-23: R0 / mb
+    precise float dq16 = dq + 16.0f;                    // floor by truncation
+    q += REPRO_U(REPRO_I(dq16) - 16);
     rem = (r << 25) - q * mb;
-    while ((rem & REPRO_SIGN) != 0u) {
+    if ((rem & REPRO_SIGN) != 0u) {
         q -= 1u;
         rem += mb;
-    }
-    while (rem >= mb) {
+    } else if (rem >= mb) {
         q += 1u;
         rem -= mb;
     }
@@ -273,12 +274,12 @@ float repro_sqrt(float x)
     // N = 2m · 2^26 is a 26-bit integer in [2^25, 2^26), worth 2^(e/2) at its
     // top bit, with the remainder R = N − root² in [0, 2·root], as the
     // digit-by-digit root gives them. An estimate √(2m)·2^13 from a float
-    // reciprocal square root y, improved once by the exact remainder
-    // (root += R·y/2^14), then moved to the floor one step at a time: the
-    // bits do not depend on the estimate, as long as it stays within 2^4 of
-    // the root, where |R| < 2^31 and R's low 32 bits tell its sign. The first
-    // estimate is within 13, the second within 1 (tests/test_repro_math.c
-    // takes the root of every significand).
+    // reciprocal square root y is within 13 of the root, so |R0| < 2^31 and
+    // R0's low 32 bits tell its sign; improved once by the exact remainder
+    // (root += floor(R0·y/2^14), Newton's step) it is within 1, and one step
+    // of the exact remainder either way gives the root and R (the bits do
+    // not depend on the estimate; tests/test_repro_math.c takes the root of
+    // every significand, and so checks these bounds).
     precise float v = REPRO_F(REPRO_I(m << 1));
     precise float y = repro_rsqrt_sig(v);
     precise float s = v * y;         // about √v, in [2^12, 2^13)
@@ -287,14 +288,14 @@ float repro_sqrt(float x)
     uint rem = (m << 27) - root * root; // R mod 2^32
     precise float fR = repro_float_of_signed(rem);
     precise float dry = fR * y;
-    precise float dr = dry * 6.103515625e-5f; // 2^-14: R / (2·root)
-    root += REPRO_U(REPRO_I(dr));
+    precise float dr = dry * 6.103515625e-5f; // 2^-14: R0 / (2·root)
+    precise float dr16 = dr + 16.0f;          // floor by truncation
+    root += REPRO_U(REPRO_I(dr16) - 16);
     rem = (m << 27) - root * root;
-    while ((rem & REPRO_SIGN) != 0u) {
+    if ((rem & REPRO_SIGN) != 0u) {
         root -= 1u;
         rem += (root << 1) + 1u;
-    }
-    while (rem > (root << 1)) {
+    } else if (rem > (root << 1)) {
         rem -= (root << 1) + 1u;
         root += 1u;
     }
