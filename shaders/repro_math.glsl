@@ -7,13 +7,19 @@
 // It uses only `precise` + − ×, negation, compares and selects, and integer
 // and bit operations: never /, sqrt, exp, log, tanh, sin, cos, fma,
 // min/max or clamp built-ins, whose bits differ between drivers. Division
-// and square root are correctly rounded (round to nearest even) by integer
-// long division and a digit-by-digit root; exp, log, tanh, sin and cos are
-// deterministic polynomials (Cephes' single-precision ones), not correctly
+// and square root are correctly rounded (round to nearest even): a float
+// estimate (Newton's steps) is moved to the integer quotient or root by its
+// exact integer remainder, so any estimate close enough gives the bits of
+// long division and of the digit-by-digit root; exp, log, tanh, sin and cos
+// are deterministic polynomials (Cephes' single-precision ones), not correctly
 // rounded: what matters is that every device gives the same bits.
 //
 // Subnormal numbers never pass through a float operation here (a device
 // may flush them): they are taken apart and rounded with integers.
+//
+// A CPU device (lavapipe) runs every side of every branch, early returns
+// included, for all lanes: there, the cost is that of all the paths, and
+// one path with selects beats a fast path beside a slow one.
 //
 // Rules that keep the GLSL and the C the same program:
 // - every float operation is assigned to a `precise` temporary before it
@@ -49,13 +55,22 @@ REPRO_INTERNAL bool repro_is_nan(uint u) { return (u & REPRO_ABS) > REPRO_INF; }
 // The significand of a finite nonzero float as an integer in [2^23, 2^24)
 // (subnormals shifted up), and the exponent that goes with it:
 // |x| = repro_sig(u) · 2^(repro_exponent(u) − 23).
+//
+// The highest set bit of a subnormal's f in [1, 2^23) is read from the
+// exponent of the float f converts to (exactly): cheaper than findMSB on a
+// CPU device, which runs it for every lane (it runs both sides of a branch).
+REPRO_INTERNAL int repro_msb24(uint f)
+{
+    return REPRO_I(floatBitsToUint(REPRO_F(REPRO_I(f))) >> 23) - 127;
+}
+
 REPRO_INTERNAL uint repro_sig(uint u)
 {
     uint e = (u >> 23) & 0xffu;
     uint f = u & 0x7fffffu;
     if (e != 0u)
         return f | 0x800000u;
-    return f << REPRO_U(23 - findMSB(f));
+    return f << REPRO_U(23 - repro_msb24(f));
 }
 
 REPRO_INTERNAL int repro_exponent(uint u)
@@ -63,7 +78,7 @@ REPRO_INTERNAL int repro_exponent(uint u)
     int e = REPRO_I((u >> 23) & 0xffu);
     if (e != 0)
         return e - 127;
-    return -126 - (23 - findMSB(u & 0x7fffffu));
+    return -126 - (23 - repro_msb24(u & 0x7fffffu));
 }
 
 // The float nearest (ties to even) to sig · 2^(e − 25), plus a little more
@@ -75,28 +90,37 @@ REPRO_INTERNAL float repro_round_pack(uint sign, int e, uint sig, bool sticky)
     int be = e + 127;
     if (be >= 255)
         return uintBitsToFloat(sign | REPRO_INF);
-    uint m, g;
-    bool s;
-    if (be >= 1) {
-        m = sig >> 2;
-        g = (sig >> 1) & 1u;
-        s = sticky || (sig & 1u) != 0u;
-    } else if (be >= -24) {
-        uint shift = REPRO_U(1 - be); // 1..25
-        m = sig >> (2u + shift);
-        g = (sig >> (1u + shift)) & 1u;
-        s = sticky || (sig & ((1u << (1u + shift)) - 1u)) != 0u;
-    } else {
-        m = 0u;
-        g = 0u;
-        s = true;
-    }
+    // One path for normal and subnormal results (a CPU device would run
+    // both): a subnormal's significand is shifted right by 1 − be more, at
+    // most 26 (then m and the guard bit are 0 and the sticky bit is set,
+    // sig being nonzero, as for anything below half the least subnormal).
+    uint shift = be >= 1 ? 0u : (be < -25 ? 26u : REPRO_U(1 - be));
+    uint m = sig >> (2u + shift);
+    uint g = (sig >> (1u + shift)) & 1u;
+    bool s = sticky || (sig & ((1u << (1u + shift)) - 1u)) != 0u;
     if (g != 0u && (s || (m & 1u) != 0u))
         m += 1u;
     // A normal m includes the hidden bit: adding it to (be − 1) << 23 lets a
     // carry out of the significand raise the exponent (up to Inf).
     uint bits = be >= 1 ? (REPRO_U(be - 1) << 23) + m : m;
     return uintBitsToFloat(sign | bits);
+}
+
+// x · 2^n for a normal x, correctly rounded: n added to the exponent field
+// when the result is normal (exact), else ±Inf, or the significand shifted
+// right by 1 − be with the rounding of repro_round_pack (by 25 or more: ±0).
+REPRO_INTERNAL float repro_ldexp_normal(uint u, int n)
+{
+    int be = REPRO_I((u >> 23) & 0xffu) + n;
+    uint sig = (u & 0x7fffffu) | 0x800000u;
+    uint shift = be >= 1 ? 1u : (be < -24 ? 25u : REPRO_U(1 - be));
+    uint m = sig >> shift;
+    uint g = (sig >> (shift - 1u)) & 1u;
+    bool s = (sig & ((1u << (shift - 1u)) - 1u)) != 0u;
+    if (g != 0u && (s || (m & 1u) != 0u))
+        m += 1u;
+    uint bits = be >= 255 ? REPRO_INF : (be >= 1 ? (u & REPRO_ABS) + (REPRO_U(n) << 23) : m);
+    return uintBitsToFloat((u & REPRO_SIGN) | bits);
 }
 
 // x · 2^n, correctly rounded (also into and out of the subnormal range).
@@ -106,7 +130,74 @@ REPRO_INTERNAL float repro_ldexp(float x, int n)
     uint a = u & REPRO_ABS;
     if (a == 0u || a >= REPRO_INF)
         return x;
+    if (a >= 0x00800000u)
+        return repro_ldexp_normal(u, n);
     return repro_round_pack(u & REPRO_SIGN, repro_exponent(u) + n, repro_sig(u) << 2, false);
+}
+
+// The two's-complement integer in bits, as a float (rounded), for |bits| <
+// 2^31. Conversions go through int: a CPU device converts between float and
+// int in one instruction, between float and uint in several.
+REPRO_INTERNAL float repro_float_of_signed(uint bits)
+{
+    bool negative = (bits & REPRO_SIGN) != 0u;
+    precise float f = REPRO_F(REPRO_I((negative ? 0u - bits : bits) & REPRO_ABS));
+    precise float nf = -f;
+    return negative ? nf : f;
+}
+
+// About 2^23 / mb for mb in [2^23, 2^24): the reciprocal of b = mb · 2^-23
+// in [1, 2) from the line 24/17 − 8/17·b (relative error below 1/17) and
+// three Newton steps y += y·(1 − b·y). Its bits need not be exact (repro_div
+// corrects the quotient), only close.
+REPRO_INTERNAL float repro_recip_sig(uint mb)
+{
+    precise float b = uintBitsToFloat(0x3f800000u | (mb & 0x7fffffu));
+    precise float t = b * 0.470588235f;
+    precise float y = 1.41176471f - t;
+    for (int i = 0; i < 3; i++) {
+        precise float by = b * y;
+        precise float err = 1.0f - by;
+        precise float dy = y * err;
+        y = y + dy;
+    }
+    return y;
+}
+
+// sign | (r / mb) · 2^e, correctly rounded, for mb in [2^23, 2^24) and r in
+// [mb, 2mb).
+REPRO_INTERNAL float repro_div_sig(uint sign, int e, uint r, uint mb)
+{
+    // q = floor(r · 2^25 / mb) in [2^25, 2^26): 26 quotient bits of r / mb
+    // in [1, 2), and the remainder R = r · 2^25 − q · mb in [0, mb), as long
+    // division gives them. An estimate q0 from a float reciprocal y of mb is
+    // within 11 of q (y's relative error is below 2^-23.4 for every mb), so
+    // |R0| < 2^31 and R0's low 32 bits tell its sign. Then q1 = q0 +
+    // floor(R0·y·2^-23): R0·y·2^-23 is within 2^-18 of R0 / mb = q − q0 +
+    // R / mb, whose floor is q − q0, so q1 is within 1 of q, and one step
+    // of the exact remainder either way gives q and R (the bits do not
+    // depend on the estimate; tests/test_repro_math.c divides by every
+    // significand).
+    precise float y = repro_recip_sig(mb);
+    precise float fr = REPRO_F(REPRO_I(r));
+    precise float qf = fr * y; // about r / mb · 2^23
+    precise float q4 = qf * 4.0f;
+    uint q = REPRO_U(REPRO_I(q4));
+    uint rem = (r << 25) - q * mb; // R mod 2^32
+    precise float fR = repro_float_of_signed(rem);
+    precise float dqy = fR * y;
+    precise float dq = dqy * 1.1920928955078125e-7f; // 2^-23: R0 / mb
+    precise float dq16 = dq + 16.0f;                    // floor by truncation
+    q += REPRO_U(REPRO_I(dq16) - 16);
+    rem = (r << 25) - q * mb;
+    if ((rem & REPRO_SIGN) != 0u) {
+        q -= 1u;
+        rem += mb;
+    } else if (rem >= mb) {
+        q += 1u;
+        rem -= mb;
+    }
+    return repro_round_pack(sign, e, q, rem != 0u);
 }
 
 // a / b, correctly rounded.
@@ -128,17 +219,41 @@ float repro_div(float a, float b)
         r = ma << 1;
         e -= 1;
     }
-    // r / mb in [1, 2): 26 quotient bits by restoring division.
-    uint q = 0u;
-    for (int i = 0; i < 26; i++) {
-        q <<= 1;
-        if (r >= mb) {
-            r -= mb;
-            q |= 1u;
-        }
-        r <<= 1;
+    return repro_div_sig(sign, e, r, mb);
+}
+
+// a / b for positive normal a and b (or a NaN b) whose quotient is normal:
+// repro_div's bits without its cases of zeros, infinities and subnormals
+// (a CPU device would run them all).
+REPRO_INTERNAL float repro_div_normal(float a, float b)
+{
+    uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+    if (repro_is_nan(ub))
+        return uintBitsToFloat(REPRO_NAN);
+    uint ma = (ua & 0x7fffffu) | 0x800000u, mb = (ub & 0x7fffffu) | 0x800000u;
+    int e = REPRO_I(ua >> 23) - REPRO_I(ub >> 23);
+    uint r = ma;
+    if (ma < mb) {
+        r = ma << 1;
+        e -= 1;
     }
-    return repro_round_pack(sign, e, q, r != 0u);
+    return repro_div_sig(0u, e, r, mb);
+}
+
+// About 1/√v for v in [2^24, 2^26): the bit pattern's guess (0x5f3759df)
+// and three Newton steps y ·= 1.5 − ½·v·y². Its bits need not be exact
+// (repro_sqrt corrects the root), only close.
+REPRO_INTERNAL float repro_rsqrt_sig(float v)
+{
+    precise float y = uintBitsToFloat(0x5f3759dfu - (floatBitsToUint(v) >> 1));
+    precise float hv = v * 0.5f;
+    for (int i = 0; i < 3; i++) {
+        precise float yy = y * y;
+        precise float hvyy = hv * yy;
+        precise float c = 1.5f - hvyy;
+        y = y * c;
+    }
+    return y;
 }
 
 // √x, correctly rounded; √(−0) = −0, √(negative) = NaN.
@@ -156,19 +271,33 @@ float repro_sqrt(float x)
         e -= 1;
     }
     // x = m · 2^(e − 23), e even, m in [2^23, 2^25): the root of the 52-bit
-    // m · 2^27 is a 26-bit integer in [2^25, 2^26), worth 2^(e/2) at its
-    // top bit. Its bits come two at a time: the 26 bits of 2m, then zeros.
-    uint m2 = m << 1;
-    uint root = 0u, rem = 0u;
-    for (int i = 0; i < 26; i++) {
-        uint pair = i < 13 ? (m2 >> REPRO_U(24 - 2 * i)) & 3u : 0u;
-        rem = (rem << 2) | pair;
-        uint t = (root << 2) | 1u;
-        root <<= 1;
-        if (rem >= t) {
-            rem -= t;
-            root |= 1u;
-        }
+    // N = 2m · 2^26 is a 26-bit integer in [2^25, 2^26), worth 2^(e/2) at its
+    // top bit, with the remainder R = N − root² in [0, 2·root], as the
+    // digit-by-digit root gives them. An estimate √(2m)·2^13 from a float
+    // reciprocal square root y is within 13 of the root, so |R0| < 2^31 and
+    // R0's low 32 bits tell its sign; improved once by the exact remainder
+    // (root += floor(R0·y/2^14), Newton's step) it is within 1, and one step
+    // of the exact remainder either way gives the root and R (the bits do
+    // not depend on the estimate; tests/test_repro_math.c takes the root of
+    // every significand, and so checks these bounds).
+    precise float v = REPRO_F(REPRO_I(m << 1));
+    precise float y = repro_rsqrt_sig(v);
+    precise float s = v * y;         // about √v, in [2^12, 2^13)
+    precise float s13 = s * 8192.0f; // exact
+    uint root = REPRO_U(REPRO_I(s13));
+    uint rem = (m << 27) - root * root; // R mod 2^32
+    precise float fR = repro_float_of_signed(rem);
+    precise float dry = fR * y;
+    precise float dr = dry * 6.103515625e-5f; // 2^-14: R0 / (2·root)
+    precise float dr16 = dr + 16.0f;          // floor by truncation
+    root += REPRO_U(REPRO_I(dr16) - 16);
+    rem = (m << 27) - root * root;
+    if ((rem & REPRO_SIGN) != 0u) {
+        root -= 1u;
+        rem += (root << 1) + 1u;
+    } else if (rem > (root << 1)) {
+        rem -= (root << 1) + 1u;
+        root += 1u;
     }
     return repro_round_pack(0u, e / 2, root, rem != 0u);
 }
@@ -211,8 +340,8 @@ float repro_exp(float x)
     p = p + 5.0000001201e-1f;
     p = p * z;
     p = p + r;
-    precise float y = p + 1.0f;
-    return repro_ldexp(y, k);
+    precise float y = p + 1.0f; // normal
+    return repro_ldexp_normal(floatBitsToUint(y), k);
 }
 
 // ln x within 2 ULP (Cephes' logf): x = 2^k · m, m in [√½, √2], and a
@@ -281,7 +410,7 @@ float repro_tanh(float x)
         precise float two_x = ax + ax;
         precise float e = repro_exp(two_x);
         precise float d = e + 1.0f;
-        precise float q = repro_div(2.0f, d);
+        precise float q = repro_div_normal(2.0f, d); // d in [4.4, 2^29]
         precise float t = 1.0f - q;
         return uintBitsToFloat(sign | floatBitsToUint(t));
     }
@@ -309,8 +438,8 @@ float repro_sigmoid(float x)
     if (x < -18.0f)
         return repro_exp(x);
     precise float e = repro_exp(-x);
-    precise float d = 1.0f + e;
-    return repro_div(1.0f, d);
+    precise float d = 1.0f + e;       // in [1, 2^26], or NaN
+    return repro_div_normal(1.0f, d);
 }
 
 // GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):

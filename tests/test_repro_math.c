@@ -9,7 +9,10 @@
  * Inputs per routine: edge cases (±0, subnormals, FLT_MIN, FLT_MAX, ±Inf,
  * NaNs, the routines' own thresholds), a sweep of the whole 32-bit pattern
  * space (every exponent of both signs) and random values in the range where
- * the routine does its work. */
+ * the routine does its work; for sqrt every significand of both exponent
+ * parities and for div every divisor significand, since their estimates
+ * (corrected to the exact result) depend only on those; for div also
+ * quotients next to halfway between two floats. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@ static const char *fn_names[FN_COUNT] = {"div", "sqrt", "exp", "log", "tanh", "s
 
 #define SWEEP (1u << 20)  /* patterns i·4099, i < 2^20: all of 2^32 */
 #define RANDOM (1u << 19) /* random values in the working range */
+#define EVERY (1u << 24)  /* sqrt: every float in [1, 4); div: by every one in [1, 2) */
 
 /* Floats in the order of their values, as integers: the difference of two
  * is their distance in ULP (±0 both map to 0). */
@@ -49,6 +53,8 @@ static const uint32_t edge_bits[] = {
     0x3f1fffff, 0x3f3504f3, 0x3f3504f4, 0x3fb504f3, 0x3fb504f4, 0x41200000, 0x41200001, 0x41900000,
     0x41900001, 0x42b17218, 0x42b17217, 0x42b17219, 0xc2cff1b5, 0xc2cff1b4, 0xc2cff1b6, 0xc2aeac50,
     0xc2aeac4f, 0xc2b00000, 0x42b00000, 0xc1200000, 0x3e800000, 0x0c000000, 0x8c000000, 0x1a000000,
+    /* ldexp's switch from normal to subnormal results (GELU halves tiny x) */
+    0x01000000, 0x01000001, 0x00ffffff, 0x81000000, 0x80ffffff, 0x00fffffe, 0x01800000, 0x00c00000,
 };
 #define N_EDGE (sizeof edge_bits / sizeof edge_bits[0])
 
@@ -65,6 +71,17 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
         a[n] = i * 4099u;
         b[n++] = (uint32_t)ref_rng_u64(rng);
     }
+    /* Every significand (the estimates repro_div and repro_sqrt correct
+     * depend on nothing else): sqrt of every float in [1, 4) (both
+     * exponent parities), and every float in [1, 2) divided by, with
+     * numerators 1, just below 2, and random. */
+    for (uint32_t i = 0; fn == FN_SQRT && i < EVERY; i++)
+        a[n++] = 0x3f800000u + i;
+    for (uint32_t i = 0; fn == FN_DIV && i < EVERY; i++) {
+        uint32_t k = i >> 23;
+        a[n] = k == 0 ? 0x3f800000u : (i & 1) ? 0x3fffffffu : ((uint32_t)ref_rng_u64(rng) & 0x807fffffu) | 0x3f800000u;
+        b[n++] = 0x3f800000u + (i & 0x7fffffu);
+    }
     /* Working ranges: div any magnitudes near each other and subnormal
      * quotients; exp [−105, 90]; log (0, 4]; tanh, sigmoid, gelu [−20, 20];
      * sin, cos [−8192, 8192], a quarter within [−4, 4]. */
@@ -79,6 +96,13 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
             if (i & 1) /* magnitudes near 1 or near the bottom of the range */
                 u = (u & 0x807fffffu) | ((i & 2) ? 0x3f800000u : 0x00800000u);
             b[n] = (uint32_t)ref_rng_u64(rng) & (0x80ffffffu | (i & 4 ? 0x3f000000u : 0x7f000000u));
+            if (fn == FN_DIV && (i & 7) == 7) {
+                /* quotients next to halfway between two floats: a = b·(q + ½)
+                 * rounded, q with 24 bits */
+                double q = (double)((1u << 23) | ((uint32_t)ref_rng_u64(rng) & 0x7fffffu)) + 0.5;
+                b[n] |= 0x00800000u;
+                u = repro_bits_of((float)((double)repro_float_of(b[n]) * q * 0x1p-23));
+            }
             break;
         case FN_EXP:
             u = repro_bits_of((float)(-105.0 + 195.0 * r));
@@ -181,7 +205,7 @@ static int within_bound(int fn, float x, float c, float o, int64_t dist)
     return dist <= ulp_bound(fn, x);
 }
 
-static void run_gpu(struct gpu *g, struct gpu_kernel *k, int fn, const uint32_t *a, const uint32_t *b, size_t n,
+static void run_gpu(struct gpu *g, struct gpu_kernel *k, const uint32_t *a, const uint32_t *b, size_t n,
                     uint32_t *out)
 {
     struct gpu_buffer *ba = gpu_buffer_create(g, n * 4, "repro a");
@@ -192,7 +216,7 @@ static void run_gpu(struct gpu *g, struct gpu_kernel *k, int fn, const uint32_t 
     struct gpu_arg args[3] = {{ba, 0, 0, 0}, {bb, 0, 0, 0}, {bo, 1, 0, 0}};
     size_t per = (size_t)64 * 32768;
     for (size_t off = 0; off < n; off += per) {
-        uint32_t push[3] = {(uint32_t)n, (uint32_t)fn, (uint32_t)off};
+        uint32_t push[2] = {(uint32_t)n, (uint32_t)off};
         size_t m = n - off < per ? n - off : per;
         gpu_dispatch(g, k, args, push, (uint32_t)((m + 63) / 64), 1, 1);
     }
@@ -206,16 +230,17 @@ static void run_gpu(struct gpu *g, struct gpu_kernel *k, int fn, const uint32_t 
 int main(void)
 {
     struct gpu *g = test_gpu();
-    struct gpu_kernel_desc d = {.shader = "repro_math_test", .n_bindings = 3, .push_size = 12};
-    struct gpu_kernel *k = gpu_kernel_get(g, &d);
-    size_t cap = N_EDGE * N_EDGE + SWEEP + RANDOM;
+    size_t cap = N_EDGE * N_EDGE + SWEEP + RANDOM + EVERY;
     uint32_t *a = vkt_malloc(cap * 4, "a"), *b = vkt_malloc(cap * 4, "b"), *out = vkt_malloc(cap * 4, "out");
     struct ref_rng rng;
     ref_rng_seed(&rng, 14);
     size_t total = 0;
     for (int fn = 0; fn < FN_COUNT; fn++) {
+        char shader[64];
+        snprintf(shader, sizeof shader, "repro_math_test_%s", fn_names[fn]);
+        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 3, .push_size = 8};
         size_t n = make_inputs(fn, a, b, &rng);
-        run_gpu(g, k, fn, a, b, n, out);
+        run_gpu(g, gpu_kernel_get(g, &d), a, b, n, out);
         size_t differ = 0, over = 0;
         int64_t worst = 0;
         for (size_t i = 0; i < n; i++) {

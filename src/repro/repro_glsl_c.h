@@ -31,10 +31,4 @@ typedef uint32_t uint;
 #define uintBitsToFloat repro_float_of
 #define floatBitsToUint repro_bits_of
 
-/* GLSL's findMSB of a uint: the index of the highest set bit, −1 for 0. */
-static inline int findMSB(uint32_t x)
-{
-    return x ? 31 - __builtin_clz(x) : -1;
-}
-
 #endif
