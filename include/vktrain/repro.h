@@ -153,6 +153,12 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
                 uint32_t j);
 void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,
                       void *ctx);
+/* grad's stack when a reduction over rows [first, first + rows) of the
+ * micro-batch into grad sums per sample, with the samples' rows and the
+ * stack's levels; NULL when it does not (no samples set, one sample, no
+ * stack). Fatal for rows past the micro-batch. */
+struct gpu_buffer *repro_sample_stack(const struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows,
+                                      uint32_t *sample_rows, uint32_t *levels);
 
 /* The C references of the reproducible kernels that the ops of ops.h
  * record when gpu_reproducible(g) (src/repro/repro_ops.c; the formulas

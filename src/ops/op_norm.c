@@ -186,16 +186,11 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         k, {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0, groups};
     /* precision: reproducible: a parameter's gradient, summed per sample
      * in the kernel's loop (repro_colsum.comp, as repro_push.comp) */
-    struct gpu_buffer *stack = repro ? gpu_buffer_stack(out) : NULL;
-    if (stack && gpu_repro_sample_rows(g) && gpu_repro_samples(g) > 1) {
-        if ((uint64_t)rows > (uint64_t)gpu_repro_sample_rows(g) * gpu_repro_samples(g))
-            vkt_fatal("%s: %u rows into '%s', more than the micro-batch's %u x %u", variant, rows,
-                      gpu_buffer_name(out), gpu_repro_samples(g), gpu_repro_sample_rows(g));
-        cr.seg_rows = gpu_repro_sample_rows(g);
-        while ((1u << cr.levels) < gpu_repro_samples(g))
-            cr.levels++;
+    struct gpu_buffer *stack = repro ? repro_sample_stack(g, out, 0, rows, &cr.seg_rows, &cr.levels) : NULL;
+    if (stack)
         cr.args[5] = (struct gpu_arg){.buf = stack, .write = 1};
-    }
+    else
+        cr.seg_rows = cr.levels = 0;
     colsum_rows(g, &cr, 0, rows);
 }
 

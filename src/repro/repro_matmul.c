@@ -238,16 +238,12 @@ void repro_matmul_grad(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b
                        uint32_t N, uint32_t K, int accumulate, const size_t off[3])
 {
     struct grad_rows x = {a, b, c, N, K, accumulate, {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0}};
-    uint32_t rows = gpu_repro_sample_rows(g), B = gpu_repro_samples(g), first = (uint32_t)(x.off[1] / K);
-    struct gpu_buffer *stack = gpu_buffer_stack(c);
-    if (rows && B > 1 && stack) { /* the vec4 kernels push in the loop; the others per sample */
-        uint32_t levels = 0;
-        while ((1u << levels) < B)
-            levels++;
-        if (x.off[2] || (uint64_t)first + M > (uint64_t)rows * B)
-            vkt_fatal("repro_matmul_grad: rows [%u, %u) into '%s' at float %zu: not rows of the micro-batch's %u x %u "
-                      "into a whole gradient",
-                      first, first + M, gpu_buffer_name(c), x.off[2], B, rows);
+    uint32_t first = (uint32_t)(x.off[1] / K), rows, levels;
+    struct gpu_buffer *stack = repro_sample_stack(g, c, first, M, &rows, &levels);
+    if (stack) { /* the vec4 kernels push in the loop; the others per sample */
+        if (x.off[2])
+            vkt_fatal("repro_matmul_grad: '%s' at float %zu: a gradient summed over samples is a whole buffer",
+                      gpu_buffer_name(c), x.off[2]);
         struct segments seg = {rows, first, levels, stack};
         if (matmul_at(g, REPRO_TN, a, b, c, M, N, K, accumulate, x.off, &seg))
             return;

@@ -45,33 +45,38 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
     }
 }
 
-static uint32_t log2_of(uint32_t n)
+struct gpu_buffer *repro_sample_stack(const struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows,
+                                      uint32_t *sample_rows, uint32_t *levels)
 {
-    uint32_t l = 0;
-    while ((1u << l) < n)
-        l++;
-    return l;
+    uint32_t T = gpu_repro_sample_rows(g), B = gpu_repro_samples(g);
+    struct gpu_buffer *stack = gpu_buffer_stack(grad);
+    if (!T || B < 2 || !stack)
+        return NULL;
+    if ((uint64_t)first + rows > (uint64_t)T * B)
+        vkt_fatal("rows [%u, %u) into '%s': past the micro-batch's %u samples of %u rows", first, first + rows,
+                  gpu_buffer_name(grad), B, T);
+    *sample_rows = T;
+    for (*levels = 0; (1u << *levels) < B;)
+        ++*levels;
+    return stack;
 }
 
 void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,
                       void *ctx)
 {
-    uint32_t T = gpu_repro_sample_rows(g), B = gpu_repro_samples(g);
-    struct gpu_buffer *stack = gpu_buffer_stack(grad);
-    if (!T || B < 2 || !stack) {
+    uint32_t T, levels;
+    struct gpu_buffer *stack = repro_sample_stack(g, grad, first, rows, &T, &levels);
+    if (!stack) {
         fn(g, ctx, 0, rows);
         return;
     }
-    if ((uint64_t)first + rows > (uint64_t)T * B)
-        vkt_fatal("repro_param_rows: rows [%u, %u) of '%s' are past the micro-batch's %u x %u", first, first + rows,
-                  gpu_buffer_name(grad), B, T);
     size_t n = gpu_buffer_size(grad) / 4;
     for (uint32_t r = 0; r < rows;) {
         uint32_t end = ((first + r) / T + 1) * T - first;
         end = end < rows ? end : rows;
         fn(g, ctx, r, end);
         if ((first + end) % T == 0)
-            repro_push(g, grad, stack, n, log2_of(B), (first + end) / T - 1);
+            repro_push(g, grad, stack, n, levels, (first + end) / T - 1);
         r = end;
     }
 }
