@@ -25,7 +25,8 @@
 // with seg_rows != 0 the rows are a micro-batch's samples of seg_rows rows,
 // binding row 0 being row seg_base; after each sample's last row the
 // column's value joins the tree over samples as repro_push.comp does, on
-// the stack S (levels floats per column), and restarts at +0.
+// the stack S (levels floats per column, in groups of four columns as
+// repro_push.comp's), and restarts at +0.
 #include "repro_math.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { uint row0; uint row1; uint C; uint seg_rows; uint seg_base; uint levels; } p;
@@ -64,7 +65,7 @@ layout(std430, binding = 5) buffer BS { float S[]; };
 #define SCATTER(f, v) f(c) = v;
 #endif
 #define O_AT(k) o[k]
-#define S_AT(k) S[(k) * p.levels + l]
+#define S_AT(k) S[(((k) >> 2) * p.levels + l) * 4u + ((k) & 3u)]
 
 void main()
 {

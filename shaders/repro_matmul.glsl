@@ -20,7 +20,7 @@ layout(push_constant) uniform Push {
     uint sai; uint sak; uint sbk; uint sbj; uint a0; uint b0; uint c0;
 #if SEGMENTS
     // precision: reproducible's sums over samples (repro_matmul_vec4.comp)
-    uint seg_rows; uint seg_first; uint levels;
+    uint seg_rows; uint seg_first; uint levels; uint s0;
 #endif
 } p;
 // No [[unroll]] here: spirv-opt's unroller drops NoContraction from the

@@ -1,9 +1,11 @@
 #version 450
 // variant: nt -DLAYOUT_NT=1
 // variant: nn -DLAYOUT_NN=1
-// variant: tn -DLAYOUT_TN=1 -DSEGMENTS=1
+// variant: tn -DLAYOUT_TN=1
+// variant: tn_seg -DLAYOUT_TN=1 -DSEGMENTS=1
 // variant: nn_shift -DLAYOUT_NN=1 -DSHIFT_A=1
-// variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1
+// variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1
+// variant: tn_shift_seg -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1
 // repro_matmul_vec4: the reproducible matmul for CPU devices (the texel
 // family) where the operands' rows are whole RGBA32F texels: each
 // invocation owns 16 rows x one vec4 of columns of C, 8x8 invocations (a
@@ -26,8 +28,13 @@
 // over the rows of a micro-batch of samples of seg_rows rows each (0: one
 // sum), this dispatch's k = 0 being row seg_first. After each sample's
 // last row, each output joins the tree over samples as repro_push.comp
-// does, on the stack S (levels floats per output, interleaved, bound from
-// C's binding's first float times levels), and restarts at +0.
+// does, on the stack S4 (levels floats per output in groups of four
+// outputs, include/vktrain/repro.h: the invocation's four columns of a row
+// are one texel of each level; N % 4 == 0; the block's first group at
+// texel s0), and restarts at +0. S4 is an RGBA32F storage texel buffer:
+// llvmpipe gathers a texel for its 8 lanes, where a storage buffer's vec4
+// is 32 scalar accesses (1.3x faster tn over 16 samples). The variants
+// without SEGMENTS have no stack and no push.
 // Rows and columns past the edge read clamped (or the rest of a texel)
 // and are not stored. The row loops are spelt out by EACH_ROW (no
 // [[unroll]]: see repro_matmul.glsl) so every accumulator stays a register.
@@ -36,7 +43,7 @@ layout(local_size_x = 8, local_size_y = 8) in;
 layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
 #if SEGMENTS
-layout(std430, binding = 3) buffer Stack { float S[]; };
+layout(binding = 3, rgba32f) uniform imageBuffer S4;
 #endif
 
 #define EACH_ROW(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
@@ -183,35 +190,32 @@ void main()
     // levels, n = the trailing 1 bits of j (at most levels), each added in
     // turn as S + acc; then, below the top, the sum stored at level n and
     // the accumulator back to +0.
-#define TN_AT(r, c) ((p.c0 + (i0 + r) * p.N + j0 + c) * p.levels)
-#define POP_C(r, c)                                                                                     \
-    if (j0 + c < p.N) {                                                                                 \
-        precise float s = S[TN_AT(r, c) + l] + acc[r][c];                                               \
-        acc[r][c] = s;                                                                                  \
-    }
-#define PUT_C(r, c)                                                                                     \
-    if (j0 + c < p.N) {                                                                                 \
-        S[TN_AT(r, c) + n] = acc[r][c];                                                                 \
-        acc[r][c] = 0.0f;                                                                               \
-    }
+#if SEGMENTS
+#define TN_AT(r) (p.s0 + (((i0 + r) * p.N + j0) >> 2) * p.levels)
 #define POP_ROW(r)                                                                                      \
     if (i0 + r < p.M) {                                                                                 \
-        POP_C(r, 0u) POP_C(r, 1u) POP_C(r, 2u) POP_C(r, 3u)                                             \
+        precise vec4 s = imageLoad(S4, int(TN_AT(r) + l)) + acc[r];                                     \
+        acc[r] = s;                                                                                     \
     }
 #define PUT_ROW(r)                                                                                      \
     if (i0 + r < p.M) {                                                                                 \
-        PUT_C(r, 0u) PUT_C(r, 1u) PUT_C(r, 2u) PUT_C(r, 3u)                                             \
+        imageStore(S4, int(TN_AT(r) + n), acc[r]);                                                      \
+        acc[r] = vec4(0.0f);                                                                            \
     }
+#endif
     // k in pieces that end at a sample's last row (or at K).
     uint k = 0u;
     while (k < p.K) {
         uint kb = p.K;
+#if SEGMENTS
         if (p.seg_rows != 0u)
             kb = min(p.K, k + p.seg_rows - (p.seg_first + k) % p.seg_rows);
+#endif
         for (; k + 4u <= kb; k += 4u)
             TN_K4(k)
         for (; k < kb; k++)
             TN_K(k)
+#if SEGMENTS
         if (p.seg_rows != 0u && (p.seg_first + kb) % p.seg_rows == 0u) {
             uint j = (p.seg_first + kb) / p.seg_rows - 1u, n = min(uint(findLSB(~j)), p.levels);
             for (uint l = 0u; l < n; l++) {
@@ -221,6 +225,7 @@ void main()
                 EACH_ROW(PUT_ROW)
             }
         }
+#endif
     }
 #endif
 #define ROW_STORE(r)                                                                                    \

@@ -133,14 +133,15 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
     struct gpu_buffer *bdy = gpu_buffer_create(g, (size_t)R * N * 4, "dy");
     struct gpu_buffer *bx = gpu_buffer_create(g, (size_t)R * K * 4, "x");
     struct gpu_buffer *bw = gpu_buffer_create(g, (size_t)N * K * 4, "dw");
-    struct gpu_buffer *bs = gpu_buffer_create(g, (size_t)N * K * levels * 4, "dw's stack");
+    struct gpu_buffer *bs = gpu_buffer_create(g, repro_stack_floats((size_t)N * K, levels) * 4, "dw's stack");
     gpu_upload(g, bdy, 0, dy, (size_t)R * N * 4);
     gpu_upload(g, bx, 0, x, (size_t)R * K * 4);
     gpu_buffer_set_stack(bw, bs);
     /* the stack starts as junk: no kernel may read a level that its own
      * samples did not fill */
-    float *junk = vkt_malloc((size_t)N * K * levels * sizeof *junk, "junk");
-    for (size_t o = 0; o < (size_t)N * K * levels; o++)
+    size_t stack_floats = repro_stack_floats((size_t)N * K, levels);
+    float *junk = vkt_malloc(stack_floats * sizeof *junk, "junk");
+    for (size_t o = 0; o < stack_floats; o++)
         junk[o] = 1e30f;
     /* the cut after 1.5 samples, then after 3.5 (B >= 4: the stack's two
      * lowest levels filled across it) */
@@ -149,7 +150,7 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
         uint32_t cut = run < 2 ? T + T / 2 : 3 * T + T / 2;
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_zero(g, bw);
-        gpu_upload(g, bs, 0, junk, (size_t)N * K * levels * 4);
+        gpu_upload(g, bs, 0, junk, stack_floats * 4);
         gpu_set_repro_samples(g, T, B);
         repro_matmul_grad(g, bdy, bx, bw, cut, N, K, 1, NULL);
         repro_matmul_grad(g, bdy, bx, bw, R - cut, N, K, 1, (size_t[3]){(size_t)cut * N, (size_t)cut * K, 0});
@@ -188,8 +189,10 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
     }
     for (size_t o = 0; o < (size_t)N * (V + 1); o++)
         ref[o] = tree(parts, 0, B, o);
-    struct gpu_buffer *bb = gpu_buffer_create(g, (size_t)N * 4, "db"), *bbs = gpu_buffer_create(g, (size_t)N * levels * 4, "db's stack");
-    struct gpu_buffer *be = gpu_buffer_create(g, (size_t)N * V * 4, "de"), *bes = gpu_buffer_create(g, (size_t)N * V * levels * 4, "de's stack");
+    struct gpu_buffer *bb = gpu_buffer_create(g, (size_t)N * 4, "db"),
+                      *bbs = gpu_buffer_create(g, repro_stack_floats(N, levels) * 4, "db's stack");
+    struct gpu_buffer *be = gpu_buffer_create(g, (size_t)N * V * 4, "de"),
+                      *bes = gpu_buffer_create(g, repro_stack_floats((size_t)N * V, levels) * 4, "de's stack");
     struct gpu_buffer *bi = gpu_buffer_create(g, R * 4, "ids");
     gpu_upload(g, bi, 0, ids, R * 4);
     gpu_buffer_set_stack(bb, bbs);

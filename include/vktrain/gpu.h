@@ -204,6 +204,9 @@ enum gpu_binding_kind {
     /* bf16 elements read as uints (the shader widens them by a shift) */
     GPU_BIND_TEXEL_BF16X4, /* uniform texel buffer, VK_FORMAT_R32G32_UINT: 4 bf16 per texel */
     GPU_BIND_TEXEL_BF16,   /* uniform texel buffer, VK_FORMAT_R16_UINT: 1 bf16 per texel */
+    /* read and written: llvmpipe gathers a texel for 8 lanes where a storage
+     * access is one scalar load or store per lane and component */
+    GPU_BIND_IMAGE_VEC4, /* storage texel buffer, VK_FORMAT_R32G32B32A32_SFLOAT */
     GPU_BIND_KINDS
 };
 #define GPU_MAX_BINDINGS 8

@@ -142,13 +142,17 @@ void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffe
  * (src/repro/repro_samples.c; gpu_set_repro_samples). repro_push: sample
  * j's value, in grad, joins the tree: g = stack[l] + g for each set low
  * bit l of j, then onto the first free level with grad back to +0, or,
- * after the last sample, left in grad (stack interleaved: element o's
- * level l at [o·levels + l]). repro_param_rows records fn(rows [r0, r1))
+ * after the last sample, left in grad. The stack holds groups of four
+ * elements: element o's level l at [((o / 4)·levels + l)·4 + o % 4], so
+ * a kernel that owns four adjacent outputs loads and stores each level of
+ * them as one vec4; repro_stack_floats(n, levels) is its size in floats
+ * for n elements (n rounded up to a group). repro_param_rows records fn(rows [r0, r1))
  * over rows [0, rows) of a reduction into grad whose row 0 is row `first`
  * of the micro-batch: in one call, or, with samples set and a stack on
  * grad, cut at the samples' boundaries with a push after each sample. fn
  * must add its rows to grad's old value in row order. */
 typedef void (*repro_rows_fn)(struct gpu *g, void *ctx, uint32_t r0, uint32_t r1);
+size_t repro_stack_floats(size_t n, uint32_t levels);
 void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels,
                 uint32_t j);
 void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,

@@ -524,14 +524,15 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VK_CHECK(vkCreateFence(g->device, &fci, NULL, &g->fence), "creating the submit fence");
 
-    VkDescriptorPoolSize sizes[2] = {
+    VkDescriptorPoolSize sizes[3] = {
         {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, GPU_POOL_SETS * GPU_MAX_BINDINGS},
         {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, GPU_POOL_SETS * GPU_MAX_BINDINGS},
+        {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, GPU_POOL_SETS},
     };
     VkDescriptorPoolCreateInfo dpci = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
         .maxSets = GPU_POOL_SETS,
-        .poolSizeCount = 2,
+        .poolSizeCount = 3,
         .pPoolSizes = sizes,
     };
     VK_CHECK(vkCreateDescriptorPool(g->device, &dpci, NULL, &g->desc_pool), "creating the descriptor pool");

@@ -23,7 +23,9 @@ static const struct shader_blob *shader_find(const char *name)
 
 static VkDescriptorType descriptor_type(enum gpu_binding_kind k)
 {
-    return k == GPU_BIND_STORAGE ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    return k == GPU_BIND_STORAGE      ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+           : k == GPU_BIND_IMAGE_VEC4 ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
+                                      : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
 }
 
 static int kernel_matches(const struct gpu_kernel *k, const struct gpu_kernel_desc *d)
@@ -112,15 +114,20 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
 /* Bytes of one texel, and the view's format, of a texel binding kind. */
 static size_t texel_bytes(enum gpu_binding_kind kind)
 {
-    static const size_t bytes[GPU_BIND_KINDS] = {
-        [GPU_BIND_TEXEL_VEC4] = 16, [GPU_BIND_TEXEL_F32] = 4, [GPU_BIND_TEXEL_BF16X4] = 8, [GPU_BIND_TEXEL_BF16] = 2};
+    static const size_t bytes[GPU_BIND_KINDS] = {[GPU_BIND_TEXEL_VEC4] = 16,
+                                                 [GPU_BIND_TEXEL_F32] = 4,
+                                                 [GPU_BIND_TEXEL_BF16X4] = 8,
+                                                 [GPU_BIND_TEXEL_BF16] = 2,
+                                                 [GPU_BIND_IMAGE_VEC4] = 16};
     return bytes[kind];
 }
 static VkFormat texel_format(enum gpu_binding_kind kind)
 {
-    static const VkFormat formats[GPU_BIND_KINDS] = {
-        [GPU_BIND_TEXEL_VEC4] = VK_FORMAT_R32G32B32A32_SFLOAT, [GPU_BIND_TEXEL_F32] = VK_FORMAT_R32_SFLOAT,
-        [GPU_BIND_TEXEL_BF16X4] = VK_FORMAT_R32G32_UINT, [GPU_BIND_TEXEL_BF16] = VK_FORMAT_R16_UINT};
+    static const VkFormat formats[GPU_BIND_KINDS] = {[GPU_BIND_TEXEL_VEC4] = VK_FORMAT_R32G32B32A32_SFLOAT,
+                                                     [GPU_BIND_TEXEL_F32] = VK_FORMAT_R32_SFLOAT,
+                                                     [GPU_BIND_TEXEL_BF16X4] = VK_FORMAT_R32G32_UINT,
+                                                     [GPU_BIND_TEXEL_BF16] = VK_FORMAT_R16_UINT,
+                                                     [GPU_BIND_IMAGE_VEC4] = VK_FORMAT_R32G32B32A32_SFLOAT};
     return formats[kind];
 }
 

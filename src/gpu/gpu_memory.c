@@ -97,7 +97,8 @@ static struct gpu_buffer *buffer_new(struct gpu *g, size_t bytes, const char *na
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = alloc,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                 VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VK_CHECK(vkCreateBuffer(g->device, &bci, NULL, &b->buffer), "creating buffer '%s' of %zu bytes", name, bytes);

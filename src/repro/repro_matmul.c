@@ -125,9 +125,13 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
          * back is the accumulator, so every output takes the same
          * additions in the same order, whatever the blocks. */
         size_t in_floats = limit > in_align ? (limit - in_align) / 4 : 0;
-        size_t levels = seg && seg->levels ? seg->levels : 1; /* the stack's binding is levels x C's */
-        size_t out_fit =
-            out_limit > out_align * levels ? (out_limit - out_align * levels) / ((size_t)p.N * 4 * levels) : 0;
+        size_t out_fit = out_limit > out_align ? (out_limit - out_align) / ((size_t)p.N * 4) : 0;
+        if (seg) { /* the stack's binding (RGBA32F texels): levels x C's */
+            size_t s_limit = gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4),
+                   s_align = gpu_binding_alignment(g, GPU_BIND_IMAGE_VEC4);
+            size_t s_fit = s_limit > s_align ? (s_limit - s_align) / ((size_t)p.N * 4 * seg->levels) : 0;
+            out_fit = out_fit < s_fit ? out_fit : s_fit;
+        }
         rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 || shift ? 128 : texel ? 32 : 16);
         rows = rows < p.M ? rows : p.M;
         rows = rows < out_fit ? rows : out_fit;
@@ -166,20 +170,24 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                   "binding (%zu bytes for inputs, %zu for the output)",
                   layout_name(layout), M, N, K, gpu_buffer_name(c), gpu_buffer_name(a), gpu_buffer_name(b), limit,
                   out_limit);
-    int segments = layout == REPRO_TN && (vec4 || shift);
+    /* the in-loop push takes an invocation's 4 columns as one group of the
+     * stack (N % 4 == 0) */
+    int segments = seg && layout == REPRO_TN && (vec4 || shift) && p.N % 4 == 0;
     if (seg && !segments)
         return 0;
     static const char *const vec4_shader[] = {
         [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
     static const char *const shift_shader[] = {
         [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
-    struct gpu_kernel_desc d = {.shader = vec4    ? vec4_shader[layout]
+    struct gpu_kernel_desc d = {.shader = segments
+                                              ? (vec4 ? "repro_matmul_vec4_tn_seg" : "repro_matmul_vec4_tn_shift_seg")
+                                          : vec4  ? vec4_shader[layout]
                                           : shift ? shift_shader[layout]
                                           : texel ? "repro_matmul_texel"
                                                   : "repro_matmul_tiled",
                                 .n_bindings = segments ? 4 : 3,
-                                .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
-                                .push_size = segments ? 14 * 4 : 11 * 4};
+                                .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, GPU_BIND_IMAGE_VEC4},
+                                .push_size = segments ? 15 * 4 : 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
     /* vec4: 8x8 invocations of 16x4 outputs; texel: of 4x4; tiled: 16x16 of one. */
     uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
@@ -198,14 +206,16 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                                   ((mi - 1) * (size_t)p.sai + (kn - 1) * (size_t)p.sak + 1) * 4, &base[0]);
             args[1] =
                 operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4, &base[1]);
-            uint32_t push[14] = {
-                mi, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj, base[0], base[1], base[2],
+            uint32_t push[15] = {
+                mi, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj, base[0], base[1], base[2], 0,
                 0,  0,   0};
-            args[3] = args[2]; /* without samples: unused */
-            if (seg && seg->levels) {
+            if (segments) {
+                /* the block's first group (o[2] + i0·N, a multiple of 4) at vec4 s0 */
                 size_t L = seg->levels;
-                args[3] = (struct gpu_arg){seg->stack, 1, args[2].offset * L, args[2].range * L};
-                push[11] = seg->rows, push[12] = seg->first + (uint32_t)k0, push[13] = seg->levels;
+                uint32_t s0;
+                args[3] = operand_arg(g, GPU_BIND_IMAGE_VEC4, seg->stack, 1, (o[2] + i0 * p.N) * L,
+                                      (size_t)mi * p.N * L * 4, &s0);
+                push[11] = seg->rows, push[12] = seg->first + (uint32_t)k0, push[13] = seg->levels, push[14] = s0 / 4;
             }
             gpu_dispatch(g, kernel, args, push, gx, gy, 1);
         }

@@ -15,11 +15,16 @@
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
+size_t repro_stack_floats(size_t n, uint32_t levels)
+{
+    return (n + 3) / 4 * 4 * levels;
+}
+
 void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels, uint32_t j)
 {
     if (!levels)
         return;
-    if (gpu_buffer_size(grad) < n * 4 || gpu_buffer_size(stack) < n * levels * 4)
+    if (gpu_buffer_size(grad) < n * 4 || gpu_buffer_size(stack) < repro_stack_floats(n, levels) * 4)
         vkt_fatal("repro_push: %zu elements of %u levels: the gradient '%s' (%zu bytes) or its stack '%s' (%zu bytes) "
                   "is too small",
                   n, levels, gpu_buffer_name(grad), gpu_buffer_size(grad), gpu_buffer_name(stack),
@@ -27,7 +32,8 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
     struct gpu_kernel_desc d = {.shader = "repro_push", .n_bindings = 2, .push_size = 12};
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     /* Windows of elements within the workgroup count and both bindings,
-     * starting at multiples of 256 elements (every offset aligned). */
+     * starting at multiples of 256 elements (every offset aligned, and
+     * the stack's windows at whole groups of four). */
     size_t limit = gpu_binding_limit(g, GPU_BIND_STORAGE), align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
     size_t per = (size_t)gpu_info(g)->max_workgroup_count[0] * 64;
     if (limit / (4 * levels) < per)
@@ -39,7 +45,8 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
                   gpu_buffer_name(grad), levels, limit, align);
     for (size_t o0 = 0; o0 < n; o0 += per) {
         size_t m = n - o0 < per ? n - o0 : per;
-        struct gpu_arg args[2] = {{grad, 1, o0 * 4, m * 4}, {stack, 1, o0 * levels * 4, m * levels * 4}};
+        struct gpu_arg args[2] = {{grad, 1, o0 * 4, m * 4},
+                                  {stack, 1, o0 * levels * 4, repro_stack_floats(m, levels) * 4}};
         uint32_t push[3] = {(uint32_t)m, levels, j};
         gpu_dispatch(g, k, args, push, (uint32_t)((m + 63) / 64), 1, 1);
     }

@@ -41,6 +41,7 @@
 #include "train_internal.h"
 #include "vktrain/dist.h"
 #include "vktrain/ops.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 struct repro {
@@ -86,7 +87,8 @@ static struct gpu_buffer *stack_for(struct trainer *t, struct gpu_buffer *grad, 
         return NULL;
     char name[160];
     snprintf(name, sizeof name, "sample stack: %s", of);
-    struct gpu_buffer *s = gpu_buffer_create(t->g, numel * (size_t)r->levels * sizeof(float), name);
+    struct gpu_buffer *s =
+        gpu_buffer_create(t->g, repro_stack_floats(numel, (uint32_t)r->levels) * sizeof(float), name);
     gpu_buffer_set_stack(grad, s);
     return s;
 }
