@@ -28,12 +28,11 @@ void chunk(uint j, bvec4 mask)
 {
     vec4 a = texelFetch(ta, int(j));
 #if OP == 0 || OP == 2
-    vec4 r;
-    for (int k = 0; k < 4; k++)
 #if OP == 0
-        r[k] = repro_swiglu_h(a[k], texelFetch(tb, int(j))[k]);
+    vec4 u = texelFetch(tb, int(j));
+    vec4 r = vec4(repro_swiglu_h(a.x, u.x), repro_swiglu_h(a.y, u.y), repro_swiglu_h(a.z, u.z), repro_swiglu_h(a.w, u.w));
 #else
-        r[k] = repro_gelu(a[k]);
+    vec4 r = vec4(repro_gelu(a.x), repro_gelu(a.y), repro_gelu(a.z), repro_gelu(a.w));
 #endif
     if (all(mask))
         c[j] = r;

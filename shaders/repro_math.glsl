@@ -431,15 +431,17 @@ float repro_tanh(float x)
 
 // σ(x) = 1 / (1 + e^−x) within 4 ULP; e^x below −18, where 1 + e^x rounds
 // to 1 (and e^−x would overflow before σ reaches the subnormals).
+// One repro_exp serves both (a CPU device runs every branch for every
+// lane): e^x below −18, e^−x elsewhere.
 float repro_sigmoid(float x)
 {
+    precise float nx = -x;
+    precise float e = repro_exp(x < -18.0f ? x : nx);
+    precise float d = 1.0f + e; // in [1, 2^26], or NaN
+    precise float q = repro_div_normal(1.0f, d);
     if (x > 18.0f) // e^−x < 2^-25: σ rounds to 1
         return 1.0f;
-    if (x < -18.0f)
-        return repro_exp(x);
-    precise float e = repro_exp(-x);
-    precise float d = 1.0f + e;       // in [1, 2^26], or NaN
-    return repro_div_normal(1.0f, d);
+    return x < -18.0f ? e : q;
 }
 
 // GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
