@@ -52,6 +52,7 @@ struct gpu_device_info {
     uint64_t max_allocation_size;      /* maxMemoryAllocationSize (Vulkan 1.1 maintenance3) */
     uint32_t max_allocation_count;     /* maxMemoryAllocationCount */
     int float16, int64, texel_vec4;    /* shaderFloat16, shaderInt64, RGBA32F uniform texel buffers */
+    int image_vec4;                    /* RGBA32F storage texel buffers (GPU_BIND_IMAGE_VEC4) */
     int texel_bf16;                    /* R16_UINT and R32G32_UINT uniform texel buffers (bf16 views) */
     /* Loop iterations one invocation may run in total, 0 = no limit. Mesa's
      * llvmpipe ends any loop after 65,535 iterations (a guard against

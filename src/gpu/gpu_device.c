@@ -231,6 +231,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     VkFormatProperties fp;
     vkGetPhysicalDeviceFormatProperties(p, VK_FORMAT_R32G32B32A32_SFLOAT, &fp);
     d->texel_vec4 = !!(fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
+    d->image_vec4 = !!(fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
     d->texel_bf16 = 1;
     const VkFormat bf16_views[] = {VK_FORMAT_R16_UINT, VK_FORMAT_R32G32_UINT};
     for (int i = 0; i < 2; i++) {
