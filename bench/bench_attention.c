@@ -77,9 +77,20 @@ int main(int argc, char **argv)
                       (gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? hd <= 64 : !limit || (size_t)T * (2 * hd + 2) *
                                                                                      (H / KVH) <= limit);
         struct op_attention_shape s = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd};
-        struct bufs b = {filled(g, nq, "q"), filled(g, nk, "k"), filled(g, nk, "v"), NULL,
-                         filled(g, nq, "out"), filled(g, nq, "dout"), filled(g, nq, "dq"), filled(g, nk, "dk"),
-                         filled(g, nk, "dv"), NULL, NULL, filled(g, rows * H, "lse"), filled(g, 2 * rows * H, "stats")};
+        /* lse: room for the reproducible walk cut into parts (op_flash_attention_lse_floats) */
+        struct bufs b = {filled(g, nq, "q"),
+                         filled(g, nk, "k"),
+                         filled(g, nk, "v"),
+                         NULL,
+                         filled(g, nq, "out"),
+                         filled(g, nq, "dout"),
+                         filled(g, nq, "dq"),
+                         filled(g, nk, "dk"),
+                         filled(g, nk, "dv"),
+                         NULL,
+                         NULL,
+                         filled(g, 2 * rows * H, "lse"),
+                         filled(g, 2 * rows * H, "stats")};
         if (present) {
             b.probs = gpu_buffer_create(g, np * sizeof(float), "probs");
             b.dscores = gpu_buffer_create(g, np * sizeof(float), "dscores");

@@ -11,6 +11,10 @@
 // variant: acc_texel_scalar -DSTAGE=2 -DTEXEL=1 -DVEC4=0
 // variant: acc_storage_vec4 -DSTAGE=2 -DTEXEL=0 -DVEC4=1
 // variant: acc_storage_scalar -DSTAGE=2 -DTEXEL=0 -DVEC4=0
+// variant: fused_texel_vec4 -DSTAGE=6 -DTEXEL=1 -DVEC4=1
+// variant: fused_texel_scalar -DSTAGE=6 -DTEXEL=1 -DVEC4=0
+// variant: fused_storage_vec4 -DSTAGE=6 -DTEXEL=0 -DVEC4=1
+// variant: fused_storage_scalar -DSTAGE=6 -DTEXEL=0 -DVEC4=0
 // variant: rows_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1
 // variant: rows_texel_scalar -DSTAGE=3 -DTEXEL=1 -DVEC4=0
 // variant: rows_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1
@@ -30,12 +34,15 @@
 // (j <= t, same document), kh = h / (H / KVH):
 //   s_j  = (q·k_j, one accumulator from +0 in d order) · scale
 //   max  (per b,h,t): m = the max of s_j (compare and select) -> lse
-//   sum  (per b,h,t): l = the repro_tree sum over j = 0 .. T−1 of
-//        p_j = repro_exp(s_j − m) (+0 where not allowed);
-//        lse = m + repro_log(l)
-//   acc  (per b,h,t): out = Σ_j repro_exp(s_j − lse) · v_j, one accumulator
-//        per element from +0, j in order (out is the normalized sum: no
-//        division afterwards)
+//   then, with e_j = repro_exp(s_j − m):
+//   l = the repro_tree sum over j = 0 .. T−1 of e_j (+0 where not
+//       allowed), a = Σ_j e_j · v_j over the allowed keys, one accumulator
+//       per element from +0, j in order;
+//   out = repro_div(a, l) per element, lse = m + repro_log(l).
+//   fused (per b,h,t): l and a in one walk, where the walk is not cut (no
+//        state but the row's lse and out survives a dispatch);
+//   sum, acc (per b,h,t): the same in two walks where it is cut: sum
+//        puts l in the scratch row ls (x_off), acc takes it at the end.
 //   rows (per b,h,t): D = Σ_d do·out (d order) -> stats = (lse, D)
 //   dq   (per b,h,t): P = repro_exp(s_j − lse), dP = do·v_j (d order),
 //        dS = P·(dP − D); dq += (dS·scale)·k_j, j in order
@@ -48,7 +55,9 @@
 // max is exact in any order; the sum's tree is cut at power-of-two key
 // boundaries (the host makes every part but the last 2^wlog keys long),
 // its pending subtrees kept between dispatches in the row of out, which
-// acc overwrites afterwards. src/repro/repro_attention.c is the C.
+// acc overwrites afterwards; fused and sum + acc compute the same
+// operations, so the bits do not depend on the cut either.
+// src/repro/repro_attention.c is the C.
 // TEXEL = 1 reads the inputs through uniform texel buffers (CPU devices),
 // TEXEL = 0 through storage buffers: the same floats, the same bits.
 // Layout as shaders/flash_attention.comp: q, k, v and their gradients are
@@ -132,13 +141,16 @@ void main()
 INPUT(0, tq)
 INPUT(1, tk)
 INPUT(2, tv)
-#if STAGE <= 2
+#if STAGE <= 2 || STAGE == 6
 layout(std430, binding = 3) readonly buffer BDoc { int doc[]; };
 layout(std430, binding = 4) buffer BL { float lse[]; };
 #if STAGE == 1
 layout(std430, binding = 5) buffer BO { float o[]; };
 #else
 layout(std430, binding = 5) buffer BO { VT o[]; };
+#endif
+#if STAGE == 1 || STAGE == 2
+layout(std430, binding = 6) buffer BS { float ls[]; }; // l per row, from x_off
 #endif
 #else
 INPUT(3, tdo)
@@ -167,7 +179,47 @@ float score(uint ko)
     return s;
 }
 
-#if STAGE <= 2
+#if STAGE == 1 || STAGE == 6
+float stack[32];
+// The tree as a binary counter: stack[level] holds the pending subtree of
+// 2^level keys. Key s's leaf v joins it.
+#define TREE_PUSH(s, v)                                                                                 \
+    {                                                                                                   \
+        uint level = 0u;                                                                                \
+        while ((((s) >> level) & 1u) != 0u) {                                                           \
+            v = stack[level] + v;                                                                       \
+            level++;                                                                                    \
+        }                                                                                               \
+        stack[level] = v;                                                                               \
+    }
+// The sum of the first t + 1 keys' leaves from the stack: the keys past t
+// add +0 to non-negative sums, so it is the tree over all T.
+float tree_total(uint t)
+{
+    uint n = t + 1u, low = uint(findLSB(n));
+    precise float l = stack[low];
+    for (uint level = low + 1u; level < 32u; level++)
+        if (((n >> level) & 1u) != 0u)
+            l = stack[level] + l;
+    l = l + 0.0f;
+    return l;
+}
+#endif
+#if STAGE == 2 || STAGE == 6
+// out's texel c = a / l per element.
+VT div_by(VT a, float l)
+{
+#if VEC4
+    precise float x = repro_div(a.x, l), y = repro_div(a.y, l), z = repro_div(a.z, l), w = repro_div(a.w, l);
+    return vec4(x, y, z, w);
+#else
+    precise float x = repro_div(a, l);
+    return x;
+#endif
+}
+#endif
+
+#if STAGE <= 2 || STAGE == 6
 void main()
 {
     uint i = gl_GlobalInvocationID.x;
@@ -188,11 +240,9 @@ void main()
             m = max_of(m, score(kidx(b, s, kh)));
     lse[r] = m;
 #elif STAGE == 1
-    // The tree as a binary counter: stack[level] holds the pending subtree
-    // of 2^level keys; the ones pending at w0 come back from out's row.
+    // The pending subtrees at w0 come back from out's row.
     float m = lse[r];
     uint oo = oidx(b, t, h);
-    precise float stack[32];
     for (uint level = p.wlog; level < 32u; level++)
         if (((p.w0 >> level) & 1u) != 0u)
             stack[level] = o[oo + level - p.wlog];
@@ -202,49 +252,51 @@ void main()
             precise float d = score(kidx(b, s, kh)) - m;
             v = repro_exp(d);
         }
-        uint level = 0u;
-        while (((s >> level) & 1u) != 0u) {
-            v = stack[level] + v;
-            level++;
-        }
-        stack[level] = v;
+        TREE_PUSH(s, v)
     }
-    if (end == t + 1u) {
-        // The keys past t add +0 to non-negative sums: the tree over the
-        // first t + 1 keys is the tree over all T.
-        uint n = t + 1u, low = uint(findLSB(n));
-        precise float l = stack[low];
-        for (uint level = low + 1u; level < 32u; level++)
-            if (((n >> level) & 1u) != 0u)
-                l = stack[level] + l;
-        l = l + 0.0f;
-        precise float logl = repro_log(l);
-        precise float v = m + logl;
-        lse[r] = v;
-    } else {
+    if (end == t + 1u)
+        ls[p.x_off + ridx(b, h, t)] = tree_total(t);
+    else
         for (uint level = p.wlog; level < 32u; level++)
             if (((p.w1 >> level) & 1u) != 0u)
                 o[oo + level - p.wlog] = stack[level];
-    }
 #else
-    float lse_t = lse[r];
+    // acc, or fused: a over the allowed keys (and, fused, l's tree)
+    float m = lse[r];
     uint oo = oidx(b, t, h) / W;
     precise VT acc[HDC];
     for (uint c = 0u; c < HDC; c++)
         acc[c] = p.w0 == 0u ? VT(0.0f) : o[oo + c];
     for (uint s = p.w0; s < end; s++) {
-        if (!same_doc(b, s, d0))
-            continue;
-        precise float d = score(kidx(b, s, kh)) - lse_t;
-        precise float pr = repro_exp(d);
-        uint vo = vidx(b, s, kh);
-        for (uint c = 0u; c < HDC; c++) {
-            precise VT x = pr * FETCH(tv, vo + c * W);
-            acc[c] = acc[c] + x;
+        precise float e = 0.0f;
+        if (same_doc(b, s, d0)) {
+            precise float d = score(kidx(b, s, kh)) - m;
+            e = repro_exp(d);
+            uint vo = vidx(b, s, kh);
+            for (uint c = 0u; c < HDC; c++) {
+                precise VT x = e * FETCH(tv, vo + c * W);
+                acc[c] = acc[c] + x;
+            }
         }
+#if STAGE == 6
+        TREE_PUSH(s, e)
+#endif
     }
-    for (uint c = 0u; c < HDC; c++)
-        o[oo + c] = acc[c];
+    if (end == t + 1u) {
+#if STAGE == 6
+        float l = tree_total(t);
+#else
+        float l = ls[p.x_off + ridx(b, h, t)];
+#endif
+        for (uint c = 0u; c < HDC; c++)
+            o[oo + c] = div_by(acc[c], l);
+        precise float logl = repro_log(l);
+        precise float v = m + logl;
+        lse[r] = v;
+    } else {
+        for (uint c = 0u; c < HDC; c++)
+            o[oo + c] = acc[c];
+    }
 #endif
 }
 #elif STAGE == 4

@@ -209,7 +209,7 @@ static void attn_case(const struct attn_case *c)
     struct gpu_buffer *bq = upload(q, nq * 4, "q"), *bk = c->fused ? bq : upload(k, nk * 4, "k");
     struct gpu_buffer *bv = c->fused ? bq : upload(v, nv * 4, "v");
     struct gpu_buffer *bdoc = doc ? upload(doc, nd * 4, "doc") : NULL, *bdout = upload(dout, no * 4, "dout");
-    struct gpu_buffer *bout = gpu_buffer_create(g, no * 4, "out"), *blse = gpu_buffer_create(g, rows * 4, "lse");
+    struct gpu_buffer *bout = gpu_buffer_create(g, no * 4, "out"), *blse = gpu_buffer_create(g, rows * 8, "lse");
     struct gpu_buffer *bstats = gpu_buffer_create(g, rows * 8, "stats");
     struct gpu_buffer *bdq = gpu_buffer_create(g, nq * 4, "dq");
     struct gpu_buffer *bdk = c->fused ? bdq : gpu_buffer_create(g, nk * 4, "dk");
@@ -228,7 +228,14 @@ static void attn_case(const struct attn_case *c)
         snprintf(how, sizeof how, "%s%s", family_names[family], split ? ", walk in parts" : "");
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_set_reproducible(g, repro);
-        op_flash_attention_set_walk(split ? (s->T > 64 ? 48 : 5) : 0); /* the sum's parts: 32, 4 */
+        uint32_t part = s->T > 64 ? 48 : 5;
+        op_flash_attention_set_walk(split ? part : 0); /* the sum's parts: 32, 4 */
+        /* lse: twice the rows where the reproducible walk is cut (the
+         * parts), once in the default kernels (blse holds twice) */
+        size_t lse_floats = op_flash_attention_lse_floats(g, s);
+        if (split || !repro)
+            CHECK(lse_floats == (split && s->T > part ? 2 : 1) * rows,
+                  "%s %s: op_flash_attention_lse_floats gives %zu for %zu rows", c->name, how, lse_floats, rows);
         gpu_upload(g, bdq, 0, dq0, nq * 4);
         if (!c->fused)
             gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);

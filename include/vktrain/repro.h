@@ -229,14 +229,16 @@ void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_lo
  * exact per query row in passes, no online rescaling. With the allowed keys
  * j of query row t (causal, same document) and s_j = (q·k_j, d in order
  * from +0)·scale: m = max s_j (compare and select), l = repro_sum_ref over
- * the T keys of repro_exp(s_j − m) (+0 where not allowed), lse = m +
- * repro_log(l), P_j = repro_exp(s_j − lse), out = Σ_j P_j·v_j (j in order,
- * from +0). Backward: D = Σ_d do·out (d order), dS_j = P_j·(do·v_j − D),
+ * the T keys of e_j = repro_exp(s_j − m) (+0 where not allowed), lse = m +
+ * repro_log(l), out = repro_div(Σ_j e_j·v_j, l) per element (the sum over
+ * the allowed j in order, from +0). Backward, with P_j = repro_exp(s_j −
+ * lse): D = Σ_d do·out (d order), dS_j = P_j·(do·v_j − D),
  * dq += (dS_j·scale)·k_j over j in order; dk += (dS·scale)·q and
  * dv += P·do over the group's query heads in order, within each over the
  * query rows t >= j in order; each gradient is one accumulator from its old
  * value. The bits do not depend on the kernel family or on how the walk is
- * cut into dispatches. stats is scratch as for the default op. The _ref
+ * cut into dispatches (where it is cut, lse holds 2·B·H·T floats:
+ * op_flash_attention_lse_floats). stats is scratch as for the default op. The _ref
  * functions are the C, on whole buffers (the views' offsets and strides as
  * in shape; dq, dk, dv may be one buffer, as GPT-2's fused qkv). */
 void repro_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,

@@ -239,6 +239,9 @@ static void build_activations(struct model *m, uint32_t batch)
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
     int sets = c->activation_checkpointing ? 1 : (int)c->n_layers;
+    struct op_attention_shape ls = {
+        .B = (uint32_t)batch, .T = (uint32_t)T, .H = (uint32_t)H, .KVH = c->n_kv_heads, .hd = (uint32_t)hd};
+    size_t lse_floats = op_flash_attention_lse_floats(m->g, &ls);
     for (uint32_t l = 0; l < c->n_layers; l++)
         m->la[l].x = act(m, R * C, "x");
     for (int l = 0; l < sets; l++) {
@@ -253,7 +256,7 @@ static void build_activations(struct model *m, uint32_t batch)
         } else {
             a->qkv = act(m, R * 3 * C, "qkv");
         }
-        a->lse = act(m, P, "attention lse");
+        a->lse = act(m, lse_floats, "attention lse");
         a->att = act(m, R * C, "att");
         a->x2 = act(m, R * C, "x2");
         a->xn2 = act(m, R * C, "xn2");

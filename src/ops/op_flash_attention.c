@@ -5,9 +5,12 @@
  *
  * In the reproducible profile (gpu_reproducible) the same ops record
  * shaders/repro_attention.comp instead (repro_flash_attention and its
- * backward, include/vktrain/repro.h): exact per row, the forward in three
- * walks over the keys (max, sum, weighted values), with the same bindings
- * and the same dispatch shapes.
+ * backward, include/vktrain/repro.h): exact per row, the forward in two
+ * walks over the keys (max; the sum and the weighted values, fused), with
+ * the same bindings and the same dispatch shapes; where the device's loop
+ * limit cuts the second walk into dispatches, it is two walks (sum, then
+ * values) that compute the same bits, with the sum held in the second
+ * half of lse (op_flash_attention_lse_floats).
  *
  * Within the device's limits by construction: sequences are split over
  * dispatches so workgroup counts stay under maxComputeWorkGroupCount and
@@ -115,9 +118,18 @@ static void bind_inputs(struct attention_bind *b, struct flash_push *push, struc
     b[doc_at] = (struct attention_bind){doc ? doc : out, 0, doc ? a->T : 0, doc ? 0 : 1, 0, &push->doc_off};
 }
 
-/* The reproducible forward's walks, on the default forward's bindings. */
+/* Whether the reproducible forward's fused walk (the sum and the
+ * weighted values over the keys, hdc head chunks per key) takes T keys in
+ * one dispatch; else it is cut. */
+static int repro_fused(const struct gpu *g, uint32_t T, uint32_t hdc)
+{
+    return walk_chunk(g, 3 + 2 * hdc, 192) >= T;
+}
+
+/* The reproducible forward's walks, on the default forward's bindings,
+ * b[6] the second half of lse where the walk is cut. */
 static void repro_forward(struct gpu *g, const char *op, struct attention_bind *b, struct flash_push *push, int texel,
-                          int width)
+                          int width, struct gpu_buffer *lse)
 {
     struct attention_push *a = &push->a;
     size_t rows = (size_t)a->T * a->H;
@@ -125,8 +137,19 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
     const char *base = "repro_attention";
     flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                    walk_chunk(g, 1 + hdc, 64));
-    /* The sum's parts are 2^wlog keys; the subtrees pending between parts
-     * (one per level from wlog up) wait in the row of out. */
+    if (repro_fused(g, a->T, hdc)) {
+        flash_dispatch(g, op, flash_kernel(g, base, "fused", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+                       a->T);
+        return;
+    }
+    /* Cut: the sum's parts are 2^wlog keys; the subtrees pending between
+     * parts (one per level from wlog up) wait in the row of out; its
+     * total, l, in the second half of lse until the values' last part. */
+    size_t all_rows = (size_t)a->B * rows;
+    if (gpu_buffer_size(lse) < 2 * all_rows * sizeof(float))
+        vkt_fatal("%s: the walk over %u keys is cut into dispatches on %s, where the log-sum-exp buffer '%s' must "
+                  "hold 2 x %zu floats (op_flash_attention_lse_floats), not %zu bytes",
+                  op, a->T, gpu_info(g)->name, gpu_buffer_name(lse), all_rows, gpu_buffer_size(lse));
     uint32_t part = walk_chunk(g, 3 + hdc, 192), wlog = 0, levels = 0;
     while ((2u << wlog) <= part)
         wlog++;
@@ -136,10 +159,18 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
         vkt_fatal("%s: %u positions need %u partial sums per row between dispatches of %u keys, over the head size %u",
                   op, a->T, levels, 1u << wlog, a->hd);
     push->wlog = wlog;
-    flash_dispatch(g, op, flash_kernel(g, base, "sum", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+    b[6] = (struct attention_bind){lse, all_rows, rows, 0, 1, &push->x_off};
+    flash_dispatch(g, op, flash_kernel(g, base, "sum", texel, width, 3, 0, 7, a->hd), b, 7, push, rows, a->T,
                    1u << wlog);
-    flash_dispatch(g, op, flash_kernel(g, base, "acc", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+    flash_dispatch(g, op, flash_kernel(g, base, "acc", texel, width, 3, 0, 7, a->hd), b, 7, push, rows, a->T,
                    walk_chunk(g, 1 + 2 * hdc, 64));
+}
+
+size_t op_flash_attention_lse_floats(const struct gpu *g, const struct op_attention_shape *s)
+{
+    /* the scalar variant's walk is the longest (R32F views, any shape) */
+    size_t rows = (size_t)s->B * s->H * s->T;
+    return gpu_reproducible(g) && !repro_fused(g, s->T, s->hd) ? 2 * rows : rows;
 }
 
 static void forward(struct gpu *g, int repro, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -149,13 +180,13 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     const char *op = repro ? "flash_attention (reproducible)" : "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
-    struct attention_bind b[6];
+    struct attention_bind b[7];
     bind_inputs(b, &push, q, k, v, doc, 3, out);
     int texel, width = flash_width(g, op, a, b, 3, &texel);
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
     if (repro)
-        repro_forward(g, op, b, &push, texel, width);
+        repro_forward(g, op, b, &push, texel, width, lse);
     else
         flash_dispatch(g, op, flash_kernel(g, "flash_attention", "fwd", texel, width, 3, 0, 6, s->hd), b, 6, &push,
                        (size_t)a->T * a->H, a->T, walk_chunk(g, 1, 0));

@@ -102,20 +102,21 @@ void repro_attention_ref(const struct op_attention_shape *shape, const float *q,
                 for (size_t j = 0; j < l.T; j++)
                     if (allowed(&l, doc, b, t, j))
                         e[j] = repro_exp(s[j] - m);
-                float lt = m + repro_log(repro_sum_ref(e, l.T));
-                lse[rat(&l, b, h, t)] = lt;
+                float sum = repro_sum_ref(e, l.T);
+                lse[rat(&l, b, h, t)] = m + repro_log(sum);
                 float *o = out + oat(&l, b, t, h);
                 for (size_t d = 0; d < l.hd; d++)
                     o[d] = 0.0f;
                 for (size_t j = 0; j < l.T; j++)
                     if (allowed(&l, doc, b, t, j)) {
-                        float p = repro_exp(s[j] - lt);
                         const float *vj = v + vat(&l, b, j, h / l.group);
                         for (size_t d = 0; d < l.hd; d++) {
-                            float x = p * vj[d];
+                            float x = e[j] * vj[d];
                             o[d] = o[d] + x;
                         }
                     }
+                for (size_t d = 0; d < l.hd; d++)
+                    o[d] = repro_div(o[d], sum);
             }
     free(s);
     free(e);
