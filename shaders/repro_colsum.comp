@@ -53,7 +53,12 @@ layout(std430, binding = 3) readonly buffer BR { float rstd[]; };
 #define LD1(name, i) name[i]
 #endif
 layout(std430, binding = 4) buffer BO { float o[]; };
+#if VEC4
+// the stack as RGBA32F storage texels: a column group's level is one texel
+layout(binding = 5, rgba32f) uniform imageBuffer S4;
+#else
 layout(std430, binding = 5) buffer BS { float S[]; };
+#endif
 #if VEC4
 #define W 4u
 // the 4 floats of columns 4c .. 4c + 3 at f(column)
@@ -65,7 +70,13 @@ layout(std430, binding = 5) buffer BS { float S[]; };
 #define SCATTER(f, v) f(c) = v;
 #endif
 #define O_AT(k) o[k]
-#define S_AT(k) S[(((k) >> 2) * p.levels + l) * 4u + ((k) & 3u)]
+#if VEC4
+#define S_LOAD imageLoad(S4, int(c * p.levels + l))
+#define S_STORE(v) imageStore(S4, int(c * p.levels + l), v);
+#else
+#define S_LOAD S[((c >> 2) * p.levels + l) * 4u + (c & 3u)]
+#define S_STORE(v) S_LOAD = v;
+#endif
 
 void main()
 {
@@ -87,11 +98,11 @@ void main()
         if (p.seg_rows != 0u && (p.seg_base + r + 1u) % p.seg_rows == 0u) {
             uint j = (p.seg_base + r + 1u) / p.seg_rows - 1u, l = 0u;
             for (; l < p.levels && ((j >> l) & 1u) != 0u; l++) {
-                precise FT t = GATHER(S_AT) + acc;
+                precise FT t = S_LOAD + acc;
                 acc = t;
             }
             if (l < p.levels) {
-                SCATTER(S_AT, acc)
+                S_STORE(acc)
                 acc = FT(0.0f);
             }
         }

@@ -162,14 +162,17 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
          * C % 4 == 0 dy and x as RGBA32F, 4 columns per invocation and 8
          * invocations per workgroup, so that a few columns still make
          * several workgroups for the CPU's threads (_tex4) */
-        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0;
+        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0 && gpu_info(g)->image_vec4;
         char shader[32];
         snprintf(shader, sizeof shader, "repro_%s%s", variant, tex4 ? "_tex4" : tex ? "_tex" : "");
         uint32_t local = tex4 ? 8 : 64;
         struct gpu_kernel_desc d = {
             .shader = shader, .n_bindings = 6, .push_size = 6 * sizeof(uint32_t), .n_spec = 1, .spec = {local}};
         for (int i = 0; i < 6; i++)
-            d.bindings[i] = tex4 && i < 2 ? GPU_BIND_TEXEL_VEC4 : tex && i < 4 ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+            d.bindings[i] = tex4 && i < 2    ? GPU_BIND_TEXEL_VEC4
+                            : tex && i < 4   ? GPU_BIND_TEXEL_F32
+                            : tex4 && i == 5 ? GPU_BIND_IMAGE_VEC4 /* the stack, a texel per 4 columns */
+                                             : GPU_BIND_STORAGE;
         k = gpu_kernel_get(g, &d);
         groups = (C / (tex4 ? 4 : 1) + local - 1) / local;
     } else if (width) {
