@@ -29,12 +29,20 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
                   "is too small",
                   n, levels, gpu_buffer_name(grad), gpu_buffer_size(grad), gpu_buffer_name(stack),
                   gpu_buffer_size(stack));
-    struct gpu_kernel_desc d = {.shader = "repro_push", .n_bindings = 2, .push_size = 12};
+    /* CPU devices: a group of four elements per invocation, through RGBA32F
+     * storage texels (n % 4 == 0) */
+    int v4 = n % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL && gpu_info(g)->image_vec4;
+    struct gpu_kernel_desc d = {
+        .shader = v4 ? "repro_push_vec4" : "repro_push",
+        .n_bindings = 2,
+        .bindings = {v4 ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE, v4 ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE},
+        .push_size = 12};
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     /* Windows of elements within the workgroup count and both bindings,
      * starting at multiples of 256 elements (every offset aligned, and
      * the stack's windows at whole groups of four). */
-    size_t limit = gpu_binding_limit(g, GPU_BIND_STORAGE), align = gpu_binding_alignment(g, GPU_BIND_STORAGE);
+    enum gpu_binding_kind kind = d.bindings[0];
+    size_t limit = gpu_binding_limit(g, kind), align = gpu_binding_alignment(g, kind);
     size_t per = (size_t)gpu_info(g)->max_workgroup_count[0] * 64;
     if (limit / (4 * levels) < per)
         per = limit / (4 * levels);
@@ -48,7 +56,7 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
         struct gpu_arg args[2] = {{grad, 1, o0 * 4, m * 4},
                                   {stack, 1, o0 * levels * 4, repro_stack_floats(m, levels) * 4}};
         uint32_t push[3] = {(uint32_t)m, levels, j};
-        gpu_dispatch(g, k, args, push, (uint32_t)((m + 63) / 64), 1, 1);
+        gpu_dispatch(g, k, args, push, (uint32_t)((m / (v4 ? 4 : 1) + 63) / 64), 1, 1);
     }
 }
 
