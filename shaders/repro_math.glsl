@@ -432,16 +432,22 @@ float repro_tanh(float x)
 // σ(x) = 1 / (1 + e^−x) within 4 ULP; e^x below −18, where 1 + e^x rounds
 // to 1 (and e^−x would overflow before σ reaches the subnormals).
 // One repro_exp serves both (a CPU device runs every branch for every
-// lane): e^x below −18, e^−x elsewhere.
+// lane): e^x below −18, e^−x elsewhere. 1 / (1 + e^−x) is the Newton
+// reciprocal of repro_recip_sig scaled by the exponent, not a correctly
+// rounded division (within the 4 ULP all the same, and half the work).
 float repro_sigmoid(float x)
 {
     precise float nx = -x;
     precise float e = repro_exp(x < -18.0f ? x : nx);
     precise float d = 1.0f + e; // in [1, 2^26], or NaN
-    precise float q = repro_div_normal(1.0f, d);
+    uint ud = floatBitsToUint(d);
+    precise float r = repro_recip_sig(ud);                    // 1 / d's significand, in (1/2, 1]
+    uint q = floatBitsToUint(r) - ((ud & 0x7f800000u) - 0x3f800000u); // times 2^−exponent: exact
     if (x > 18.0f) // e^−x < 2^-25: σ rounds to 1
         return 1.0f;
-    return x < -18.0f ? e : q;
+    if (repro_is_nan(ud))
+        return d;
+    return x < -18.0f ? e : uintBitsToFloat(q);
 }
 
 // GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
