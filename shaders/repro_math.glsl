@@ -123,18 +123,6 @@ REPRO_INTERNAL float repro_ldexp_normal(uint u, int n)
     return uintBitsToFloat((u & REPRO_SIGN) | bits);
 }
 
-// x · 2^n, correctly rounded (also into and out of the subnormal range).
-REPRO_INTERNAL float repro_ldexp(float x, int n)
-{
-    uint u = floatBitsToUint(x);
-    uint a = u & REPRO_ABS;
-    if (a == 0u || a >= REPRO_INF)
-        return x;
-    if (a >= 0x00800000u)
-        return repro_ldexp_normal(u, n);
-    return repro_round_pack(u & REPRO_SIGN, repro_exponent(u) + n, repro_sig(u) << 2, false);
-}
-
 // The two's-complement integer in bits, as a float (rounded), for |bits| <
 // 2^31. Conversions go through int: a CPU device converts between float and
 // int in one instruction, between float and uint in several.
@@ -456,8 +444,14 @@ float repro_sigmoid(float x)
 float repro_gelu(float x)
 {
     uint u = floatBitsToUint(x);
-    if ((u & REPRO_ABS) < 0x30800000u)
-        return repro_ldexp(x, -1);
+    if ((u & REPRO_ABS) < 0x30800000u) {
+        // x / 2 with integers, correctly rounded (the exponent less one, or
+        // below 2^-125 the significand halved, to nearest even: the bits of
+        // C's x · 0.5f, test_repro_math), one short path for every lane
+        uint e = (u >> 23) & 0xffu, m = e == 1u ? (u & 0x7fffffu) | 0x800000u : u & 0x7fffffu;
+        uint h = (m >> 1) + (m & (m >> 1) & 1u);
+        return uintBitsToFloat(e >= 2u ? u - 0x800000u : (u & REPRO_SIGN) | h);
+    }
     precise float x2 = x * x;
     precise float x3 = x2 * x;
     precise float c = x3 * 0.044715f;
