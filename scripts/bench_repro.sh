@@ -3,9 +3,9 @@
 # default recipe's model (and its gpt2 shape) for a few steps in
 # precision: fp32 and precision: reproducible, alternating the two (fp32
 # first in odd rounds, reproducible first in even ones) so both see the
-# same machine, and reports the tokens/s of each (the mean over the steps
-# after the first, which builds the pipelines) and the ratio
-# reproducible / fp32 (the target: >= 0.8).
+# same machine, and reports the tokens/s of each (the median over the
+# steps after the first, which builds the pipelines, of all rounds) and
+# the ratio reproducible / fp32 (the target: >= 0.8).
 # usage: scripts/bench_repro.sh [steps [rounds [archs]]]   (default 6 2 "llama gpt2")
 # VKTRAIN=path/to/vktrain skips the build; LP_NUM_THREADS as for any run.
 set -euo pipefail
@@ -37,15 +37,19 @@ done
 /usr/bin/python3 - "$out" "$rounds" "$archs" <<'PY'
 import json, sys
 out, rounds, archs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-def rate(d):  # tokens/s over the steps after the first
+def steps(d):  # tokens/s of each step after the first (which builds the pipelines)
     rows = [json.loads(l) for l in open(f"{out}/{d}/metrics.jsonl")][1:]
-    return sum(r["tokens"] for r in rows) / sum(r["step_ms"] * 1e-3 for r in rows)
-print(f"configs/default.yaml, {rounds} round(s) of each mode, tokens/s after the first step")
+    return [r["tokens"] / (r["step_ms"] * 1e-3) for r in rows]
+def median(xs):
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+print(f"configs/default.yaml, {rounds} round(s) of each mode, tokens/s after the first step: the median of the "
+      f"steps (bursts of other work on a shared machine slow some steps), and each round's mean")
 for arch in archs:
-    fp32 = [rate(f"{arch}-fp32-{r}") for r in range(1, rounds + 1)]
-    repro = [rate(f"{arch}-reproducible-{r}") for r in range(1, rounds + 1)]
-    f, p = sum(fp32) / rounds, sum(repro) / rounds
-    rounds_of = lambda xs: " ".join(f"{x:.0f}" for x in xs)
+    fp32 = [steps(f"{arch}-fp32-{r}") for r in range(1, rounds + 1)]
+    repro = [steps(f"{arch}-reproducible-{r}") for r in range(1, rounds + 1)]
+    f, p = median(sum(fp32, [])), median(sum(repro, []))
+    rounds_of = lambda runs: " ".join(f"{sum(x) / len(x):.0f}" for x in runs)
     print(f"{arch:5s}  fp32 {f:8.0f} tok/s  reproducible {p:8.0f} tok/s  ratio {p / f:5.2f}  "
-          f"(rounds: {rounds_of(fp32)}; {rounds_of(repro)})")
+          f"(round means: {rounds_of(fp32)}; {rounds_of(repro)})")
 PY
