@@ -58,3 +58,27 @@ float repro_tree_workgroup(float mine)
     barrier();
     return total;
 }
+
+#ifdef REPRO_TREE_LOAD4
+// repro_tree_run(0, log_run, n) for n % 4 == 0 and log_run >= 2 from
+// REPRO_TREE_LOAD4(i4), elements 4·i4 .. 4·i4 + 3 as one vec4: each step
+// adds its four leaves as the tree's two lowest levels, ((a + b) + (c + d)).
+float repro_tree_run4(uint log_run, uint n)
+{
+    precise float stack[REPRO_TREE_MAX_LOG + 1];
+    uint run = 1u << log_run;
+    for (uint j = 0u; j < run; j += 4u) {
+        precise vec4 q = j < n ? REPRO_TREE_LOAD4(j >> 2) : vec4(0.0f);
+        precise float ab = q.x + q.y;
+        precise float cd = q.z + q.w;
+        precise float v = ab + cd;
+        uint level = 2u;
+        while (((j >> level) & 1u) != 0u) {
+            v = stack[level] + v;
+            level++;
+        }
+        stack[level] = v;
+    }
+    return stack[log_run];
+}
+#endif

@@ -462,7 +462,8 @@ static void ref_ln(float **h, const struct shape *s)
 
 static void check_norms(struct gpu *g, int count)
 {
-    uint32_t shapes[][2] = {{7, 75}, {5, 130}, {3, 1}, {2, 4096}};
+    /* C % 4 == 0: the texel family's _row4 kernels (RGBA32F rows) */
+    uint32_t shapes[][2] = {{7, 75}, {5, 130}, {3, 1}, {2, 4096}, {67, 20}};
     for (int i = 0; i < count; i++) {
         struct shape s = {.rows = shapes[i][0], .C = shapes[i][1], .eps = 1e-5f};
         size_t rc = (size_t)s.rows * s.C;
@@ -747,7 +748,7 @@ int main(int argc, char **argv)
     check_matmul(g, 2, 3, 20, 12, 1, NULL);
     check_matmul_small_bindings(g);
     check_elementwise(g);
-    check_norms(g, 4);
+    check_norms(g, 5);
     check_activations(g);
     check_rope_embedding_adamw(g);
     /* The ops that bind rows, tables and elements in ranges within the

@@ -83,12 +83,17 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in,
         push.log_run++;
     if (push.log_run > (per_row ? 16u : 10u))
         vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", variant, C, 1u << 16);
+    /* _row4 (C % 4 == 0, RGBA32F rows fit a view): the rows and the
+     * weights as RGBA32F, the per-row mean and rstd (row_bytes F) R32F */
+    int v4 = per_row && texel_width(g, C) == 4;
     char shader[32];
-    snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, per_row ? "_row" : "");
+    snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, v4 ? "_row4" : per_row ? "_row" : "");
     struct gpu_kernel_desc d = {
         .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
-    for (int i = 0; i < n_bind; i++) /* the _row variants read the n_in inputs through R32F views */
-        d.bindings[i] = per_row && i < n_in ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
+    for (int i = 0; i < n_bind; i++) /* the _row variants read the n_in inputs through texel views */
+        d.bindings[i] = !per_row || i >= n_in     ? GPU_BIND_STORAGE
+                        : v4 && row_bytes[i] != F ? GPU_BIND_TEXEL_VEC4
+                                                  : GPU_BIND_TEXEL_F32;
     struct gpu_arg a[6];
     for (int i = 0; i < n_bind; i++)
         a[i] = args[i], a[i].write = a[i].write && !(per_row && i < n_in);
