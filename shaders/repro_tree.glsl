@@ -21,6 +21,18 @@
 
 shared float repro_tree_s[gl_WorkGroupSize.x];
 
+// The binary counter: leaf j's subtree v (of 2^low leaves) joins the
+// pending subtrees in stack from level low up.
+#define REPRO_TREE_PUSH(stack, j, low, v)                                                                   \
+    {                                                                                                       \
+        uint level_ = low;                                                                                  \
+        while ((((j) >> level_) & 1u) != 0u) {                                                              \
+            v = stack[level_] + v;                                                                          \
+            level_++;                                                                                       \
+        }                                                                                                   \
+        stack[level_] = v;                                                                                  \
+    }
+
 // The tree over elements first .. first + 2^log_run − 1 (+0 past n);
 // log_run <= REPRO_TREE_MAX_LOG.
 float repro_tree_run(uint first, uint log_run, uint n)
@@ -30,12 +42,7 @@ float repro_tree_run(uint first, uint log_run, uint n)
     for (uint j = 0u; j < run; j++) {
         uint i = first + j;
         precise float v = i < n ? REPRO_TREE_LOAD(i) : 0.0f;
-        uint level = 0u;
-        while (((j >> level) & 1u) != 0u) {
-            v = stack[level] + v;
-            level++;
-        }
-        stack[level] = v;
+        REPRO_TREE_PUSH(stack, j, 0u, v)
     }
     return stack[log_run];
 }
@@ -72,12 +79,7 @@ float repro_tree_run4(uint log_run, uint n)
         precise float ab = q.x + q.y;
         precise float cd = q.z + q.w;
         precise float v = ab + cd;
-        uint level = 2u;
-        while (((j >> level) & 1u) != 0u) {
-            v = stack[level] + v;
-            level++;
-        }
-        stack[level] = v;
+        REPRO_TREE_PUSH(stack, j, 2u, v)
     }
     return stack[log_run];
 }
