@@ -84,19 +84,26 @@ void main()
     if (c >= n)
         return;
     precise FT acc = GATHER(O_AT);
-    for (uint r = p.row0; r < p.row1; r++) {
-        precise FT g = LD(dy, r * n + c);
+    // the rows in pieces that end at a sample's last row (or at row1): a
+    // remainder per piece, not per row (a CPU device divides lane by lane)
+    for (uint r = p.row0; r < p.row1;) {
+        uint end = p.row1;
+        if (p.seg_rows != 0u)
+            end = min(p.row1, r + p.seg_rows - (p.seg_base + r) % p.seg_rows);
+        for (; r < end; r++) {
+            precise FT g = LD(dy, r * n + c);
 #if MODE == 1
-        precise FT xs = LD(x, r * n + c) * LD1(rstd, r);
-        g = g * xs;
+            precise FT xs = LD(x, r * n + c) * LD1(rstd, r);
+            g = g * xs;
 #elif MODE == 2
-        precise FT xhat = LD(x, r * n + c) - LD1(mean, r);
-        xhat = xhat * LD1(rstd, r);
-        g = g * xhat;
+            precise FT xhat = LD(x, r * n + c) - LD1(mean, r);
+            xhat = xhat * LD1(rstd, r);
+            g = g * xhat;
 #endif
-        acc = acc + g;
-        if (p.seg_rows != 0u && (p.seg_base + r + 1u) % p.seg_rows == 0u) {
-            uint j = (p.seg_base + r + 1u) / p.seg_rows - 1u, l = 0u;
+            acc = acc + g;
+        }
+        if (p.seg_rows != 0u && (p.seg_base + end) % p.seg_rows == 0u) {
+            uint j = (p.seg_base + end) / p.seg_rows - 1u, l = 0u;
             for (; l < p.levels && ((j >> l) & 1u) != 0u; l++) {
                 precise FT t = S_LOAD + acc;
                 acc = t;

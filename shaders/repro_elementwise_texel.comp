@@ -37,7 +37,8 @@ layout(std430, binding = 1) writeonly buffer BO { vec4 o[]; };
 #endif
 
 // Chunk j, lanes where mask is true (all of them except in the tail).
-void chunk(uint j, bvec4 mask)
+// (bias: m is j's texel of the bias, j mod C/4)
+void chunk(uint j, uint m, bvec4 mask)
 {
 #if OP == 0
     precise vec4 r = texelFetch(tx, int(j)) + texelFetch(ty, int(j));
@@ -49,7 +50,7 @@ void chunk(uint j, bvec4 mask)
     precise vec4 t = p.a * texelFetch(tx, int(j));
     precise vec4 r = texelFetch(ty, int(j)) + t;
 #else
-    precise vec4 r = texelFetch(ty, int(j)) + texelFetch(tx, int(j % (p.C / 4u)));
+    precise vec4 r = texelFetch(ty, int(j)) + texelFetch(tx, int(m));
 #endif
     if (all(mask))
         o[j] = r;
@@ -62,10 +63,26 @@ void chunk(uint j, bvec4 mask)
 void main()
 {
     uint n4 = p.n / 4u;
+#if OP == 4
+    // the bias texel kept beside j as j advances (a CPU device divides lane
+    // by lane: one remainder per invocation, not per step)
+    uint c4 = p.C / 4u, m = 0u, sm = gl_SubgroupSize % c4;
+    bool started = false;
+    FOR_EACH_RUN(j, n4) {
+        if (!started)
+            m = j % c4, started = true;
+        chunk(j, m, bvec4(true));
+        m += sm;
+        m = m >= c4 ? m - c4 : m;
+    }
+    uint tail = n4 % c4;
+#else
     FOR_EACH_RUN(j, n4)
-        chunk(j, bvec4(true));
+        chunk(j, 0u, bvec4(true));
+    uint tail = 0u;
+#endif
     if (gl_GlobalInvocationID.x == 0u && p.n % 4u != 0u) {
         uint r = p.n % 4u;
-        chunk(n4, bvec4(r > 0u, r > 1u, r > 2u, false));
+        chunk(n4, tail, bvec4(r > 0u, r > 1u, r > 2u, false));
     }
 }
