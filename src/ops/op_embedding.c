@@ -249,7 +249,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
                   gpu_buffer_name(dtable));
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
     size_t ub[3] = {sizeof(int32_t), sizeof(float) * C, 0};
-    int width = gpu_reproducible(g) ? 0 : texel_width(g, C % 4 == 0, sizeof(float) * C);
+    int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
     struct gpu_kernel *k;
     if (width) {
         /* bindings: dout as texels, then ids, dtable; 8 column chunks per
@@ -257,7 +257,8 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         struct gpu_arg t = args[0];
         args[0] = args[1], args[1] = t;
         ub[0] = sizeof(float) * C, ub[1] = sizeof(int32_t);
-        k = ops_texel_variant(g, "embedding_texel_back", width, 1, 0, 3, 6 * sizeof(uint32_t), 0, NULL);
+        k = ops_texel_variant(g, gpu_reproducible(g) ? "repro_embedding_back_texel" : "embedding_texel_back", width, 1,
+                              0, 3, 6 * sizeof(uint32_t), 0, NULL);
     } else {
         k = ops_kernel(g, gpu_reproducible(g) ? "repro_embedding_back" : "embedding_back", 3, 7 * sizeof(uint32_t), 1);
     }
