@@ -629,20 +629,23 @@ static void check_rope_embedding_adamw(struct gpu *g)
         free(table);
     }
 
-    s = (struct shape){.rows = 41, .C = 31, .V = 53, .P = 43};
-    for (int pos = 0; pos < 2; pos++) {
-        s.flag = pos;
+    /* C 31 and 32: the texel family's scalar and vec4 kernels */
+    for (uint32_t C = 31; C <= 32; C++) {
+        s = (struct shape){.rows = 41, .C = C, .V = 53, .P = 43};
+        for (int pos = 0; pos < 2; pos++) {
+            s.flag = pos;
+            add_array(&a, random_ids(s.rows, s.V), s.rows, 0);
+            add_array(&a, random_ids(s.rows, s.P), s.rows, 0);
+            add_array(&a, random_words((size_t)s.V * s.C, 1), (size_t)s.V * s.C, 0);
+            add_array(&a, random_words((size_t)s.P * s.C, 1), (size_t)s.P * s.C, 0);
+            add_array(&a, random_words((size_t)s.rows * s.C, 1), (size_t)s.rows * s.C, 1);
+            check_op(g, pos ? "embedding with positions" : "embedding", &a, dev_embed, ref_embed, &s, REL);
+        }
         add_array(&a, random_ids(s.rows, s.V), s.rows, 0);
-        add_array(&a, random_ids(s.rows, s.P), s.rows, 0);
-        add_array(&a, random_words((size_t)s.V * s.C, 1), (size_t)s.V * s.C, 0);
-        add_array(&a, random_words((size_t)s.P * s.C, 1), (size_t)s.P * s.C, 0);
-        add_array(&a, random_words((size_t)s.rows * s.C, 1), (size_t)s.rows * s.C, 1);
-        check_op(g, pos ? "embedding with positions" : "embedding", &a, dev_embed, ref_embed, &s, REL);
+        add_array(&a, random_words((size_t)s.rows * s.C, 1), (size_t)s.rows * s.C, 0);
+        add_array(&a, random_words((size_t)s.V * s.C, 1), (size_t)s.V * s.C, 1);
+        check_op(g, "embedding_backward", &a, dev_embed_back, ref_embed_back, &s, REL);
     }
-    add_array(&a, random_ids(s.rows, s.V), s.rows, 0);
-    add_array(&a, random_words((size_t)s.rows * s.C, 1), (size_t)s.rows * s.C, 0);
-    add_array(&a, random_words((size_t)s.V * s.C, 1), (size_t)s.V * s.C, 1);
-    check_op(g, "embedding_backward", &a, dev_embed_back, ref_embed_back, &s, REL);
 
     s = (struct shape){
         .n = 1001,

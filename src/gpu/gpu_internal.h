@@ -55,7 +55,7 @@ struct gpu_alloc {
     VkDeviceSize allocated;   /* their bytes */
 };
 
-#define GPU_MAX_KERNELS 128
+#define GPU_MAX_KERNELS 256
 #define GPU_MAX_TIMERS 64
 #define GPU_POOL_SETS 1024
 

@@ -9,12 +9,13 @@
  * (storage) and widened by a shift, the output is the fp32 kernel's on the
  * tables rounded to bf16, bit for bit.
  *
- * With gpu_reproducible(g) each op takes its storage path with the
- * reproducible profile's shader (repro_embedding.comp,
- * repro_embedding_back.comp, repro_rope.comp: the same walks, every float
- * operation rounded on its own; src/repro/repro_ops.c is their C), in
- * both kernel families, except RoPE on CPU devices: repro_rope_texel.comp,
- * rope_texel.comp's access pattern with repro_rope.comp's operations;
+ * With gpu_reproducible(g) each op takes the reproducible profile's
+ * shader (repro_embedding.comp, repro_embedding_back.comp, repro_rope.comp:
+ * the same walks, every float operation rounded on its own;
+ * src/repro/repro_ops.c is their C), in both kernel families; on CPU
+ * devices their texel variants (repro_embedding's texel_fwd,
+ * repro_embedding_back's texel, repro_rope_texel.comp: the texel kernels'
+ * access patterns with the reproducible operations);
  * bf16 tables are refused. Never allocates. */
 #include <math.h>
 #include <stdio.h>
@@ -116,7 +117,7 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     } push = {0, C, V, P, wpe != NULL, 0, 0, 0, 0};
     /* The bindings of each kernel: tokens, positions, wte, wpe, out. */
     int it = 0, ip = 1, iw = 2, iwp = 3, io = 4;
-    int width = repro ? 0 : table_width(g, bf16, C), storage_bf16 = bf16 && !width;
+    int width = table_width(g, bf16, C), storage_bf16 = bf16 && !width;
     struct gpu_kernel *k;
     uint32_t wg = gpu_workgroup_1d(g);
     if (width) {
@@ -130,7 +131,8 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
             k = ops_texel_kernel(g, width == 4 ? "embedding_texel_fwd_vec4_bf16" : "embedding_texel_fwd_scalar_bf16", 5,
                                  kinds, sizeof push, 1, &wg);
         } else {
-            k = ops_texel_variant(g, "embedding_texel_fwd", width, 2, 0, 5, sizeof push, 1, &wg);
+            k = ops_texel_variant(g, repro ? "repro_embedding_texel_fwd" : "embedding_texel_fwd", width, 2, 0, 5,
+                                  sizeof push, 1, &wg);
         }
     } else {
         width = 1;

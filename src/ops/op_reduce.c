@@ -39,16 +39,18 @@
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
-/* The reproducible sums' workgroup size: the smallest power of two whose
- * runs cover n, at most 256 and the device's most, so that a short vector
- * (a norm's weight, a bias) is not walked as 65,536 floats, most of them
- * the tree's +0 padding (on lavapipe the clipping's 39 sums of squares of
- * the default recipe took 15-23 ms a step, 8 ms the default's). */
+/* The reproducible sums' workgroup size: 1, 16 or 256 (or the device's
+ * most), the first whose runs cover n, so that a short vector (a norm's
+ * weight, a bias) is not walked as 65,536 floats, most of them the tree's
+ * +0 padding (on lavapipe the clipping's 39 sums of squares of the default
+ * recipe took 15-23 ms a step, 8 ms the default's); three sizes, three
+ * pipelines per shader. */
 static uint32_t repro_wg(const struct gpu *g, size_t n)
 {
-    uint32_t wg = 1, most = gpu_info(g)->max_workgroup_invocations;
-    while (wg < 256 && 2 * wg <= most && ((size_t)wg << REPRO_LOG_RUN) < n)
-        wg *= 2;
+    uint32_t most = gpu_info(g)->max_workgroup_invocations;
+    uint32_t wg = n <= ((size_t)1 << REPRO_LOG_RUN) ? 1 : n <= ((size_t)16 << REPRO_LOG_RUN) ? 16 : 256;
+    while (wg > most)
+        wg /= 2;
     return wg;
 }
 
