@@ -153,6 +153,10 @@ void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffe
  * must add its rows to grad's old value in row order. */
 typedef void (*repro_rows_fn)(struct gpu *g, void *ctx, uint32_t r0, uint32_t r1);
 size_t repro_stack_floats(size_t n, uint32_t levels);
+/* Whether the kernels read and write the stack (and repro_push the
+ * gradient) as RGBA32F storage texels, a texel per group: on CPU devices
+ * (the texel family) that have the format feature. */
+int repro_stack_texels(const struct gpu *g);
 void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels,
                 uint32_t j);
 void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows, repro_rows_fn fn,

@@ -167,7 +167,7 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
          * C % 4 == 0 dy and x as RGBA32F, 4 columns per invocation and 8
          * invocations per workgroup, so that a few columns still make
          * several workgroups for the CPU's threads (_tex4) */
-        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0 && gpu_info(g)->image_vec4;
+        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0 && repro_stack_texels(g);
         char shader[32];
         snprintf(shader, sizeof shader, "repro_%s%s", variant, tex4 ? "_tex4" : tex ? "_tex" : "");
         uint32_t local = tex4 ? 8 : 64;

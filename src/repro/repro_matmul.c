@@ -172,7 +172,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                   out_limit);
     /* the in-loop push takes an invocation's 4 columns as one group of the
      * stack (N % 4 == 0), bound as RGBA32F storage texels */
-    int segments = seg && layout == REPRO_TN && (vec4 || shift) && p.N % 4 == 0 && gpu_info(g)->image_vec4;
+    int segments = seg && layout == REPRO_TN && (vec4 || shift) && p.N % 4 == 0 && repro_stack_texels(g);
     if (seg && !segments)
         return 0;
     static const char *const vec4_shader[] = {

@@ -20,6 +20,11 @@ size_t repro_stack_floats(size_t n, uint32_t levels)
     return (n + 3) / 4 * 4 * levels;
 }
 
+int repro_stack_texels(const struct gpu *g)
+{
+    return gpu_kernel_class(g) == GPU_KERNELS_TEXEL && gpu_info(g)->image_vec4;
+}
+
 void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack, size_t n, uint32_t levels, uint32_t j)
 {
     if (!levels)
@@ -31,7 +36,7 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
                   gpu_buffer_size(stack));
     /* CPU devices: a group of four elements per invocation, through RGBA32F
      * storage texels (n % 4 == 0) */
-    int v4 = n % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL && gpu_info(g)->image_vec4;
+    int v4 = n % 4 == 0 && repro_stack_texels(g);
     struct gpu_kernel_desc d = {
         .shader = v4 ? "repro_push_vec4" : "repro_push",
         .n_bindings = 2,
