@@ -27,7 +27,10 @@
 #     the same step (status 143, one checkpoint, replicas resume to the
 #     clean 2-rank run); SIGINT to mpirun itself reaches the ranks as
 #     SIGTERM after odls_base_sigkill_timeout seconds, and they stop with a
-#     checkpoint before mpirun's SIGKILL.
+#     checkpoint before mpirun's SIGKILL (mpirun stops reading the ranks'
+#     output by then: a progress line must not block the save);
+#  7. output into a pipe whose reader has gone (Ctrl-C on `vktrain | tee`
+#     ends tee too): the run goes on to the clean result.
 . "$SRC/tests/script_testing.sh"
 
 for i in $(seq 1 300); do
@@ -85,6 +88,12 @@ check "SIGINT: status 130 after step 3, naming the checkpoint" \
   || echo "$out" | tail -3
 run output_dir="$work/int" resume=true > "$work/int.log" 2>&1
 check "SIGINT: resuming gives the clean run" 'same_run "$work/clean" "$work/int"' || tail -3 "$work/int.log"
+
+# 7. The reader of the output goes away after the first bytes.
+run output_dir="$work/pipe" 2>&1 | head -c 1 > /dev/null
+rc=${PIPESTATUS[0]}
+check "output into a closed pipe: the run goes on to the clean result (status $rc)" \
+  '[ $rc -eq 0 ] && same_run "$work/clean" "$work/pipe"'
 
 # 2. SIGTERM from outside.
 "$VKTRAIN" train --config "$work/recipe.yaml" output_dir="$work/term" max_steps=100000 save_every_n_steps=0 \

@@ -13,6 +13,7 @@
 
 struct dist {
     int rank, world, local_rank;
+    int launched; /* started by mpirun or another MPI launcher */
     char host[64];
 };
 

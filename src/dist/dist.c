@@ -41,7 +41,8 @@ void dist_init(int *argc, char ***argv, struct dist *d)
     if (gethostname(d->host, sizeof d->host - 1))
         strcpy(d->host, "localhost");
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (!launched_by_mpi())
+    d->launched = launched_by_mpi();
+    if (!d->launched)
         return;
 #ifdef VKTRAIN_HAVE_MPI
     MPI_Init(argc, argv);

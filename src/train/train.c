@@ -464,6 +464,7 @@ static int stop_on_signal(struct trainer *t)
 int train_run(const struct config *cfg, const struct dist *d)
 {
     struct trainer t = {.cfg = cfg, .dist = d};
+    signals_ignore_pipe();
     setup(&t);
     int resumed = cfg->resume && checkpoint_resume(&t);
     replica_broadcast(&t, 1); /* replicas start from rank 0's state */
@@ -477,7 +478,7 @@ int train_run(const struct config *cfg, const struct dist *d)
     t.t_start = vkt_now();
     t.first_step = t.step;
     faults_init(&t.faults);
-    signals_install(d->rank);
+    signals_install(d->rank, d->launched);
     while (t.step < t.total_steps) {
         profile_window(&t);
         struct step_metrics m;

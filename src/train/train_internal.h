@@ -172,7 +172,12 @@ int nonfinite_check(struct trainer *t, struct step_metrics *m);
 
 /* signals.c: SIGINT and SIGTERM set a flag (a second SIGINT exits at
  * once); train_step agrees on it over ranks. */
-void signals_install(int rank);
+/* under_launcher: started by mpirun (or another MPI launcher), whose
+ * pty and pipes carry the output. */
+void signals_install(int rank, int under_launcher);
+/* From the run's first line of output on: a closed output pipe fails
+ * writes instead of ending the run. */
+void signals_ignore_pipe(void);
 int signals_received(void); /* the first signal received, or 0 */
 
 void faults_init(struct faults *f);
