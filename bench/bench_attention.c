@@ -16,6 +16,8 @@
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
 
+#include "bench_util.h"
+
 struct bufs {
     struct gpu_buffer *q, *k, *v, *doc, *out, *dout, *dq, *dk, *dv, *probs, *dscores, *lse, *stats;
 };
@@ -45,13 +47,7 @@ static double timed(struct gpu *g, const struct op_attention_shape *s, struct bu
 
 static struct gpu_buffer *filled(struct gpu *g, size_t n, const char *name)
 {
-    float *h = vkt_malloc(n * sizeof *h, name);
-    for (size_t i = 0; i < n; i++)
-        h[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    struct gpu_buffer *b = gpu_buffer_create(g, n * sizeof *h, name);
-    gpu_upload(g, b, 0, h, n * sizeof *h);
-    free(h);
-    return b;
+    return bench_filled(g, n, name, 1.0f);
 }
 
 int main(int argc, char **argv)

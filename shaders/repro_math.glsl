@@ -14,8 +14,10 @@
 // are deterministic polynomials (Cephes' single-precision ones), not correctly
 // rounded: what matters is that every device gives the same bits.
 //
-// Subnormal numbers never pass through a float operation here (a device
-// may flush them): they are taken apart and rounded with integers.
+// Subnormal operands and results of add and multiply are IEEE 754's on
+// every device the mode runs on: the start-up probe refuses a device that
+// flushes them (the matmuls meet them too). So exp scales by multiplying;
+// division and square root still take subnormals apart with integers.
 //
 // A CPU device (lavapipe) runs every side of every branch, early returns
 // included, for all lanes: there, the cost is that of all the paths, and
@@ -106,21 +108,18 @@ REPRO_INTERNAL float repro_round_pack(uint sign, int e, uint sig, bool sticky)
     return uintBitsToFloat(sign | bits);
 }
 
-// x · 2^n for a normal x, correctly rounded: n added to the exponent field
-// when the result is normal (exact), else ±Inf, or the significand shifted
-// right by 1 − be with the rounding of repro_round_pack (by 25 or more: ±0).
-REPRO_INTERNAL float repro_ldexp_normal(uint u, int n)
+// y · 2^k for y in [1/2, 2) and k in [-150, 128], correctly rounded, as
+// two multiplies by normal powers of two, 2^k1 and 2^(k − k1) with k1 =
+// floor(k / 2): the first is exact (y · 2^k1 is normal), so only the second
+// rounds, subnormal results included (IEEE multiply: the start-up probe
+// checks it). A handful of operations where shifting the significand by
+// hand took thirty, every one of them run for every lane on a CPU device.
+REPRO_INTERNAL float repro_scale(float y, int k)
 {
-    int be = REPRO_I((u >> 23) & 0xffu) + n;
-    uint sig = (u & 0x7fffffu) | 0x800000u;
-    uint shift = be >= 1 ? 1u : (be < -24 ? 25u : REPRO_U(1 - be));
-    uint m = sig >> shift;
-    uint g = (sig >> (shift - 1u)) & 1u;
-    bool s = (sig & ((1u << (shift - 1u)) - 1u)) != 0u;
-    if (g != 0u && (s || (m & 1u) != 0u))
-        m += 1u;
-    uint bits = be >= 255 ? REPRO_INF : (be >= 1 ? (u & REPRO_ABS) + (REPRO_U(n) << 23) : m);
-    return uintBitsToFloat((u & REPRO_SIGN) | bits);
+    int k1 = ((k + 256) >> 1) - 128;
+    precise float a = y * uintBitsToFloat(REPRO_U(k1 + 127) << 23);
+    precise float b = a * uintBitsToFloat(REPRO_U(k - k1 + 127) << 23);
+    return b;
 }
 
 // The two's-complement integer in bits, as a float (rounded), for |bits| <
@@ -297,22 +296,21 @@ float repro_exp(float x)
 {
     uint u = floatBitsToUint(x);
     uint a = u & REPRO_ABS;
-    if (repro_is_nan(u))
-        return x;
-    if (a < 0x33000000u) // |x| < 2^-25: e^x rounds to 1
-        return 1.0f;
-    if (x > 88.7228394f)
-        return uintBitsToFloat(REPRO_INF);
-    if (x < -103.972084f)
-        return 0.0f;
+    // One path for every input, the special results chosen at the end (a
+    // CPU device would run early returns' paths for every lane anyway):
+    // the reduction takes x held to the range where e^x is finite and not
+    // 0 (NaN as 0: converting it to an integer is undefined in C).
+    precise float xc = x > 88.7228394f ? 88.7228394f : x;
+    xc = xc < -103.972084f ? -103.972084f : xc;
+    xc = repro_is_nan(u) ? 0.0f : xc;
     // k = round(x / ln2): adding 1.5·2^23 rounds to an integer (RTE).
-    precise float t = x * 1.44269504f;
+    precise float t = xc * 1.44269504f;
     precise float big = t + 12582912.0f;
     precise float kf = big - 12582912.0f;
     int k = REPRO_I(kf);
     // ln2 = 0.693359375 − 2.12194440e-4 + …; k · 0.693359375 is exact.
     precise float kc1 = kf * 0.693359375f;
-    precise float r1 = x - kc1;
+    precise float r1 = xc - kc1;
     precise float kc2 = kf * -2.12194440e-4f;
     precise float r = r1 - kc2;
     precise float z = r * r;
@@ -329,7 +327,11 @@ float repro_exp(float x)
     p = p * z;
     p = p + r;
     precise float y = p + 1.0f; // normal
-    return repro_ldexp_normal(floatBitsToUint(y), k);
+    precise float e = repro_scale(y, k);
+    e = x > 88.7228394f ? uintBitsToFloat(REPRO_INF) : e;
+    e = x < -103.972084f ? 0.0f : e;
+    e = a < 0x33000000u ? 1.0f : e; // |x| < 2^-25: e^x rounds to 1
+    return repro_is_nan(u) ? x : e;
 }
 
 // ln x within 2 ULP (Cephes' logf): x = 2^k · m, m in [√½, √2], and a
@@ -431,11 +433,9 @@ float repro_sigmoid(float x)
     uint ud = floatBitsToUint(d);
     precise float r = repro_recip_sig(ud);                    // 1 / d's significand, in (1/2, 1]
     uint q = floatBitsToUint(r) - ((ud & 0x7f800000u) - 0x3f800000u); // times 2^−exponent: exact
-    if (x > 18.0f) // e^−x < 2^-25: σ rounds to 1
-        return 1.0f;
-    if (repro_is_nan(ud))
-        return d;
-    return x < -18.0f ? e : uintBitsToFloat(q);
+    precise float s = x < -18.0f ? e : uintBitsToFloat(q);
+    s = x > 18.0f ? 1.0f : s; // e^−x < 2^-25: σ rounds to 1
+    return repro_is_nan(ud) ? d : s;
 }
 
 // GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
@@ -444,14 +444,12 @@ float repro_sigmoid(float x)
 float repro_gelu(float x)
 {
     uint u = floatBitsToUint(x);
-    if ((u & REPRO_ABS) < 0x30800000u) {
-        // x / 2 with integers, correctly rounded (the exponent less one, or
-        // below 2^-125 the significand halved, to nearest even: the bits of
-        // C's x · 0.5f, test_repro_math), one short path for every lane
-        uint e = (u >> 23) & 0xffu, m = e == 1u ? (u & 0x7fffffu) | 0x800000u : u & 0x7fffffu;
-        uint h = (m >> 1) + (m & (m >> 1) & 1u);
-        return uintBitsToFloat(e >= 2u ? u - 0x800000u : (u & REPRO_SIGN) | h);
-    }
+    // below 2^-30: x / 2 with integers, correctly rounded (the exponent
+    // less one, or below 2^-125 the significand halved, to nearest even:
+    // the bits of C's x · 0.5f, test_repro_math)
+    uint e = (u >> 23) & 0xffu, m = e == 1u ? (u & 0x7fffffu) | 0x800000u : u & 0x7fffffu;
+    uint h = (m >> 1) + (m & (m >> 1) & 1u);
+    uint half_x = e >= 2u ? u - 0x800000u : (u & REPRO_SIGN) | h;
     precise float x2 = x * x;
     precise float x3 = x2 * x;
     precise float c = x3 * 0.044715f;
@@ -462,7 +460,7 @@ float repro_gelu(float x)
     precise float v2 = v + v;
     precise float sg = repro_sigmoid(v2);
     precise float y = x * sg;
-    return y;
+    return (u & REPRO_ABS) < 0x30800000u ? uintBitsToFloat(half_x) : y;
 }
 
 // The polynomials of sin and cos on |x| <= π/4 (Cephes' sinf, cosf); below
