@@ -1,6 +1,8 @@
 /* bench_matmul: GFLOP/s of the three matmul layouts on the chosen device.
- * usage: bench_matmul [M N K [reps [layouts]]]   (default 4096 768 768, 5
- * reps, layouts "nt,nn,tn"; name a subset to time only those)
+ * usage: bench_matmul [M N K [reps [layouts [samples]]]]   (default 4096 768
+ * 768, 5 reps, layouts "nt,nn,tn"; name a subset to time only those;
+ * samples > 0: the reproducible profile, tn summing the M rows as that many
+ * samples of M / samples rows, as into a parameter gradient)
  * Prints one line per layout, named by kernel family (VKTRAIN_KERNELS
  * picks it); scripts/bench_matmul.sh runs both families and puts numpy
  * beside them.
@@ -13,6 +15,7 @@
 
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
+#include "vktrain/repro.h"
 #include "vktrain/util.h"
 
 typedef void (*matmul_fn)(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t,
@@ -27,8 +30,10 @@ int main(int argc, char **argv)
     if (argc >= 5)
         reps = atoi(argv[4]);
     const char *layouts = argc >= 6 ? argv[5] : "nt,nn,tn";
+    uint32_t samples = argc >= 7 ? (uint32_t)atoi(argv[6]) : 0;
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
+    gpu_set_reproducible(g, samples > 0);
     size_t big = (size_t)M * (N > K ? N : K) > (size_t)N * K ? (size_t)M * (N > K ? N : K) : (size_t)N * K;
     float *host = vkt_malloc(big * sizeof(float), "bench data");
     for (size_t i = 0; i < big; i++)
@@ -38,11 +43,21 @@ int main(int argc, char **argv)
     struct gpu_buffer *c = gpu_buffer_create(g, big * sizeof(float), "c");
     gpu_upload(g, a, 0, host, big * sizeof(float));
     gpu_upload(g, b, 0, host, big * sizeof(float));
+    struct gpu_buffer *stack = NULL;
+    if (samples > 1 && M % samples == 0) {
+        uint32_t levels = 0;
+        while ((1u << levels) < samples)
+            levels++;
+        stack = gpu_buffer_create(g, repro_stack_floats((size_t)N * K, levels) * sizeof(float), "stack");
+        gpu_buffer_set_stack(c, stack);
+        gpu_set_repro_samples(g, M / samples, samples);
+    }
     static const char *names[] = {"nt  Y = X.W^T ", "nn  dX = dY.W ", "tn  dW += dY^T.X"};
     static const char *keys[] = {"nt", "nn", "tn"};
     matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn};
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
-    printf("device: %s (%s kernels), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family, M, N, K, reps);
+    printf("device: %s (%s kernels%s), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family,
+           samples ? ", reproducible" : "", M, N, K, reps);
     for (int l = 0; l < 3; l++) {
         if (!strstr(layouts, keys[l]))
             continue;
@@ -61,6 +76,8 @@ int main(int argc, char **argv)
     gpu_buffer_destroy(g, a);
     gpu_buffer_destroy(g, b);
     gpu_buffer_destroy(g, c);
+    if (stack)
+        gpu_buffer_destroy(g, stack);
     free(host);
     gpu_destroy(g);
     return 0;

@@ -189,8 +189,9 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                                 .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, GPU_BIND_IMAGE_VEC4},
                                 .push_size = segments ? 15 * 4 : 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
-    /* vec4: 8x8 invocations of 16x4 outputs; texel: of 4x4; tiled: 16x16 of one. */
-    uint32_t gx = texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
+    /* vec4: 8x8 invocations of 16x8 outputs; texel: of 4x4; tiled: 16x16
+     * of one. */
+    uint32_t gx = vec4 || shift ? (p.N + 63) / 64 : texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
     if (gx > gpu_info(g)->max_workgroup_count[0])
         vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
                   gx, gpu_info(g)->max_workgroup_count[0]);
