@@ -63,12 +63,17 @@ vec4 a_at(uint f, uint last)
 #define A4(f) texelFetch(A, int((f) >> 2))
 #endif
 
-// Two groups of 4 columns per invocation, j0 and j0 + 32 (the 8 lanes of
-// a row of invocations read neighbouring texels of B in each): a
-// workgroup takes 128 rows x 64 columns, and each fetch of A serves twice
-// the multiplies (tn 1.4x faster on lavapipe). Past N, the second group
-// reads the first's columns and is not stored.
+// NC groups of 4 columns per invocation, j0 + 32·g for g < NC (the 8
+// lanes of a row of invocations read neighbouring texels of B in each): a
+// workgroup takes 128 rows x 32·NC columns, and each fetch of A serves NC
+// times the multiplies (NC 2: tn 1.4x faster on lavapipe than one group).
+// Past N, a group reads the first group's columns and is not stored.
+// (NC 4, 16x16 per invocation as the default kernels: slower at the
+// default recipe's sizes, which then leave too few workgroups.)
 #define NC 2u
+#define EACH_G1(X) X(0) X(1)
+#define EACH_G(X, r) X(r, 0) X(r, 1)
+#define EACH_G2(X, r, q) X(r, q, 0) X(r, q, 1)
 
 void main()
 {
@@ -76,90 +81,86 @@ void main()
     uint j0 = (gl_WorkGroupID.x * 8u * NC + gl_LocalInvocationID.x) * 4u;
     if (i0 >= p.M || j0 >= p.N)
         return;
+    // jg: group g's first column (j0 where it is past N: not stored)
+    uint jg[NC];
+    bool live[NC];
+#define G_INIT(g)                                                                                       \
+    live[g] = j0 + 32u * g < p.N;                                                                       \
+    jg[g] = live[g] ? j0 + 32u * g : j0;
+    EACH_G1(G_INIT)
     precise vec4 acc[16 * NC];
-#define ROW_INIT(r)                                                                                     \
+#define ROW_INIT(r, g)                                                                                  \
     {                                                                                                   \
-        uint ci = p.c0 + min(i0 + r, p.M - 1u) * p.N;                                                   \
-        acc[r] = p.accumulate != 0u ? vec4(C[ci + j0], C[ci + min(j0 + 1u, p.N - 1u)],                  \
-                                           C[ci + min(j0 + 2u, p.N - 1u)], C[ci + min(j0 + 3u, p.N - 1u)]) \
-                                    : vec4(0.0f);                                                       \
+        uint ci = p.c0 + min(i0 + r, p.M - 1u) * p.N, jj = jg[g];                                       \
+        acc[16 * g + r] = p.accumulate != 0u && live[g]                                                 \
+                              ? vec4(C[ci + jj], C[ci + min(jj + 1u, p.N - 1u)], C[ci + min(jj + 2u, p.N - 1u)], \
+                                     C[ci + min(jj + 3u, p.N - 1u)])                                    \
+                              : vec4(0.0f);                                                             \
     }
-    EACH_ROW(ROW_INIT)
-    uint j1 = j0 + 32u;
-    bool live1 = j1 < p.N;
-#define ROW_INIT1(r)                                                                                    \
-    {                                                                                                   \
-        uint ci = p.c0 + min(i0 + r, p.M - 1u) * p.N;                                                   \
-        acc[16 + r] = p.accumulate != 0u && live1                                                       \
-                          ? vec4(C[ci + j1], C[ci + min(j1 + 1u, p.N - 1u)], C[ci + min(j1 + 2u, p.N - 1u)], \
-                                 C[ci + min(j1 + 3u, p.N - 1u)])                                        \
-                          : vec4(0.0f);                                                                 \
-    }
-    EACH_ROW(ROW_INIT1)
+#define ROW_INIT_G(r) EACH_G(ROW_INIT, r)
+    EACH_ROW(ROW_INIT_G)
 #if LAYOUT_NT
     // Per 4 k: a vec4 along k of each row of A and of each column of B;
     // step q takes component q of each.
-    uint ar[16], bc[8], jg1 = live1 ? j1 : j0;
+    uint ar[16], bc[4 * NC];
 #define NT_AR(r) ar[r] = (p.a0 + min(i0 + r, p.M - 1u) * p.sai) >> 2;
-#define NT_BC(c)                                                                                        \
-    bc[c] = (p.b0 + min(j0 + c, p.N - 1u) * p.sbj) >> 2;                                                \
-    bc[4 + c] = (p.b0 + min(jg1 + c, p.N - 1u) * p.sbj) >> 2;
+#define NT_BC(c, g) bc[4 * g + c] = (p.b0 + min(jg[g] + c, p.N - 1u) * p.sbj) >> 2;
+#define NT_BC_G(c) EACH_G(NT_BC, c)
     EACH_ROW(NT_AR)
-    EACH_C(NT_BC)
+    EACH_C(NT_BC_G)
     for (uint k4 = 0u; k4 < p.K >> 2; k4++) {
-        vec4 b[8], a[16];
-#define NT_B(c)                                                                                         \
-    b[c] = texelFetch(B, int(bc[c] + k4));                                                              \
-    b[4 + c] = texelFetch(B, int(bc[4 + c] + k4));
+        vec4 b[4 * NC], a[16];
+#define NT_B(c, g) b[4 * g + c] = texelFetch(B, int(bc[4 * g + c] + k4));
+#define NT_B_G(c) EACH_G(NT_B, c)
 #define NT_A(r) a[r] = texelFetch(A, int(ar[r] + k4));
-        EACH_C(NT_B)
+        EACH_C(NT_B_G)
         EACH_ROW(NT_A)
-#define NT_STEP(r, q)                                                                                   \
+#define NT_G(r, q, g)                                                                                   \
     {                                                                                                   \
-        precise vec4 t = a[r].q * vec4(b[0].q, b[1].q, b[2].q, b[3].q);                                 \
-        acc[r] = acc[r] + t;                                                                            \
-        precise vec4 t1 = a[r].q * vec4(b[4].q, b[5].q, b[6].q, b[7].q);                                \
-        acc[16 + r] = acc[16 + r] + t1;                                                                 \
+        precise vec4 t = a[r].q * vec4(b[4 * g].q, b[4 * g + 1].q, b[4 * g + 2].q, b[4 * g + 3].q);     \
+        acc[16 * g + r] = acc[16 * g + r] + t;                                                          \
     }
-#define NT_ROW(r) NT_STEP(r, x) NT_STEP(r, y) NT_STEP(r, z) NT_STEP(r, w)
+#define NT_ROW(r) EACH_G2(NT_G, r, x) EACH_G2(NT_G, r, y) EACH_G2(NT_G, r, z) EACH_G2(NT_G, r, w)
         EACH_ROW(NT_ROW)
     }
 #elif LAYOUT_NN
     // Per 4 k: a vec4 along k of each row of A, the vec4 of columns of 4
     // rows of B; step q takes component q of A's and row q of B's.
-    uint ar[16], alast = uint(textureSize(A)) - 1u;
+    uint ar[16], alast = uint(textureSize(A)) - 1u, bt[NC], sbk = p.sbk >> 2;
 #define NN_AR(r) ar[r] = p.a0 + min(i0 + r, p.M - 1u) * p.sai;
+#define NN_BT(g) bt[g] = (p.b0 + jg[g]) >> 2;
     EACH_ROW(NN_AR)
-    uint bt = (p.b0 + j0) >> 2, sbk = p.sbk >> 2, bt1 = live1 ? bt + 8u : bt;
+    EACH_G1(NN_BT)
     for (uint k4 = 0u; k4 < p.K >> 2; k4++) {
-        vec4 b[8], a[16];
-#define NN_B(q)                                                                                         \
-    b[q] = texelFetch(B, int(bt + (4u * k4 + q) * sbk));                                                \
-    b[4 + q] = texelFetch(B, int(bt1 + (4u * k4 + q) * sbk));
+        vec4 b[4 * NC], a[16];
+#define NN_B(q, g) b[4 * g + q] = texelFetch(B, int(bt[g] + (4u * k4 + q) * sbk));
+#define NN_B_G(q) EACH_G(NN_B, q)
 #define NN_A(r) a[r] = A4(ar[r] + 4u * k4);
-        EACH_C(NN_B)
+        EACH_C(NN_B_G)
         EACH_ROW(NN_A)
-#define NN_STEP(r, q, e)                                                                                \
+#define NN_G(r, q, g)                                                                                   \
     {                                                                                                   \
-        precise vec4 t = a[r].e * b[q];                                                                 \
-        acc[r] = acc[r] + t;                                                                            \
-        precise vec4 t1 = a[r].e * b[4 + q];                                                            \
-        acc[16 + r] = acc[16 + r] + t1;                                                                 \
+        precise vec4 t = a[r][q] * b[4 * g + q];                                                        \
+        acc[16 * g + r] = acc[16 * g + r] + t;                                                          \
     }
-#define NN_ROW(r) NN_STEP(r, 0, x) NN_STEP(r, 1, y) NN_STEP(r, 2, z) NN_STEP(r, 3, w)
+#define NN_ROW(r) EACH_G2(NN_G, r, 0) EACH_G2(NN_G, r, 1) EACH_G2(NN_G, r, 2) EACH_G2(NN_G, r, 3)
         EACH_ROW(NN_ROW)
     }
 #if SHIFT_A
     // the last K % 4 values of k, in order
     for (uint k = p.K & ~3u; k < p.K; k++) {
-        vec4 b = texelFetch(B, int(bt + k * sbk)), b1 = texelFetch(B, int(bt1 + k * sbk));
+        vec4 b[NC];
+#define NN_TB(g) b[g] = texelFetch(B, int(bt[g] + k * sbk));
+        EACH_G1(NN_TB)
+#define NN_TAIL_G(r, g)                                                                                 \
+    {                                                                                                   \
+        precise vec4 t = ak * b[g];                                                                     \
+        acc[16 * g + r] = acc[16 * g + r] + t;                                                          \
+    }
 #define NN_TAIL(r)                                                                                      \
     {                                                                                                   \
         float ak = A4(ar[r] + k).x;                                                                     \
-        precise vec4 t = ak * b;                                                                        \
-        acc[r] = acc[r] + t;                                                                            \
-        precise vec4 t1 = ak * b1;                                                                      \
-        acc[16 + r] = acc[16 + r] + t1;                                                                 \
+        EACH_G(NN_TAIL_G, r)                                                                            \
     }
         EACH_ROW(NN_TAIL)
     }
@@ -167,7 +168,9 @@ void main()
 #else
     // Per k: the 16 rows' A elements (4 texels along i, each clamped to
     // the row's last texel) and the vec4 of columns of B.
-    uint bt = (p.b0 + j0) >> 2, sbk = p.sbk >> 2, bt1 = live1 ? bt + 8u : bt;
+    uint bt[NC], sbk = p.sbk >> 2;
+#define TN_BT(g) bt[g] = (p.b0 + jg[g]) >> 2;
+    EACH_G1(TN_BT)
 #if SHIFT_A
     // (with SHIFT_A the rows past M read on into the next k's: not stored)
     uint alast = uint(textureSize(A)) - 1u, fa = p.a0 + i0;
@@ -178,22 +181,23 @@ void main()
     EACH_C(TN_AH)
 #define TN_A4(h, kk) texelFetch(A, int(ah[h] + (kk) * sak))
 #endif
-    // Four k per loop step: first the B texel and the four A texels (16
+    // Four k per loop step: first the B texels and the four A texels (16
     // rows) of each k, then row by row the four k in order, so a row's
-    // accumulator takes its four additions one after the other (the order
-    // nt and nn have; k by k over all 16 rows measured 1.3x slower on
-    // lavapipe, each addition likely a spill reload and store of a
+    // accumulators take their four additions one after the other (the
+    // order nt and nn have; k by k over all 16 rows measured 1.3x slower
+    // on lavapipe, each addition likely a spill reload and store of a
     // loop-carried value); the last K % 4 one k at a time.
-#define TN_STEP(r)                                                                                      \
+#define TN_G(r, g)                                                                                      \
     {                                                                                                   \
-        precise vec4 t = a[r >> 2][r & 3] * b;                                                          \
-        acc[r] = acc[r] + t;                                                                            \
-        precise vec4 t1 = a[r >> 2][r & 3] * b1;                                                        \
-        acc[16 + r] = acc[16 + r] + t1;                                                                 \
+        precise vec4 t = a[r >> 2][r & 3] * b[g];                                                       \
+        acc[16 * g + r] = acc[16 * g + r] + t;                                                          \
     }
+#define TN_STEP(r) EACH_G(TN_G, r)
 #define TN_K(kk)                                                                                        \
     {                                                                                                   \
-        vec4 b = texelFetch(B, int(bt + (kk) * sbk)), b1 = texelFetch(B, int(bt1 + (kk) * sbk)), a[4];  \
+        vec4 b[NC], a[4];                                                                               \
+        for (uint g = 0u; g < NC; g++)                                                                  \
+            b[g] = texelFetch(B, int(bt[g] + (kk) * sbk));                                              \
         a[0] = TN_A4(0u, kk);                                                                           \
         a[1] = TN_A4(1u, kk);                                                                           \
         a[2] = TN_A4(2u, kk);                                                                           \
@@ -205,14 +209,14 @@ void main()
         precise vec4 t = a4[u][r >> 2][r & 3] * b4[g][u];                                               \
         acc[16 * g + r] = acc[16 * g + r] + t;                                                          \
     }
-#define TN_ROW4(r)                                                                                      \
-    TN_U(r, 0, 0) TN_U(r, 1, 0) TN_U(r, 2, 0) TN_U(r, 3, 0) TN_U(r, 0, 1) TN_U(r, 1, 1) TN_U(r, 2, 1) TN_U(r, 3, 1)
+#define TN_RG(r, g) TN_U(r, 0, g) TN_U(r, 1, g) TN_U(r, 2, g) TN_U(r, 3, g)
+#define TN_ROW4(r) EACH_G(TN_RG, r)
 #define TN_K4(k4)                                                                                       \
     {                                                                                                   \
-        vec4 b4[2][4], a4[4][4];                                                                        \
+        vec4 b4[NC][4], a4[4][4];                                                                       \
         for (uint u = 0u; u < 4u; u++) {                                                                \
-            b4[0][u] = texelFetch(B, int(bt + ((k4) + u) * sbk));                                       \
-            b4[1][u] = texelFetch(B, int(bt1 + ((k4) + u) * sbk));                                      \
+            for (uint g = 0u; g < NC; g++)                                                              \
+                b4[g][u] = texelFetch(B, int(bt[g] + ((k4) + u) * sbk));                                \
             a4[u][0] = TN_A4(0u, (k4) + u);                                                             \
             a4[u][1] = TN_A4(1u, (k4) + u);                                                             \
             a4[u][2] = TN_A4(2u, (k4) + u);                                                             \
@@ -226,23 +230,23 @@ void main()
     // turn as S + acc; then, below the top, the sum stored at level n and
     // the accumulator back to +0.
 #if SEGMENTS
-#define TN_AT(r, jj) (p.s0 + (((i0 + r) * p.N + jj) >> 2) * p.levels)
+#define TN_AT(r, g) (p.s0 + (((i0 + r) * p.N + jg[g]) >> 2) * p.levels)
+#define POP_G(r, g)                                                                                     \
+    if (live[g]) {                                                                                      \
+        precise vec4 s = imageLoad(S4, int(TN_AT(r, g) + l)) + acc[16 * g + r];                         \
+        acc[16 * g + r] = s;                                                                            \
+    }
 #define POP_ROW(r)                                                                                      \
     if (i0 + r < p.M) {                                                                                 \
-        precise vec4 s = imageLoad(S4, int(TN_AT(r, j0) + l)) + acc[r];                                 \
-        acc[r] = s;                                                                                     \
-        if (live1) {                                                                                    \
-            precise vec4 s1 = imageLoad(S4, int(TN_AT(r, j1) + l)) + acc[16 + r];                       \
-            acc[16 + r] = s1;                                                                           \
-        }                                                                                               \
+        EACH_G(POP_G, r)                                                                                \
     }
+#define PUT_G(r, g)                                                                                     \
+    if (live[g])                                                                                        \
+        imageStore(S4, int(TN_AT(r, g) + n), acc[16 * g + r]);                                          \
+    acc[16 * g + r] = vec4(0.0f);
 #define PUT_ROW(r)                                                                                      \
     if (i0 + r < p.M) {                                                                                 \
-        imageStore(S4, int(TN_AT(r, j0) + n), acc[r]);                                                  \
-        acc[r] = vec4(0.0f);                                                                            \
-        if (live1)                                                                                      \
-            imageStore(S4, int(TN_AT(r, j1) + n), acc[16 + r]);                                         \
-        acc[16 + r] = vec4(0.0f);                                                                       \
+        EACH_G(PUT_G, r)                                                                                \
     }
 #endif
     // k in pieces that end at a sample's last row (or at K).
@@ -270,16 +274,11 @@ void main()
 #endif
     }
 #endif
-#define ROW_STORE(r)                                                                                    \
-    if (i0 + r < p.M)                                                                                   \
+#define ROW_STORE(r, g)                                                                                 \
+    if (i0 + r < p.M && live[g])                                                                        \
         for (uint c = 0u; c < 4u; c++)                                                                  \
-            if (j0 + c < p.N)                                                                           \
-                C[p.c0 + (i0 + r) * p.N + j0 + c] = acc[r][c];
-    EACH_ROW(ROW_STORE)
-#define ROW_STORE1(r)                                                                                   \
-    if (i0 + r < p.M && live1)                                                                          \
-        for (uint c = 0u; c < 4u; c++)                                                                  \
-            if (j1 + c < p.N)                                                                           \
-                C[p.c0 + (i0 + r) * p.N + j1 + c] = acc[16 + r][c];
-    EACH_ROW(ROW_STORE1)
+            if (jg[g] + c < p.N)                                                                        \
+                C[p.c0 + (i0 + r) * p.N + jg[g] + c] = acc[16 * g + r][c];
+#define ROW_STORE_G(r) EACH_G(ROW_STORE, r)
+    EACH_ROW(ROW_STORE_G)
 }
