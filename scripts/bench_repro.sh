@@ -8,6 +8,7 @@
 # the ratio reproducible / fp32 (the target: >= 0.8).
 # usage: scripts/bench_repro.sh [steps [rounds [archs]]]   (default 6 2 "llama gpt2")
 # VKTRAIN=path/to/vktrain skips the build; LP_NUM_THREADS as for any run.
+# Then bench_ops: the elementwise kernels of both modes, one by one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-6}
@@ -53,3 +54,8 @@ for arch in archs:
     print(f"{arch:5s}  fp32 {f:8.0f} tok/s  reproducible {p:8.0f} tok/s  ratio {p / f:5.2f}  "
           f"(round means: {rounds_of(fp32)}; {rounds_of(repro)})")
 PY
+# The elementwise kernels alone, both modes alternated call by call
+# (bench/bench_ops.c), where the build has them.
+ops="$(dirname "$VKTRAIN")/bench/bench_ops"
+[ -x "$ops" ] && "$ops"
+exit 0
