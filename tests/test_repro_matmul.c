@@ -251,11 +251,12 @@ int main(void)
     }
     check_case(g, &rng, REPRO_NT, 128, 96, 256, 0);
     /* Rows of whole texels: the texel family's vec4 kernel, past its 128
-     * x 32 workgroup tile on both sides (nt: a column count that is not a
-     * multiple of 4), and a reduction cut into dispatches. */
+     * x 64 workgroup tile on both sides, its second group of four
+     * columns in part past N, and a reduction cut into dispatches. */
     for (int l = 0; l < 3; l++) {
         check_case(g, &rng, (enum repro_layout)l, 131, 52, 68, 0);
         check_case(g, &rng, (enum repro_layout)l, 131, 52, 68, 1);
+        check_case(g, &rng, (enum repro_layout)l, 131, 148, 68, 1);
     }
     check_case(g, &rng, REPRO_NT, 19, 45, 84, 1);
     check_case(g, &rng, REPRO_NT, 2, 3, 70004, 1);
