@@ -27,9 +27,7 @@ struct bufs {
 static double timed(struct gpu *g, const struct op_attention_shape *s, struct bufs *b, int flash, int backward)
 {
     gpu_set_reproducible(g, flash == 2);
-    gpu_submit(g);
-    double t0 = vkt_now();
-    int timer = gpu_timer_start(g);
+    struct bench_clock c = bench_begin(g);
     if (flash && !backward)
         op_flash_attention(g, s, b->q, b->k, b->v, b->doc, b->lse, b->out);
     else if (flash)
@@ -39,10 +37,7 @@ static double timed(struct gpu *g, const struct op_attention_shape *s, struct bu
         op_attention(g, s, b->q, b->k, b->v, b->doc, b->probs, b->out);
     else
         op_attention_backward(g, s, b->q, b->k, b->v, b->probs, b->dout, b->dscores, b->dq, b->dk, b->dv);
-    gpu_timer_stop(g, timer);
-    gpu_submit(g);
-    double wall = vkt_now() - t0, ms = gpu_timer_ms(g, timer);
-    return ms > 0 ? ms : wall * 1e3;
+    return bench_end(g, c);
 }
 
 static struct gpu_buffer *filled(struct gpu *g, size_t n, const char *name)

@@ -18,6 +18,8 @@
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
+#include "bench_util.h"
+
 typedef void (*matmul_fn)(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t,
                           uint32_t, uint32_t, int);
 
@@ -44,7 +46,9 @@ int main(int argc, char **argv)
     gpu_upload(g, a, 0, host, big * sizeof(float));
     gpu_upload(g, b, 0, host, big * sizeof(float));
     struct gpu_buffer *stack = NULL;
-    if (samples > 1 && M % samples == 0) {
+    if (samples > 1 && M % samples != 0)
+        vkt_fatal("bench_matmul: %u samples do not divide M = %u rows", samples, M);
+    if (samples > 1) {
         uint32_t levels = 0;
         while ((1u << levels) < samples)
             levels++;
@@ -62,15 +66,10 @@ int main(int argc, char **argv)
         if (!strstr(layouts, keys[l]))
             continue;
         fns[l](g, a, b, c, M, N, K, l == 2);
-        gpu_submit(g);
-        double t0 = vkt_now();
-        int timer = gpu_timer_start(g);
+        struct bench_clock clock = bench_begin(g);
         for (int r = 0; r < reps; r++)
             fns[l](g, a, b, c, M, N, K, l == 2);
-        gpu_timer_stop(g, timer);
-        gpu_submit(g);
-        double wall = vkt_now() - t0, ms = gpu_timer_ms(g, timer);
-        double secs = ms > 0 ? ms * 1e-3 : wall;
+        double secs = bench_end(g, clock) * 1e-3;
         printf("vktrain %-5s %-18s %8.2f GFLOP/s\n", family, names[l], 2.0 * M * N * K * reps / secs * 1e-9);
     }
     gpu_buffer_destroy(g, a);

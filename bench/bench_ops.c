@@ -52,14 +52,9 @@ static void call(struct gpu *g, struct bufs *b, int op)
 static double timed(struct gpu *g, struct bufs *b, int op, int repro)
 {
     gpu_set_reproducible(g, repro);
-    gpu_submit(g);
-    double t0 = vkt_now();
-    int timer = gpu_timer_start(g);
+    struct bench_clock c = bench_begin(g);
     call(g, b, op);
-    gpu_timer_stop(g, timer);
-    gpu_submit(g);
-    double wall = vkt_now() - t0, ms = gpu_timer_ms(g, timer);
-    return ms > 0 ? ms : wall * 1e3;
+    return bench_end(g, c);
 }
 
 static struct gpu_buffer *filled(struct gpu *g, size_t n, const char *name)

@@ -20,4 +20,28 @@ static inline struct gpu_buffer *bench_filled(struct gpu *g, size_t n, const cha
     return b;
 }
 
+/* Timing of the dispatches recorded between bench_begin and bench_end:
+ * what was recorded before is submitted first; milliseconds from
+ * timestamp queries, or the wall clock where the queue has none. */
+struct bench_clock {
+    double t0;
+    int timer;
+};
+
+static inline struct bench_clock bench_begin(struct gpu *g)
+{
+    gpu_submit(g);
+    struct bench_clock c = {vkt_now(), 0};
+    c.timer = gpu_timer_start(g);
+    return c;
+}
+
+static inline double bench_end(struct gpu *g, struct bench_clock c)
+{
+    gpu_timer_stop(g, c.timer);
+    gpu_submit(g);
+    double wall = vkt_now() - c.t0, ms = gpu_timer_ms(g, c.timer);
+    return ms > 0 ? ms : wall * 1e3;
+}
+
 #endif
