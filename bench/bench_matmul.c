@@ -2,7 +2,9 @@
  * usage: bench_matmul [M N K [reps [layouts [samples]]]]   (default 4096 768
  * 768, 5 reps, layouts "nt,nn,tn"; name a subset to time only those;
  * samples > 0: the reproducible profile, tn summing the M rows as that many
- * samples of M / samples rows, as into a parameter gradient)
+ * samples of M / samples rows, as into a parameter gradient). tn runs
+ * as training runs it (through transposes and nt where the device takes
+ * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel.
  * Prints one line per layout, named by kernel family (VKTRAIN_KERNELS
  * picks it); scripts/bench_matmul.sh runs both families and puts numpy
  * beside them.
@@ -19,6 +21,19 @@
 #include "vktrain/util.h"
 
 #include "bench_util.h"
+
+/* Whether the comma-separated list names key. */
+static int names_key(const char *list, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, key, n))
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
 
 typedef void (*matmul_fn)(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t,
                           uint32_t, uint32_t, int);
@@ -56,25 +71,30 @@ int main(int argc, char **argv)
         gpu_buffer_set_stack(c, stack);
         gpu_set_repro_samples(g, M / samples, samples);
     }
-    static const char *names[] = {"nt  Y = X.W^T ", "nn  dX = dY.W ", "tn  dW += dY^T.X"};
-    static const char *keys[] = {"nt", "nn", "tn"};
-    matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn};
+    size_t tn_scratch = samples ? 0 : op_matmul_tn_scratch(g, M, N, K);
+    struct gpu_buffer *scratch = tn_scratch ? gpu_buffer_create(g, tn_scratch, "tn scratch") : NULL;
+    static const char *names[] = {"nt  Y = X.W^T ", "nn  dX = dY.W ", "tn  dW += dY^T.X", "tn  (tn kernel)  "};
+    static const char *keys[] = {"nt", "nn", "tn", "tnk"};
+    matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn, op_matmul_tn};
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
     printf("device: %s (%s kernels%s), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family,
            samples ? ", reproducible" : "", M, N, K, reps);
-    for (int l = 0; l < 3; l++) {
-        if (!strstr(layouts, keys[l]))
+    for (int l = 0; l < 4; l++) {
+        if (!names_key(layouts, keys[l]))
             continue;
-        fns[l](g, a, b, c, M, N, K, l == 2);
+        gpu_set_matmul_scratch(g, l == 2 ? scratch : NULL);
+        fns[l](g, a, b, c, M, N, K, l >= 2);
         struct bench_clock clock = bench_begin(g);
         for (int r = 0; r < reps; r++)
-            fns[l](g, a, b, c, M, N, K, l == 2);
+            fns[l](g, a, b, c, M, N, K, l >= 2);
         double secs = bench_end(g, clock) * 1e-3;
         printf("vktrain %-5s %-18s %8.2f GFLOP/s\n", family, names[l], 2.0 * M * N * K * reps / secs * 1e-9);
     }
     gpu_buffer_destroy(g, a);
     gpu_buffer_destroy(g, b);
     gpu_buffer_destroy(g, c);
+    gpu_set_matmul_scratch(g, NULL);
+    gpu_buffer_destroy(g, scratch);
     if (stack)
         gpu_buffer_destroy(g, stack);
     free(host);

@@ -15,6 +15,7 @@
 #include "gpu_testing.h"
 #include "ref_model.h"
 #include "vktrain/model.h"
+#include "vktrain/ops.h"
 
 static struct gpu *g;
 
@@ -62,9 +63,11 @@ static void check_grads(struct model *m, struct ref_model *r, const char *what)
     printf("  %s: worst gradient normalized error %.2g (%s)\n", what, worst, worst_name);
 }
 
-static void run(const char *what, const struct ref_model_config *rc, int with_doc)
+/* One forward/backward of B = 2 rows of T tokens. */
+static void run(const char *what, const struct ref_model_config *rc, int with_doc, int T)
 {
-    enum { B = 2, T = 7 };
+    enum { B = 2, MAX_T = 8 };
+    CHECK(T <= MAX_T, "%s: T = %d", what, T);
     struct model_config mc = {
         .arch = rc->arch == REF_ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, .vocab_size = (uint32_t)rc->vocab,
         .dim = (uint32_t)rc->dim, .n_layers = (uint32_t)rc->n_layers, .n_heads = (uint32_t)rc->n_heads,
@@ -78,7 +81,7 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
     struct model *m = model_create(g, &mc, B);
     copy_weights(m, &r);
 
-    int32_t tokens[B * T], labels[B * T], positions[B * T], doc[B * T];
+    int32_t tokens[B * MAX_T], labels[B * MAX_T], positions[B * MAX_T], doc[B * MAX_T];
     for (int i = 0; i < B * T; i++) {
         tokens[i] = (i * 7 + 3) % rc->vocab;
         labels[i] = i % 5 == 1 ? -100 : (i * 5 + 1) % rc->vocab;
@@ -97,8 +100,21 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
         .B = B, .T = T, .tokens = tokens, .labels = labels, .positions = positions, .doc_ids = with_doc ? doc : NULL};
     model_zero_grad(m);
     model_loss_reset(m);
+    /* where the weight gradients' tn runs through transposes
+     * (op_matmul_tn_scratch), the backward takes that path */
+    int transposed = op_matmul_tn_scratch(g, B * (uint32_t)T, mc.dim, mc.dim) > 0;
+    int timed = transposed && gpu_profile_start(g);
     model_forward(m, &b, (float)scale);
     model_backward(m);
+    if (timed) {
+        gpu_submit(g);
+        gpu_profile_stop(g);
+        const struct gpu_profile_row *rows;
+        uint64_t n = 0;
+        for (int i = 0, k = gpu_profile_rows(g, &rows); i < k; i++)
+            n += strcmp(rows[i].kernel, "transpose_texel") ? 0 : rows[i].dispatches;
+        CHECK(n > 0, "%s: no transpose_texel dispatch: the tn path through transposes was not taken", what);
+    }
     double loss, count;
     model_read_loss(m, &loss, &count);
     CHECK(count == ref_count, "%s: %g valid tokens, reference %d", what, count, ref_count);
@@ -129,15 +145,21 @@ int main(void)
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);
         struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0};
-        run(c ? "llama untied GQA 4/2 (tiled)" : "llama untied GQA 4/2 (texel)", &llama, 0);
+        run(c ? "llama untied GQA 4/2 (tiled)" : "llama untied GQA 4/2 (texel)", &llama, 0, 7);
         llama.tied = 1, llama.n_kv_heads = 1;
-        run(c ? "llama tied GQA 4/1 packed (tiled)" : "llama tied GQA 4/1 packed (texel)", &llama, 1);
+        run(c ? "llama tied GQA 4/1 packed (tiled)" : "llama tied GQA 4/1 packed (texel)", &llama, 1, 7);
         struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1};
-        run(c ? "gpt2 (tiled)" : "gpt2 (texel)", &gpt2, 0);
-        run(c ? "gpt2 packed (tiled)" : "gpt2 packed (texel)", &gpt2, 1);
+        run(c ? "gpt2 (tiled)" : "gpt2 (texel)", &gpt2, 0, 7);
+        run(c ? "gpt2 packed (tiled)" : "gpt2 packed (texel)", &gpt2, 1, 7);
         /* head size 6: the R32F texel kernels */
         struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0};
-        run(c ? "llama head size 6 packed (tiled)" : "llama head size 6 packed (texel)", &odd, 1);
+        run(c ? "llama head size 6 packed (tiled)" : "llama head size 6 packed (texel)", &odd, 1, 7);
+        /* dim and hidden 512, 16 rows: on the texel family the weight
+         * gradients' tn through transposes and nt (op_matmul_tn_scratch);
+         * every weight within 1 MiB (test_limits runs this under
+         * allocation=1M) */
+        struct ref_model_config wide = {REF_ARCH_LLAMA, 37, 512, 1, 4, 2, 512, 8, 1e-5, 10000.0, 0};
+        run(c ? "llama dim 512 (tiled)" : "llama dim 512, tn through transposes (texel)", &wide, 1, 8);
     }
     gpu_destroy(g);
     return test_result("test_model");

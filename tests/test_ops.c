@@ -128,6 +128,35 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
     free(a), free(b), free(c0), free(ref), free(tmp);
 }
 
+/* tn through the gpu's matmul scratch (op_matmul_tn_scratch: the texel
+ * family copies dYᵀ and Xᵀ out and runs nt): against the reference, and
+ * the path checked in the profile (its two transpose_texel dispatches);
+ * with a scratch one float short, the tn kernel and no transposes. */
+static void test_tn_transposed(struct gpu *g, int M, int N, int K, size_t lead)
+{
+    size_t bytes = op_matmul_tn_scratch(g, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    CHECK(bytes == ((size_t)N + K) * M * sizeof(float), "op_matmul_tn_scratch %dx%dx%d: %zu bytes, not (N + K)·M floats",
+          M, N, K, bytes);
+    for (int shortfall = 0; shortfall < 2; shortfall++) {
+        struct gpu_buffer *scratch = gpu_buffer_create(g, bytes - 4 * (size_t)shortfall, "tn scratch");
+        gpu_set_matmul_scratch(g, scratch);
+        int timed = gpu_profile_start(g);
+        matmul_case(g, TN, M, N, K, 1, lead, 0, 0);
+        gpu_profile_stop(g);
+        const struct gpu_profile_row *rows;
+        uint64_t transposes = 0;
+        for (int i = 0, n = gpu_profile_rows(g, &rows); i < n; i++)
+            if (!strcmp(rows[i].kernel, "transpose_texel"))
+                transposes += rows[i].dispatches;
+        CHECK(!timed || transposes == (shortfall ? 0u : 2u),
+              "matmul_tn %dx%dx%d lead %zu, scratch %s: %llu transpose dispatches, expected %d", M, N, K, lead,
+              shortfall ? "a float short" : "of op_matmul_tn_scratch's size", (unsigned long long)transposes,
+              shortfall ? 0 : 2);
+        gpu_set_matmul_scratch(g, NULL);
+        gpu_buffer_destroy(g, scratch);
+    }
+}
+
 static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
 {
     matmul_case(g, l, M, N, K, accumulate, 0, 0, 0);
@@ -261,6 +290,17 @@ int main(void)
          * tn walks 140,003 tokens (split into accumulating blocks), nt and
          * nn 4 elements per iteration over 270,001 and 270,004. */
         test_matmul(g, TN, 140003, 5, 6, 1);
+        if (classes[c] == GPU_KERNELS_TEXEL && gpu_info(g)->image_vec4) {
+            /* tn through transposes: at offsets, and with nt's output
+             * split by the storage limit */
+            test_tn_transposed(g, 36, 516, 520, 0);
+            test_tn_transposed(g, 36, 516, 520, 4);
+            gpu_set_limits(g, "storage_range=20000");
+            test_tn_transposed(g, 40, 512, 600, 0);
+            gpu_set_limits(g, NULL);
+            CHECK(op_matmul_tn_scratch(g, 2048, 128, 128) == 0 && op_matmul_tn_scratch(g, 36, 514, 520) == 0,
+                  "op_matmul_tn_scratch: a path for N = 128 or N %% 4 != 0");
+        }
         test_matmul(g, NT, 3, 5, 270001, 0);
         test_matmul(g, NN, 3, 270004, 4, 1);
         /* A bf16 weight (model.base_dtype bf16) in nt and nn: against the

@@ -116,6 +116,11 @@ void gpu_set_reproducible(struct gpu *g, int on);
  * sequences' boundaries; 0, 0 ends it. The stack of a gradient buffer:
  * log2(samples) floats per element, element o's at [o·levels, ...). */
 void gpu_set_repro_samples(struct gpu *g, uint32_t rows, uint32_t samples);
+/* A workspace for the texel family's matmul tn, which then runs as two
+ * transposes and nt where the operands fit it (op_matmul_tn_scratch);
+ * NULL (the default): the tn kernel. The caller owns the buffer. */
+void gpu_set_matmul_scratch(struct gpu *g, struct gpu_buffer *b);
+struct gpu_buffer *gpu_matmul_scratch(const struct gpu *g);
 uint32_t gpu_repro_sample_rows(const struct gpu *g);
 uint32_t gpu_repro_samples(const struct gpu *g);
 void gpu_buffer_set_stack(struct gpu_buffer *b, struct gpu_buffer *stack);

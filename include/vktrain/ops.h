@@ -32,6 +32,13 @@ void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
 void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+/* Bytes of gpu_set_matmul_scratch with which tn of this shape runs as
+ * dYᵀ and Xᵀ copied out and nt on them (the texel family: nt walks both
+ * operands along their rows, the tn kernel down their columns, a row per
+ * token; 1.1-1.5x faster on lavapipe, the copies included, where N and K
+ * are at least 512); 0 where the device or the shape (M, N, K multiples
+ * of 4, N and K >= 512) takes the tn kernel. */
+size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K);
 
 /* Elementwise over n floats. */
 void op_add(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, struct gpu_buffer *z, size_t n); /* z = x+y */

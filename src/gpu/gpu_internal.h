@@ -72,6 +72,7 @@ struct gpu {
     enum gpu_kernel_class kclass;
     int reproducible;       /* the ops record the reproducible profile's kernels */
     uint32_t sample_rows, samples; /* gpu_set_repro_samples */
+    struct gpu_buffer *matmul_scratch; /* gpu_set_matmul_scratch */
     int unified;            /* device-local memory is host-visible */
     int fill_nan;           /* VKTRAIN_FILL_NAN: new buffers start as NaN */
 

@@ -274,3 +274,13 @@ void gpu_zero(struct gpu *g, struct gpu_buffer *b)
         return; /* a planning placeholder */
     fill(g, b, 0);
 }
+
+void gpu_set_matmul_scratch(struct gpu *g, struct gpu_buffer *b)
+{
+    g->matmul_scratch = b;
+}
+
+struct gpu_buffer *gpu_matmul_scratch(const struct gpu *g)
+{
+    return g->matmul_scratch;
+}

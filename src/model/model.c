@@ -316,6 +316,20 @@ static void build_activations(struct model *m, uint32_t batch)
         m->frozen_sink[0] = act(m, C, "frozen norm gradient");
         m->frozen_sink[1] = act(m, C, "frozen norm gradient");
     }
+    /* The weight gradients' tn through transposes where the device takes
+     * that path (op_matmul_tn_scratch): room for the widest layer's (its
+     * outputs + inputs, times the rows); LoRA's are narrower. The LM
+     * head's is wider and keeps the tn kernel. */
+    const size_t wide[][2] = {{llama ? C : 3 * C, C}, {kv, C}, {F, C}, {C, F}};
+    size_t tn_bytes = 0;
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+        size_t b = op_matmul_tn_scratch(m->g, (uint32_t)R, (uint32_t)wide[i][0], (uint32_t)wide[i][1]);
+        tn_bytes = b > tn_bytes ? b : tn_bytes;
+    }
+    if (tn_bytes && !gpu_reproducible(m->g)) {
+        m->tn_scratch = act(m, tn_bytes / sizeof(float), "matmul tn scratch");
+        gpu_set_matmul_scratch(m->g, m->tn_scratch);
+    }
     gpu_memory_category(m->g, was);
 }
 
@@ -444,6 +458,9 @@ void model_destroy(struct model *m)
                                    m->lora_xd};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
+    if (m->tn_scratch && gpu_matmul_scratch(m->g) == m->tn_scratch)
+        gpu_set_matmul_scratch(m->g, NULL);
+    gpu_buffer_destroy(m->g, m->tn_scratch);
     free(m->lp);
     free(m->la);
     free(m->trained);

@@ -74,6 +74,7 @@ struct model {
     struct gpu_buffer *logits;                                /* (head_rows, V): becomes dlogits */
     struct gpu_buffer *logits_kept;                           /* copy when keep_logits */
     struct gpu_buffer *row_loss, *row_count, *stats, *scratch;
+    struct gpu_buffer *tn_scratch; /* the matmul tn's transposes (gpu_set_matmul_scratch), or NULL */
     struct gpu_buffer *loss_acc;   /* (loss sum, count) since model_loss_reset */
     struct gpu_buffer *rope_table; /* llama: (max_seq_len, hd/2, 2) */
     /* Backward scratch. */

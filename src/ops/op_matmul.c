@@ -24,6 +24,11 @@
  * each value to fp32 by a shift, so they compute exactly what the fp32
  * kernels compute on the same weights rounded to bf16.
  *
+ * On the texel family a tn into a weight gradient of at least 512 x 512
+ * runs as two transposes into the gpu's matmul scratch and nt on them
+ * (tn_transposed; op_matmul_tn_scratch sizes the scratch), where the
+ * caller provided one.
+ *
  * With gpu_reproducible(g) every layout records repro_matmul_at instead
  * (include/vktrain/repro.h: one accumulator per output in k order, fp32
  * operands only). Never allocates. */
@@ -127,6 +132,9 @@ static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct 
     return (struct gpu_arg){.buf = b, .write = write, .offset = off, .range = end - off};
 }
 
+static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw,
+                         uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off);
+
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
  * off[] their first elements (NULL: 0). */
 static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
@@ -136,6 +144,8 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     static const char *roles[] = {"first input", "second input", "output"};
     if (M == 0 || N == 0 || K == 0)
         vkt_fatal("%s: empty shape M=%u N=%u K=%u", names[l], M, N, K);
+    if (l == TN && !gpu_reproducible(g) && tn_transposed(g, a, b, c, M, N, K, accumulate, off))
+        return;
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
     if (gpu_reproducible(g)) {
         static const enum repro_layout repro[] = {[NT] = REPRO_NT, [NN] = REPRO_NN, [TN] = REPRO_TN};
@@ -316,6 +326,61 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 }
             }
+}
+
+/* The copies move M·(N + K) floats for 2·M·N·K flops, and nt needs a grid
+ * of (N/128)·(K/128) tiles to keep the threads busy: on lavapipe (2-core
+ * EPYC, bench_matmul tn against tnk) 1.1-1.5x faster with N and K of 576
+ * to 3072 (M 256 to 4096), 0.6-0.9x with 128 and 352. */
+#define TN_TRANSPOSED_MIN 512
+
+size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
+{
+    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N % 4 || K % 4 ||
+        N < TN_TRANSPOSED_MIN || K < TN_TRANSPOSED_MIN)
+        return 0;
+    return ((size_t)N + K) * M * sizeof(float);
+}
+
+/* Out[c, r] = In[r, c] for R x C floats of `in` from float in_off (rows C
+ * apart), into `out` from float out_off (rows R apart): 4 x 4 blocks,
+ * RGBA32F texels in and out (R, C and both offsets multiples of 4). */
+static void transpose(struct gpu *g, struct gpu_buffer *in, size_t in_range, size_t in_off, uint32_t R, uint32_t C,
+                      struct gpu_buffer *out, size_t out_range, size_t out_off)
+{
+    struct gpu_kernel_desc d = {.shader = "transpose_texel",
+                                .n_bindings = 2,
+                                .bindings = {GPU_BIND_TEXEL_VEC4, GPU_BIND_IMAGE_VEC4},
+                                .push_size = 6 * sizeof(uint32_t)};
+    uint32_t push[6] = {R / 4, C / 4, (uint32_t)(in_off / 4), C / 4, (uint32_t)(out_off / 4), R / 4};
+    struct gpu_arg args[2] = {{.buf = in, .range = in_range}, {.buf = out, .write = 1, .range = out_range}};
+    gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, (C / 4 + 7) / 8, (R / 4 + 7) / 8, 1);
+}
+
+/* tn through the gpu's matmul scratch where op_matmul_tn_scratch allows it
+ * and the copies fit the device's limits (else 0: the tn kernel): dYᵀ
+ * [N, M] at its start, Xᵀ [K, M] after it, then dW (+)= dYᵀ·(Xᵀ)ᵀ as nt,
+ * which splits itself within the limits. */
+static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw,
+                         uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off)
+{
+    struct gpu_buffer *scratch = gpu_matmul_scratch(g);
+    size_t need = op_matmul_tn_scratch(g, M, N, K), o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
+    if (!scratch || !need || need > gpu_buffer_size(scratch) || o[0] % 4 || o[1] % 4 ||
+        gpu_buffer_dtype(dy) != GPU_DTYPE_F32 || gpu_buffer_dtype(x) != GPU_DTYPE_F32)
+        return 0;
+    const struct gpu_device_info *info = gpu_info(g);
+    size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4), end[2] = {(o[0] + (size_t)M * N) * 4, (o[1] + (size_t)M * K) * 4};
+    uint32_t widest = N > K ? N : K;
+    if (end[0] > tlimit || end[1] > tlimit || need > gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4) ||
+        (widest / 4 + 7) / 8 > info->max_workgroup_count[0] || (M / 4 + 7) / 8 > info->max_workgroup_count[1])
+        return 0;
+    ops_check("matmul_tn", "first input", dy, end[0]);
+    ops_check("matmul_tn", "second input", x, end[1]);
+    transpose(g, dy, gpu_buffer_size(dy) <= tlimit ? 0 : end[0], o[0], M, N, scratch, need, 0);
+    transpose(g, x, gpu_buffer_size(x) <= tlimit ? 0 : end[1], o[1], M, K, scratch, need, (size_t)N * M);
+    matmul(g, NT, scratch, scratch, dw, N, K, M, accumulate, (size_t[3]){0, (size_t)N * M, o[2]});
+    return 1;
 }
 
 void op_matmul_nt(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
