@@ -146,7 +146,7 @@ static void test_tn_transposed(struct gpu *g, int M, int N, int K, size_t lead)
         const struct gpu_profile_row *rows;
         uint64_t transposes = 0;
         for (int i = 0, n = gpu_profile_rows(g, &rows); i < n; i++)
-            if (!strcmp(rows[i].kernel, "transpose_texel"))
+            if (!strncmp(rows[i].kernel, "transpose_texel", 15))
                 transposes += rows[i].dispatches;
         CHECK(!timed || transposes == (shortfall ? 0u : 2u),
               "matmul_tn %dx%dx%d lead %zu, scratch %s: %llu transpose dispatches, expected %d", M, N, K, lead,
@@ -295,11 +295,14 @@ int main(void)
              * split by the storage limit */
             test_tn_transposed(g, 36, 516, 520, 0);
             test_tn_transposed(g, 36, 516, 520, 4);
+            /* rows of dY and X that are not whole texels, dY from float 1
+             * (the shift transposes: the LM head's dlogits) */
+            test_tn_transposed(g, 36, 517, 521, 1);
             gpu_set_limits(g, "storage_range=20000");
             test_tn_transposed(g, 40, 512, 600, 0);
             gpu_set_limits(g, NULL);
-            CHECK(op_matmul_tn_scratch(g, 2048, 128, 128) == 0 && op_matmul_tn_scratch(g, 36, 514, 520) == 0,
-                  "op_matmul_tn_scratch: a path for N = 128 or N %% 4 != 0");
+            CHECK(op_matmul_tn_scratch(g, 2048, 128, 128) == 0 && op_matmul_tn_scratch(g, 38, 516, 520) == 0,
+                  "op_matmul_tn_scratch: a path for N = 128 or M %% 4 != 0");
         }
         test_matmul(g, NT, 3, 5, 270001, 0);
         test_matmul(g, NN, 3, 270004, 4, 1);

@@ -195,8 +195,12 @@ int model_tied_table(const struct model *m);
 void model_keep_logits(struct model *m, int keep);
 void model_read_logits(struct model *m, float *out);
 /* Bytes of the activation buffers allocated so far (saved activations,
- * backward scratch, the logits chunk, batch inputs). */
+ * backward scratch, the logits chunk, the matmul tn scratch, batch
+ * inputs). */
 size_t model_activation_bytes(const struct model *m);
+/* Rows of a logits chunk of the LM head (model_config.head_rows, or what
+ * its budget allows), 0 for a model without activations. */
+uint32_t model_head_rows(const struct model *m);
 
 /* How model_save writes a model folder. */
 struct model_save_options {

@@ -36,8 +36,8 @@ void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x,
  * dYᵀ and Xᵀ copied out and nt on them (the texel family: nt walks both
  * operands along their rows, the tn kernel down their columns, a row per
  * token; 1.1-1.5x faster on lavapipe, the copies included, where N and K
- * are at least 512); 0 where the device or the shape (M, N, K multiples
- * of 4, N and K >= 512) takes the tn kernel. */
+ * are at least 512); 0 where the device or the shape (M a multiple of
+ * 4, N and K >= 512) takes the tn kernel. */
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K);
 
 /* Elementwise over n floats. */

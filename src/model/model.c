@@ -317,13 +317,20 @@ static void build_activations(struct model *m, uint32_t batch)
         m->frozen_sink[1] = act(m, C, "frozen norm gradient");
     }
     /* The weight gradients' tn through transposes where the device takes
-     * that path (op_matmul_tn_scratch): room for the widest layer's (its
-     * outputs + inputs, times the rows); LoRA's are narrower. The LM
-     * head's is wider and keeps the tn kernel. */
-    const size_t wide[][2] = {{llama ? C : 3 * C, C}, {kv, C}, {F, C}, {C, F}};
+     * that path (op_matmul_tn_scratch): room for the widest (outputs +
+     * inputs, times the rows): a layer's, or the trained LM head's over a
+     * chunk of rows (about as large as the chunk's logits); LoRA's are
+     * narrower. */
+    const size_t wide[][3] = {{R, llama ? C : 3 * C, C},
+                              {R, kv, C},
+                              {R, F, C},
+                              {R, C, F},
+                              {c->lora_rank ? 0 : m->head_rows, c->vocab_size, C}};
     size_t tn_bytes = 0;
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
-        size_t b = op_matmul_tn_scratch(m->g, (uint32_t)R, (uint32_t)wide[i][0], (uint32_t)wide[i][1]);
+        size_t b = wide[i][0] ? op_matmul_tn_scratch(m->g, (uint32_t)wide[i][0], (uint32_t)wide[i][1],
+                                                     (uint32_t)wide[i][2])
+                              : 0;
         tn_bytes = b > tn_bytes ? b : tn_bytes;
     }
     if (tn_bytes && !gpu_reproducible(m->g)) {
@@ -625,6 +632,11 @@ void model_read_logits(struct model *m, float *out)
     if (!m->logits_kept)
         vkt_fatal("model_read_logits: model_keep_logits was not set");
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
+}
+
+uint32_t model_head_rows(const struct model *m)
+{
+    return m->head_rows;
 }
 
 size_t model_activation_bytes(const struct model *m)

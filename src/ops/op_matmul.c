@@ -25,6 +25,7 @@
  * kernels compute on the same weights rounded to bf16.
  *
  * On the texel family a tn into a weight gradient of at least 512 x 512
+ * (the LM head's included)
  * runs as two transposes into the gpu's matmul scratch and nt on them
  * (tn_transposed; op_matmul_tn_scratch sizes the scratch), where the
  * caller provided one.
@@ -336,44 +337,49 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
 
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
 {
-    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N % 4 || K % 4 ||
-        N < TN_TRANSPOSED_MIN || K < TN_TRANSPOSED_MIN)
+    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N < TN_TRANSPOSED_MIN ||
+        K < TN_TRANSPOSED_MIN)
         return 0;
     return ((size_t)N + K) * M * sizeof(float);
 }
 
 /* Out[c, r] = In[r, c] for R x C floats of `in` from float in_off (rows C
- * apart), into `out` from float out_off (rows R apart): 4 x 4 blocks,
- * RGBA32F texels in and out (R, C and both offsets multiples of 4). */
+ * apart), into `out` from float out_off (rows R apart, R % 4 == 0): 4 x 4
+ * blocks, RGBA32F texels out, and in (the shift variant where in_off or C
+ * is not a multiple of 4). */
 static void transpose(struct gpu *g, struct gpu_buffer *in, size_t in_range, size_t in_off, uint32_t R, uint32_t C,
                       struct gpu_buffer *out, size_t out_range, size_t out_off)
 {
-    struct gpu_kernel_desc d = {.shader = "transpose_texel",
+    int shift = in_off % 4 || C % 4;
+    struct gpu_kernel_desc d = {.shader = shift ? "transpose_texel_shift" : "transpose_texel",
                                 .n_bindings = 2,
                                 .bindings = {GPU_BIND_TEXEL_VEC4, GPU_BIND_IMAGE_VEC4},
-                                .push_size = 6 * sizeof(uint32_t)};
-    uint32_t push[6] = {R / 4, C / 4, (uint32_t)(in_off / 4), C / 4, (uint32_t)(out_off / 4), R / 4};
+                                .push_size = 7 * sizeof(uint32_t)};
+    uint32_t c4 = (C + 3) / 4;
+    uint32_t push[7] = {R / 4, c4, C, (uint32_t)in_off, C, (uint32_t)(out_off / 4), R / 4};
     struct gpu_arg args[2] = {{.buf = in, .range = in_range}, {.buf = out, .write = 1, .range = out_range}};
-    gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, (C / 4 + 7) / 8, (R / 4 + 7) / 8, 1);
+    gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, (c4 + 7) / 8, (R / 4 + 7) / 8, 1);
 }
 
 /* tn through the gpu's matmul scratch where op_matmul_tn_scratch allows it
  * and the copies fit the device's limits (else 0: the tn kernel): dYᵀ
  * [N, M] at its start, Xᵀ [K, M] after it, then dW (+)= dYᵀ·(Xᵀ)ᵀ as nt,
  * which splits itself within the limits. */
-static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw,
-                         uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off)
+static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
+                         uint32_t N, uint32_t K, int accumulate, const size_t *off)
 {
     struct gpu_buffer *scratch = gpu_matmul_scratch(g);
     size_t need = op_matmul_tn_scratch(g, M, N, K), o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
-    if (!scratch || !need || need > gpu_buffer_size(scratch) || o[0] % 4 || o[1] % 4 ||
-        gpu_buffer_dtype(dy) != GPU_DTYPE_F32 || gpu_buffer_dtype(x) != GPU_DTYPE_F32)
+    if (!scratch || !need || need > gpu_buffer_size(scratch) || gpu_buffer_dtype(dy) != GPU_DTYPE_F32 ||
+        gpu_buffer_dtype(x) != GPU_DTYPE_F32)
         return 0;
     const struct gpu_device_info *info = gpu_info(g);
-    size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4), end[2] = {(o[0] + (size_t)M * N) * 4, (o[1] + (size_t)M * K) * 4};
+    size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4),
+           end[2] = {(o[0] + (size_t)M * N) * 4, (o[1] + (size_t)M * K) * 4};
     uint32_t widest = N > K ? N : K;
     if (end[0] > tlimit || end[1] > tlimit || need > gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4) ||
-        (widest / 4 + 7) / 8 > info->max_workgroup_count[0] || (M / 4 + 7) / 8 > info->max_workgroup_count[1])
+        o[0] + (size_t)M * N > UINT32_MAX || o[1] + (size_t)M * K > UINT32_MAX ||
+        ((widest + 3) / 4 + 7) / 8 > info->max_workgroup_count[0] || (M / 4 + 7) / 8 > info->max_workgroup_count[1])
         return 0;
     ops_check("matmul_tn", "first input", dy, end[0]);
     ops_check("matmul_tn", "second input", x, end[1]);
