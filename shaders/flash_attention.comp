@@ -2,6 +2,7 @@
 #extension GL_EXT_control_flow_attributes : enable
 // variant: fwd_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1
 // variant: fwd_texel_scalar -DSTAGE=0 -DTEXEL=1 -DVEC4=0
+// variant: fwd2_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DPAIR=1
 // variant: fwd_storage_vec4 -DSTAGE=0 -DTEXEL=0 -DVEC4=1
 // variant: fwd_storage_scalar -DSTAGE=0 -DTEXEL=0 -DVEC4=0
 // variant: rows_texel_vec4 -DSTAGE=1 -DTEXEL=1 -DVEC4=1
@@ -10,10 +11,12 @@
 // variant: rows_storage_scalar -DSTAGE=1 -DTEXEL=0 -DVEC4=0
 // variant: dq_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1
 // variant: dq_texel_scalar -DSTAGE=2 -DTEXEL=1 -DVEC4=0
+// variant: dq2_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1 -DPAIR=1
 // variant: dq_storage_vec4 -DSTAGE=2 -DTEXEL=0 -DVEC4=1
 // variant: dq_storage_scalar -DSTAGE=2 -DTEXEL=0 -DVEC4=0
 // variant: dkv_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1
 // variant: dkv_texel_scalar -DSTAGE=3 -DTEXEL=1 -DVEC4=0
+// variant: dkv2_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1 -DPAIR=1
 // variant: dkv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1
 // variant: dkv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0
 // Flash attention: causal GQA self-attention (block-causal with document
@@ -114,7 +117,75 @@ layout(std430, binding = 7) buffer BDV { VT dv[]; };
 // Token s of sequence b is in document d0 (always so without documents).
 bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0; }
 
-#if STAGE == 0
+#if STAGE == 0 && PAIR
+// Two query rows per invocation, t0 = 2·j and t1 = t0 + 1, which share
+// each key's and value's fetch (CPU devices: a texel fetch costs as much as
+// several multiply-adds). Each row takes the single-row kernel's
+// operations in its order, a key outside its future or document leaving
+// its state as it was (selects, not arithmetic), so the bits are that
+// kernel's.
+void main()
+{
+    uint T2 = (p.T + 1u) / 2u, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * T2 * p.H) return;
+    uint j = i % T2, h = (i / T2) % p.H, b = i / (p.H * T2), kh = h / (p.H / p.KVH);
+    uint t[2] = uint[2](2u * j, 2u * j + 1u);
+    bool live[2] = bool[2](t[0] >= p.w0, t[1] < p.T && t[1] >= p.w0);
+    if (!live[0] && !live[1]) return;
+    VT qr[2][HDC], acc[2][HDC];
+    float m[2], l[2];
+    int d[2];
+    uint oo[2], r[2];
+    [[unroll]] for (uint u = 0u; u < 2u; u++) {
+        uint tu = min(t[u], p.T - 1u), qo = qidx(b, tu, h);
+        oo[u] = oidx(b, tu, h) / W, r[u] = p.l_off + ridx(b, h, tu);
+        [[unroll]] for (uint c = 0u; c < HDC; c++) qr[u][c] = FETCH(tq, qo + c * W);
+        m[u] = NO_SCORE, l[u] = 0.0;
+        if (live[u] && p.w0 > 0u && lse[r[u]] > NO_SCORE) {
+            m[u] = lse[r[u]];
+            l[u] = 1.0;
+            [[unroll]] for (uint c = 0u; c < HDC; c++) acc[u][c] = o[oo[u] + c];
+        } else {
+            [[unroll]] for (uint c = 0u; c < HDC; c++) acc[u][c] = VT(0.0);
+        }
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + tu] : 0;
+    }
+    uint end = min((live[1] ? t[1] : t[0]) + 1u, p.w1);
+    for (uint s = p.w0; s < end; s++) {
+        bool ok[2] = bool[2](live[0] && s <= t[0] && same_doc(b, s, d[0]), live[1] && same_doc(b, s, d[1]));
+        if (!ok[0] && !ok[1]) continue;
+        uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
+        VT dotv[2] = VT[2](VT(0.0), VT(0.0));
+        [[unroll]] for (uint c = 0u; c < HDC; c++) {
+            VT kc = FETCH(tk, ko + c * W);
+            dotv[0] += qr[0][c] * kc;
+            dotv[1] += qr[1][c] * kc;
+        }
+        float a[2], e[2];
+        [[unroll]] for (uint u = 0u; u < 2u; u++) {
+            float score = HSUM(dotv[u]) * p.scale;
+            float mn = max(m[u], score);
+            a[u] = l[u] > 0.0 ? exp(m[u] - mn) : 0.0, e[u] = exp(score - mn);
+            float ln = l[u] * a[u] + e[u];
+            l[u] = ok[u] ? ln : l[u];
+            m[u] = ok[u] ? mn : m[u];
+        }
+        [[unroll]] for (uint c = 0u; c < HDC; c++) {
+            VT vc = FETCH(tv, vo + c * W);
+            [[unroll]] for (uint u = 0u; u < 2u; u++) {
+                VT an = acc[u][c] * a[u] + e[u] * vc;
+                acc[u][c] = ok[u] ? an : acc[u][c];
+            }
+        }
+    }
+    [[unroll]] for (uint u = 0u; u < 2u; u++) {
+        if (!live[u]) continue;
+        float inv = l[u] > 0.0 ? 1.0 / l[u] : 0.0;
+        [[unroll]] for (uint c = 0u; c < HDC; c++) o[oo[u] + c] = acc[u][c] * inv;
+        lse[r[u]] = l[u] > 0.0 ? m[u] + log(l[u]) : NO_SCORE;
+    }
+}
+#elif STAGE == 0
 void main()
 {
     uint i = gl_GlobalInvocationID.x;
@@ -150,6 +221,59 @@ void main()
     [[unroll]] for (uint c = 0u; c < HDC; c++) o[oo + c] = acc[c] * inv;
     lse[r] = l > 0.0 ? m + log(l) : NO_SCORE;
 }
+#elif STAGE == 2 && PAIR
+// dq for two query rows per invocation (as the forward's PAIR: each key's
+// k and v fetched once for both, each row's operations in the single-row
+// kernel's order, so its bits).
+void main()
+{
+    uint T2 = (p.T + 1u) / 2u, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * T2 * p.H) return;
+    uint j = i % T2, h = (i / T2) % p.H, b = i / (p.H * T2), kh = h / (p.H / p.KVH);
+    uint t[2] = uint[2](2u * j, 2u * j + 1u);
+    bool live[2] = bool[2](t[0] >= p.w0, t[1] < p.T && t[1] >= p.w0);
+    if (!live[0] && !live[1]) return;
+    VT qr[2][HDC], dor[2][HDC], acc[2][HDC];
+    float lse[2], D[2];
+    int d[2];
+    uint go[2];
+    [[unroll]] for (uint u = 0u; u < 2u; u++) {
+        uint tu = min(t[u], p.T - 1u), qo = qidx(b, tu, h), oo = oidx(b, tu, h), r = p.x_off + 2u * ridx(b, h, tu);
+        [[unroll]] for (uint c = 0u; c < HDC; c++) {
+            qr[u][c] = FETCH(tq, qo + c * W);
+            dor[u][c] = FETCH(tdo, oo + c * W);
+            acc[u][c] = VT(0.0);
+        }
+        lse[u] = FETCH1(tst, r), D[u] = FETCH1(tst, r + 1u);
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + tu] : 0;
+        go[u] = (qo - p.q_off + p.g1_off) / W;
+    }
+    uint end = min((live[1] ? t[1] : t[0]) + 1u, p.w1);
+    for (uint s = p.w0; s < end; s++) {
+        bool ok[2] = bool[2](live[0] && s <= t[0] && same_doc(b, s, d[0]), live[1] && same_doc(b, s, d[1]));
+        if (!ok[0] && !ok[1]) continue;
+        uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
+        VT kt[HDC], sv[2] = VT[2](VT(0.0), VT(0.0)), dpv[2] = VT[2](VT(0.0), VT(0.0));
+        [[unroll]] for (uint c = 0u; c < HDC; c++) {
+            kt[c] = FETCH(tk, ko + c * W);
+            VT vc = FETCH(tv, vo + c * W);
+            [[unroll]] for (uint u = 0u; u < 2u; u++) {
+                sv[u] += qr[u][c] * kt[c];
+                dpv[u] += dor[u][c] * vc;
+            }
+        }
+        [[unroll]] for (uint u = 0u; u < 2u; u++) {
+            float pr = exp(HSUM(sv[u]) * p.scale - lse[u]), ds = pr * (HSUM(dpv[u]) - D[u]);
+            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                VT an = acc[u][c] + ds * kt[c];
+                acc[u][c] = ok[u] ? an : acc[u][c];
+            }
+        }
+    }
+    [[unroll]] for (uint u = 0u; u < 2u; u++)
+        if (live[u])
+            [[unroll]] for (uint c = 0u; c < HDC; c++) dq[go[u] + c] += p.scale * acc[u][c];
+}
 #elif STAGE == 2
 void main()
 {
@@ -182,6 +306,66 @@ void main()
     }
     uint go = (qo - p.q_off + p.g1_off) / W;
     [[unroll]] for (uint c = 0u; c < HDC; c++) dq[go + c] += p.scale * acc[c];
+}
+#elif PAIR
+// dk, dv for two key rows per invocation, s0 = 2·j and s1 = s0 + 1 (as
+// the forward's PAIR: each query row's q and dO fetched once for both,
+// each key row's operations in the single-row kernel's order).
+void main()
+{
+    uint T2 = (p.T + 1u) / 2u, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * T2 * p.KVH) return;
+    uint j = i % T2, kh = (i / T2) % p.KVH, b = i / (p.KVH * T2);
+    uint sr[2] = uint[2](2u * j, 2u * j + 1u);
+    bool live[2] = bool[2](sr[0] < p.w1, sr[1] < p.T && sr[1] < p.w1);
+    if (!live[0] && !live[1]) return;
+    uint group = p.H / p.KVH, gk[2], gv[2];
+    VT kr[2][HDC], vr[2][HDC], dka[2][HDC], dva[2][HDC];
+    int d[2];
+    [[unroll]] for (uint u = 0u; u < 2u; u++) {
+        uint su = min(sr[u], p.T - 1u), ko = kidx(b, su, kh), vo = vidx(b, su, kh);
+        [[unroll]] for (uint c = 0u; c < HDC; c++) {
+            kr[u][c] = FETCH(tk, ko + c * W);
+            vr[u][c] = FETCH(tv, vo + c * W);
+            dka[u][c] = VT(0.0);
+            dva[u][c] = VT(0.0);
+        }
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + su] : 0;
+        gk[u] = (ko - p.k_off + p.g1_off) / W, gv[u] = (vo - p.v_off + p.g2_off) / W;
+    }
+    uint start = max(live[0] ? sr[0] : sr[1], p.w0);
+    for (uint hh = 0u; hh < group; hh++) {
+        uint h = kh * group + hh;
+        for (uint t = start; t < p.w1; t++) {
+            bool ok[2] = bool[2](live[0] && same_doc(b, t, d[0]), live[1] && t >= sr[1] && same_doc(b, t, d[1]));
+            if (!ok[0] && !ok[1]) continue;
+            uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
+            VT qt[HDC], dot[HDC], sv[2] = VT[2](VT(0.0), VT(0.0)), dpv[2] = VT[2](VT(0.0), VT(0.0));
+            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                qt[c] = FETCH(tq, qo + c * W);
+                dot[c] = FETCH(tdo, oo + c * W);
+                [[unroll]] for (uint u = 0u; u < 2u; u++) {
+                    sv[u] += kr[u][c] * qt[c];
+                    dpv[u] += vr[u][c] * dot[c];
+                }
+            }
+            float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
+            [[unroll]] for (uint u = 0u; u < 2u; u++) {
+                float pr = exp(HSUM(sv[u]) * p.scale - lse), ds = pr * (HSUM(dpv[u]) - D);
+                [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                    VT kn = dka[u][c] + ds * qt[c], vn = dva[u][c] + pr * dot[c];
+                    dka[u][c] = ok[u] ? kn : dka[u][c];
+                    dva[u][c] = ok[u] ? vn : dva[u][c];
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint u = 0u; u < 2u; u++)
+        if (live[u])
+            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                dk[gk[u] + c] += p.scale * dka[u][c];
+                dv[gv[u] + c] += dva[u][c];
+            }
 }
 #else
 void main()
