@@ -318,13 +318,14 @@ static void build_activations(struct model *m, uint32_t batch)
     }
     /* The weight gradients' tn through transposes where the device takes
      * that path (op_matmul_tn_scratch): room for the widest (outputs +
-     * inputs, times the rows): a layer's, or the trained LM head's over a
-     * chunk of rows (about as large as the chunk's logits); LoRA's are
-     * narrower. */
-    const size_t wide[][3] = {{R, llama ? C : 3 * C, C},
-                              {R, kv, C},
-                              {R, F, C},
-                              {R, C, F},
+     * inputs, times the rows): a layer's, or the LM head's over a chunk of
+     * rows (about as large as the chunk's logits). With LoRA the base has
+     * no gradients, and the adapters' (rank wide) take the tn kernel. */
+    size_t rows = c->lora_rank ? 0 : R;
+    const size_t wide[][3] = {{rows, llama ? C : 3 * C, C},
+                              {rows, kv, C},
+                              {rows, F, C},
+                              {rows, C, F},
                               {c->lora_rank ? 0 : m->head_rows, c->vocab_size, C}};
     size_t tn_bytes = 0;
     for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {

@@ -25,10 +25,9 @@
  * kernels compute on the same weights rounded to bf16.
  *
  * On the texel family a tn into a weight gradient of at least 512 x 512
- * (the LM head's included)
- * runs as two transposes into the gpu's matmul scratch and nt on them
- * (tn_transposed; op_matmul_tn_scratch sizes the scratch), where the
- * caller provided one.
+ * (the LM head's included) runs as two transposes into the gpu's matmul
+ * scratch and nt on them (tn_transposed; op_matmul_tn_scratch sizes the
+ * scratch), where the caller provided one.
  *
  * With gpu_reproducible(g) every layout records repro_matmul_at instead
  * (include/vktrain/repro.h: one accumulator per output in k order, fp32
