@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ref_ops.h"
 #include "test_util.h"
@@ -101,6 +102,18 @@ static inline float *download_floats(struct gpu *g, struct gpu_buffer *b, size_t
     float *f = vkt_malloc(n * sizeof *f, "test download");
     gpu_download(g, b, 0, f, n * sizeof *f);
     return f;
+}
+
+/* Dispatches the profile recorded of kernels whose names start with
+ * `prefix` ("" for all of them). */
+static inline uint64_t profile_dispatches(const struct gpu *g, const char *prefix)
+{
+    const struct gpu_profile_row *rows;
+    uint64_t n = 0;
+    for (int i = 0, k = gpu_profile_rows(g, &rows); i < k; i++)
+        if (!strncmp(rows[i].kernel, prefix, strlen(prefix)))
+            n += rows[i].dispatches;
+    return n;
 }
 
 static inline struct gpu *test_gpu(void)

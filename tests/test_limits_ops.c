@@ -378,10 +378,7 @@ static uint64_t run_case(struct gpu *g, int c, const char *spec, struct out *o)
     int timed = gpu_profile_start(g);
     cases[c].run(g, o);
     gpu_profile_stop(g);
-    uint64_t dispatches = 0;
-    const struct gpu_profile_row *rows;
-    for (int i = 0, n = gpu_profile_rows(g, &rows); timed && i < n; i++)
-        dispatches += rows[i].dispatches;
+    uint64_t dispatches = timed ? profile_dispatches(g, "") : 0;
     gpu_set_limits(g, NULL);
     return dispatches;
 }

@@ -109,11 +109,8 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
     if (timed) {
         gpu_submit(g);
         gpu_profile_stop(g);
-        const struct gpu_profile_row *rows;
-        uint64_t n = 0;
-        for (int i = 0, k = gpu_profile_rows(g, &rows); i < k; i++)
-            n += strncmp(rows[i].kernel, "transpose_texel", 15) ? 0 : rows[i].dispatches;
-        CHECK(n > 0, "%s: no transpose_texel dispatch: the tn path through transposes was not taken", what);
+        CHECK(profile_dispatches(g, "transpose_texel") > 0,
+              "%s: no transpose_texel dispatch: the tn path through transposes was not taken", what);
     }
     double loss, count;
     model_read_loss(m, &loss, &count);

@@ -143,11 +143,7 @@ static void test_tn_transposed(struct gpu *g, int M, int N, int K, size_t lead)
         int timed = gpu_profile_start(g);
         matmul_case(g, TN, M, N, K, 1, lead, 0, 0);
         gpu_profile_stop(g);
-        const struct gpu_profile_row *rows;
-        uint64_t transposes = 0;
-        for (int i = 0, n = gpu_profile_rows(g, &rows); i < n; i++)
-            if (!strncmp(rows[i].kernel, "transpose_texel", 15))
-                transposes += rows[i].dispatches;
+        uint64_t transposes = profile_dispatches(g, "transpose_texel");
         CHECK(!timed || transposes == (shortfall ? 0u : 2u),
               "matmul_tn %dx%dx%d lead %zu, scratch %s: %llu transpose dispatches, expected %d", M, N, K, lead,
               shortfall ? "a float short" : "of op_matmul_tn_scratch's size", (unsigned long long)transposes,
