@@ -1,7 +1,7 @@
 /* model: the parameter table, buffers and deterministic initialization
  * for the llama and gpt2 architectures (see include/vktrain/model.h).
  * The forward and backward recordings are in model_forward.c and
- * model_backward.c. */
+ * model_backward.c, the activation buffers in model_activations.c. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -179,12 +179,6 @@ static void build_table(struct model *m)
     free(matched);
 }
 
-static struct gpu_buffer *act(struct model *m, size_t floats, const char *name)
-{
-    m->act_bytes += floats * sizeof(float);
-    return gpu_buffer_create(m->g, floats * sizeof(float), name);
-}
-
 /* llama: cos/sin of every position, computed once in double (with
  * precision: reproducible, without libm: the same bits on every host). */
 static void build_rope_table(struct model *m)
@@ -199,146 +193,10 @@ static void build_rope_table(struct model *m)
     else
         op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
-    m->rope_table = act(m, T * hd, "rope table");
+    m->rope_table = model_act(m, T * hd, "rope table");
     gpu_memory_category(m->g, was);
     gpu_upload(m->g, m->rope_table, 0, table, sizeof(float) * T * hd);
     free(table);
-}
-
-/* Rows per LM-head chunk: the logits of a chunk within the budget, the
- * storage binding limit and the allocation limit, a multiple of the rows
- * whose float offsets meet the storage offset alignment (chunks start
- * there in the labels and row losses), at most every row. */
-static uint32_t head_rows(const struct model *m)
-{
-    const struct gpu_device_info *info = gpu_info(m->g);
-    size_t row_bytes = (size_t)m->c.vocab_size * sizeof(float), budget = (size_t)128 << 20;
-    if (budget > info->max_storage_buffer_range)
-        budget = info->max_storage_buffer_range;
-    if (info->max_allocation_size && budget > info->max_allocation_size)
-        budget = (size_t)info->max_allocation_size;
-    size_t align = info->min_storage_offset_alignment;
-    size_t step = align > sizeof(float) ? align / sizeof(float) : 1;
-    size_t rows = m->c.head_rows ? m->c.head_rows : budget / row_bytes;
-    rows -= rows % step;
-    if (rows == 0 && m->c.head_rows)
-        rows = step;
-    if (rows == 0)
-        vkt_fatal("model: %zu rows of %u logits (the storage offset alignment's rows) exceed the logits budget "
-                  "of %zu bytes",
-                  step, m->c.vocab_size, budget);
-    return rows < m->max_rows ? (uint32_t)rows : m->max_rows;
-}
-
-static void build_activations(struct model *m, uint32_t batch)
-{
-    const struct model_config *c = &m->c;
-    size_t R = m->max_rows, C = c->dim, F = c->hidden_dim, H = c->n_heads, T = c->max_seq_len;
-    size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T;
-    int llama = c->arch == MODEL_LLAMA;
-    enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
-    m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
-    int sets = c->activation_checkpointing ? 1 : (int)c->n_layers;
-    struct op_attention_shape ls = {
-        .B = (uint32_t)batch, .T = (uint32_t)T, .H = (uint32_t)H, .KVH = c->n_kv_heads, .hd = (uint32_t)hd};
-    size_t lse_floats = op_flash_attention_lse_floats(m->g, &ls);
-    for (uint32_t l = 0; l < c->n_layers; l++)
-        m->la[l].x = act(m, R * C, "x");
-    for (int l = 0; l < sets; l++) {
-        struct layer_acts *a = c->activation_checkpointing ? &m->ckpt : &m->la[l];
-        a->xn = act(m, R * C, "xn");
-        a->mean1 = act(m, R, "mean1");
-        a->rstd1 = act(m, R, "rstd1");
-        if (llama) {
-            a->q = act(m, R * C, "q");
-            a->k = act(m, R * kv, "k");
-            a->v = act(m, R * kv, "v");
-        } else {
-            a->qkv = act(m, R * 3 * C, "qkv");
-        }
-        a->lse = act(m, lse_floats, "attention lse");
-        a->att = act(m, R * C, "att");
-        a->x2 = act(m, R * C, "x2");
-        a->xn2 = act(m, R * C, "xn2");
-        a->mean2 = act(m, R, "mean2");
-        a->rstd2 = act(m, R, "rstd2");
-        if (llama)
-            a->gate = act(m, R * F, "gate");
-        a->up = act(m, R * F, "up");
-        a->h = act(m, R * F, "h");
-        for (int s = 0; s < LS_N; s++) /* the shared set: if any layer adapts it */
-            for (uint32_t k = c->activation_checkpointing ? 0 : (uint32_t)l; k < c->n_layers && !a->lora_u[s]; k++) {
-                if (m->lp[k].lora_a[s] >= 0)
-                    a->lora_u[s] = act(m, R * c->lora_rank, "lora u");
-                if (!c->activation_checkpointing)
-                    break;
-            }
-    }
-    m->tokens = act(m, R, "tokens");
-    m->labels = act(m, R, "labels");
-    m->positions = act(m, R, "positions");
-    m->doc_ids = act(m, R, "doc ids");
-    m->x_final = act(m, R * C, "x final");
-    m->xf = act(m, R * C, "xf");
-    m->mean_f = act(m, R, "mean f");
-    m->rstd_f = act(m, R, "rstd f");
-    m->head_rows = head_rows(m);
-    m->logits = act(m, (size_t)m->head_rows * c->vocab_size, "logits");
-    m->row_loss = act(m, R, "row loss");
-    m->row_count = act(m, R, "row count");
-    gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
-    m->stats = act(m, 2, "loss stats");
-    m->loss_acc = act(m, 2, "loss accumulator");
-    m->scratch = act(m, op_reduce_scratch(m->g, R), "reduce scratch");
-    gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
-    m->dres = act(m, R * C, "dres");
-    m->dxn = act(m, R * C, "dxn");
-    m->datt = act(m, R * C, "datt");
-    m->att_stats = act(m, 2 * P, "attention row stats");
-    if (llama) {
-        m->dq = act(m, R * C, "dq");
-        m->dk = act(m, R * kv, "dk");
-        m->dv = act(m, R * kv, "dv");
-        m->dgate = act(m, R * F, "dgate");
-    } else {
-        m->dqkv = act(m, R * 3 * C, "dqkv");
-    }
-    m->dh = act(m, R * F, "dh");
-    m->dup = act(m, R * F, "dup");
-    if (c->lora_rank) {
-        m->lora_du = act(m, R * c->lora_rank, "lora du");
-        if (c->lora_dropout > 0) {
-            int down = 0; /* the widest adapted input: hidden_dim for down_proj, else dim */
-            for (uint32_t l = 0; l < c->n_layers; l++)
-                down |= m->lp[l].lora_a[LS_DOWN] >= 0;
-            m->lora_xd = act(m, R * (down && F > C ? F : C), "lora dropout");
-        }
-        m->frozen_sink[0] = act(m, C, "frozen norm gradient");
-        m->frozen_sink[1] = act(m, C, "frozen norm gradient");
-    }
-    /* The weight gradients' tn through transposes where the device takes
-     * that path (op_matmul_tn_scratch): room for the widest (outputs +
-     * inputs, times the rows): a layer's, or the LM head's over a chunk of
-     * rows (about as large as the chunk's logits). With LoRA the base has
-     * no gradients, and the adapters' (rank wide) take the tn kernel. */
-    size_t rows = c->lora_rank ? 0 : R;
-    const size_t wide[][3] = {{rows, llama ? C : 3 * C, C},
-                              {rows, kv, C},
-                              {rows, F, C},
-                              {rows, C, F},
-                              {c->lora_rank ? 0 : m->head_rows, c->vocab_size, C}};
-    size_t tn_bytes = 0;
-    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
-        size_t b = wide[i][0] ? op_matmul_tn_scratch(m->g, (uint32_t)wide[i][0], (uint32_t)wide[i][1],
-                                                     (uint32_t)wide[i][2])
-                              : 0;
-        tn_bytes = b > tn_bytes ? b : tn_bytes;
-    }
-    if (tn_bytes && !gpu_reproducible(m->g)) {
-        m->tn_scratch = act(m, tn_bytes / sizeof(float), "matmul tn scratch");
-        gpu_set_matmul_scratch(m->g, m->tn_scratch);
-    }
-    gpu_memory_category(m->g, was);
 }
 
 int model_config_from(const struct config_model *c, struct model_config *mc, char *err, size_t errlen)
@@ -435,7 +293,7 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
     build_table(m);
     build_rope_table(m);
     if (batch) {
-        build_activations(m, batch);
+        model_build_activations(m, batch);
         model_zero_grad(m);
         model_loss_reset(m);
     }
@@ -450,25 +308,7 @@ void model_destroy(struct model *m)
         gpu_buffer_destroy(m->g, m->params[i].w);
         gpu_buffer_destroy(m->g, m->params[i].grad);
     }
-    m->ckpt.x = NULL; /* a layer's, destroyed with it */
-    for (uint32_t l = 0; m->la && l <= m->c.n_layers; l++) {
-        struct layer_acts *a = l < m->c.n_layers ? &m->la[l] : &m->ckpt;
-        struct gpu_buffer **b = (struct gpu_buffer **)a;
-        for (size_t i = 0; i < sizeof *a / sizeof *b; i++)
-            gpu_buffer_destroy(m->g, b[i]);
-    }
-    struct gpu_buffer *shared[] = {m->tokens,     m->labels,    m->positions, m->doc_ids,        m->x_final,
-                                   m->xf,         m->mean_f,    m->rstd_f,    m->logits,         m->logits_kept,
-                                   m->row_loss,   m->row_count, m->stats,     m->loss_acc,       m->scratch,
-                                   m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
-                                   m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
-                                   m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1],
-                                   m->lora_xd};
-    for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
-        gpu_buffer_destroy(m->g, shared[i]);
-    if (m->tn_scratch && gpu_matmul_scratch(m->g) == m->tn_scratch)
-        gpu_set_matmul_scratch(m->g, NULL);
-    gpu_buffer_destroy(m->g, m->tn_scratch);
+    model_destroy_activations(m);
     free(m->lp);
     free(m->la);
     free(m->trained);
@@ -623,7 +463,7 @@ void model_keep_logits(struct model *m, int keep)
         if (check_product(m->max_rows, m->c.vocab_size, "rows x vocab_size", "the kept logits", err, sizeof err))
             vkt_fatal("model_keep_logits: %s", err);
         enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
-        m->logits_kept = act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
+        m->logits_kept = model_act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
         gpu_memory_category(m->g, was);
     }
 }
@@ -633,16 +473,6 @@ void model_read_logits(struct model *m, float *out)
     if (!m->logits_kept)
         vkt_fatal("model_read_logits: model_keep_logits was not set");
     gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
-}
-
-uint32_t model_head_rows(const struct model *m)
-{
-    return m->head_rows;
-}
-
-size_t model_activation_bytes(const struct model *m)
-{
-    return m->act_bytes;
 }
 
 void model_loss_reset(struct model *m)

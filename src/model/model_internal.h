@@ -134,6 +134,14 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
 /* The same on the training activations of layer l, from la[l].x. */
 void model_layer_forward(struct model *m, uint32_t l, struct gpu_buffer *out);
 
+/* model_activations.c: a buffer of `floats` floats counted in the
+ * activation bytes; the activation buffers of a batch of `batch` rows of
+ * max_seq_len (and the matmul tn workspace, registered with the gpu);
+ * their release. */
+struct gpu_buffer *model_act(struct model *m, size_t floats, const char *name);
+void model_build_activations(struct model *m, uint32_t batch);
+void model_destroy_activations(struct model *m);
+
 /* LoRA of one linear layer y (rows, out) = x (rows, in)·Wᵀ: the forward
  * adds (alpha/rank)·(x·Aᵀ)·Bᵀ into y; the backward, given dy, accumulates
  * the adapters' gradients and adds the adapter's part of dx into dx. No-ops
