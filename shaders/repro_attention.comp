@@ -27,6 +27,9 @@
 // variant: dkv_texel_scalar -DSTAGE=5 -DTEXEL=1 -DVEC4=0
 // variant: dkv_storage_vec4 -DSTAGE=5 -DTEXEL=0 -DVEC4=1
 // variant: dkv_storage_scalar -DSTAGE=5 -DTEXEL=0 -DVEC4=0
+// variant: max2_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DPAIR=1
+// variant: dq2_texel_vec4 -DSTAGE=4 -DTEXEL=1 -DVEC4=1 -DPAIR=1
+// variant: dkv2_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1 -DPAIR=1
 // repro_attention: the reproducible profile's causal GQA attention
 // (block-causal with document ids), exact per query row: no online
 // rescaling, so the bits never depend on a tile or on how the walk over
@@ -58,6 +61,14 @@
 // acc overwrites afterwards; fused and sum + acc compute the same
 // operations, so the bits do not depend on the cut either.
 // src/repro/repro_attention.c is the C.
+// PAIR = 1 (max2, dq2, dkv2: the texel family's vec4 variants)
+// takes two rows per invocation, query rows 2·j and 2·j + 1 (key rows in
+// dkv), which share each fetch of the other side: each row's operations
+// are the one-row kernel's in its order, a key outside a row's future or
+// document leaving that row's state as it was (selects, not arithmetic),
+// so the bits are the same. (The sum's stages take NR rows too, but the
+// host runs them one row per invocation: the pair with two trees' stacks
+// was slower on lavapipe.)
 // TEXEL = 1 reads the inputs through uniform texel buffers (CPU devices),
 // TEXEL = 0 through storage buffers: the same floats, the same bits.
 // Layout as shaders/flash_attention.comp: q, k, v and their gradients are
@@ -77,6 +88,11 @@
 #define INPUT1(n, name) layout(std430, binding = n) readonly buffer B_##name { float name[]; };
 #define FETCH(buf, e) buf[(e) / W]
 #define FETCH1(buf, e) buf[e]
+#endif
+#if PAIR
+#define NR 2u // rows per invocation
+#else
+#define NR 1u
 #endif
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HDC = 16;
@@ -165,42 +181,53 @@ layout(std430, binding = 7) buffer BG2 { VT g2[]; };
 // Token s of sequence b is in document d0 (always so without documents).
 bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0; }
 
-VT qr[HDC];
+#if STAGE != 5
+// The invocation's query rows: t[u] = NR·j + u (clamped to the sequence),
+// live[u] where it is in the sequence and not before the walk's part.
+VT qr[NR][HDC];
 
-// s_j for the query in qr and the key at ko.
-float score(uint ko)
+// sc[u] = s_j for the query row u in qr and the key at ko.
+void scores(uint ko, out float sc[NR])
 {
-    precise float acc = 0.0f;
+    precise float acc[NR];
+    for (uint u = 0u; u < NR; u++)
+        acc[u] = 0.0f;
     for (uint c = 0u; c < HDC; c++) {
-        precise float n = dot_step(acc, qr[c], FETCH(tk, ko + c * W));
-        acc = n;
+        VT kc = FETCH(tk, ko + c * W);
+        for (uint u = 0u; u < NR; u++) {
+            precise float n = dot_step(acc[u], qr[u][c], kc);
+            acc[u] = n;
+        }
     }
-    precise float s = acc * p.scale;
-    return s;
+    for (uint u = 0u; u < NR; u++) {
+        precise float s = acc[u] * p.scale;
+        sc[u] = s;
+    }
 }
+#endif
 
 #if STAGE == 1 || STAGE == 6
-float stack[32];
-// The tree as a binary counter: stack[level] holds the pending subtree of
-// 2^level keys. Key s's leaf v joins it.
-#define TREE_PUSH(s, v)                                                                                 \
+float stack[NR][32];
+// The tree as a binary counter: stack[u][level] holds row u's pending
+// subtree of 2^level keys. Key s's leaves v[u] join it where push[u].
+#define TREE_PUSH(s, v, push)                                                                           \
     {                                                                                                   \
         uint level = 0u;                                                                                \
         while ((((s) >> level) & 1u) != 0u) {                                                           \
-            v = stack[level] + v;                                                                       \
+            for (uint u = 0u; u < NR; u++) v[u] = stack[u][level] + v[u];                     \
             level++;                                                                                    \
         }                                                                                               \
-        stack[level] = v;                                                                               \
+        for (uint u = 0u; u < NR; u++) if (push[u]) stack[u][level] = v[u];                   \
     }
-// The sum of the first t + 1 keys' leaves from the stack: the keys past t
-// add +0 to non-negative sums, so it is the tree over all T.
-float tree_total(uint t)
+// The sum of the first t + 1 keys' leaves of row u from its stack: the
+// keys past t add +0 to non-negative sums, so it is the tree over all T.
+float tree_total(uint u, uint t)
 {
     uint n = t + 1u, low = uint(findLSB(n));
-    precise float l = stack[low];
+    precise float l = stack[u][low];
     for (uint level = low + 1u; level < 32u; level++)
         if (((n >> level) & 1u) != 0u)
-            l = stack[level] + l;
+            l = stack[u][level] + l;
     l = l + 0.0f;
     return l;
 }
@@ -222,184 +249,301 @@ VT div_by(VT a, float l)
 #if STAGE <= 2 || STAGE == 6
 void main()
 {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.B * p.T * p.H)
+    uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * TR * p.H)
         return;
-    uint t = i % p.T, h = (i / p.T) % p.H, b = i / (p.H * p.T);
-    if (t < p.w0)
-        return; // every key of this part is in its future: the row is done
-    uint kh = h / (p.H / p.KVH), qo = qidx(b, t, h), r = p.l_off + ridx(b, h, t);
-    for (uint c = 0u; c < HDC; c++)
-        qr[c] = FETCH(tq, qo + c * W);
-    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
-    uint end = min(t + 1u, p.w1);
+    uint j = i % TR, h = (i / TR) % p.H, b = i / (p.H * TR), kh = h / (p.H / p.KVH);
+    uint last = min(NR * j + NR - 1u, p.T - 1u);
+    if (last < p.w0)
+        return; // every key of this part is in the rows' future: they are done
+    uint t[NR], r[NR], oo[NR];
+    bool live[NR];
+    int d[NR];
+    for (uint u = 0u; u < NR; u++) {
+        t[u] = min(NR * j + u, p.T - 1u);
+        live[u] = NR * j + u < p.T && t[u] >= p.w0;
+        uint qo = qidx(b, t[u], h);
+        for (uint c = 0u; c < HDC; c++)
+            qr[u][c] = FETCH(tq, qo + c * W);
+        r[u] = ridx(b, h, t[u]), oo[u] = oidx(b, t[u], h);
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
+    }
+    uint end = min(last + 1u, p.w1);
 #if STAGE == 0
-    float m = p.w0 == 0u ? uintBitsToFloat(0xff800000u) : lse[r];
-    for (uint s = p.w0; s < end; s++)
-        if (same_doc(b, s, d0))
-            m = max_of(m, score(kidx(b, s, kh)));
-    lse[r] = m;
+    float m[NR];
+    for (uint u = 0u; u < NR; u++)
+        m[u] = p.w0 == 0u ? uintBitsToFloat(0xff800000u) : lse[p.l_off + r[u]];
+    for (uint s = p.w0; s < end; s++) {
+        bool ok[NR], any = false;
+        for (uint u = 0u; u < NR; u++) {
+            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            any = any || ok[u];
+        }
+        if (!any)
+            continue;
+        float sc[NR];
+        scores(kidx(b, s, kh), sc);
+        for (uint u = 0u; u < NR; u++)
+            m[u] = ok[u] ? max_of(m[u], sc[u]) : m[u];
+    }
+    for (uint u = 0u; u < NR; u++)
+        if (live[u])
+            lse[p.l_off + r[u]] = m[u];
 #elif STAGE == 1
     // The pending subtrees at w0 come back from out's row.
-    float m = lse[r];
-    uint oo = oidx(b, t, h);
-    for (uint level = p.wlog; level < 32u; level++)
-        if (((p.w0 >> level) & 1u) != 0u)
-            stack[level] = o[oo + level - p.wlog];
-    for (uint s = p.w0; s < end; s++) {
-        precise float v = 0.0f;
-        if (same_doc(b, s, d0)) {
-            precise float d = score(kidx(b, s, kh)) - m;
-            v = repro_exp(d);
-        }
-        TREE_PUSH(s, v)
-    }
-    if (end == t + 1u)
-        ls[p.x_off + ridx(b, h, t)] = tree_total(t);
-    else
+    float m[NR];
+    for (uint u = 0u; u < NR; u++) {
+        m[u] = lse[p.l_off + r[u]];
         for (uint level = p.wlog; level < 32u; level++)
-            if (((p.w1 >> level) & 1u) != 0u)
-                o[oo + level - p.wlog] = stack[level];
+            if (((p.w0 >> level) & 1u) != 0u)
+                stack[u][level] = o[oo[u] + level - p.wlog];
+    }
+    for (uint s = p.w0; s < end; s++) {
+        bool ok[NR], push[NR], any = false;
+        for (uint u = 0u; u < NR; u++) {
+            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            push[u] = live[u] && s <= t[u];
+            any = any || ok[u];
+        }
+        precise float v[NR];
+        float sc[NR];
+        if (any)
+            scores(kidx(b, s, kh), sc);
+        for (uint u = 0u; u < NR; u++) {
+            v[u] = 0.0f;
+            if (ok[u]) {
+                precise float dd = sc[u] - m[u];
+                v[u] = repro_exp(dd);
+            }
+        }
+        TREE_PUSH(s, v, push)
+    }
+    for (uint u = 0u; u < NR; u++) {
+        if (!live[u])
+            continue;
+        if (t[u] < p.w1)
+            ls[p.x_off + r[u]] = tree_total(u, t[u]);
+        else
+            for (uint level = p.wlog; level < 32u; level++)
+                if (((p.w1 >> level) & 1u) != 0u)
+                    o[oo[u] + level - p.wlog] = stack[u][level];
+    }
 #else
     // acc, or fused: a over the allowed keys (and, fused, l's tree)
-    float m = lse[r];
-    uint oo = oidx(b, t, h) / W;
-    precise VT acc[HDC];
-    for (uint c = 0u; c < HDC; c++)
-        acc[c] = p.w0 == 0u ? VT(0.0f) : o[oo + c];
+    float m[NR];
+    precise VT acc[NR][HDC];
+    for (uint u = 0u; u < NR; u++) {
+        m[u] = lse[p.l_off + r[u]];
+        for (uint c = 0u; c < HDC; c++)
+            acc[u][c] = p.w0 == 0u ? VT(0.0f) : o[oo[u] / W + c];
+    }
     for (uint s = p.w0; s < end; s++) {
-        precise float e = 0.0f;
-        if (same_doc(b, s, d0)) {
-            precise float d = score(kidx(b, s, kh)) - m;
-            e = repro_exp(d);
+        bool ok[NR], any = false;
+        for (uint u = 0u; u < NR; u++) {
+            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            any = any || ok[u];
+        }
+        precise float e[NR];
+        for (uint u = 0u; u < NR; u++)
+            e[u] = 0.0f;
+        if (any) {
+            float sc[NR];
+            scores(kidx(b, s, kh), sc);
+            for (uint u = 0u; u < NR; u++)
+                if (ok[u]) {
+                    precise float dd = sc[u] - m[u];
+                    e[u] = repro_exp(dd);
+                }
             uint vo = vidx(b, s, kh);
             for (uint c = 0u; c < HDC; c++) {
-                precise VT x = e * FETCH(tv, vo + c * W);
-                acc[c] = acc[c] + x;
+                VT vc = FETCH(tv, vo + c * W);
+                for (uint u = 0u; u < NR; u++) {
+                    precise VT x = e[u] * vc;
+                    precise VT an = acc[u][c] + x;
+                    acc[u][c] = ok[u] ? an : acc[u][c];
+                }
             }
         }
 #if STAGE == 6
-        TREE_PUSH(s, e)
+        bool push[NR];
+        for (uint u = 0u; u < NR; u++)
+            push[u] = live[u] && s <= t[u];
+        TREE_PUSH(s, e, push)
 #endif
     }
-    if (end == t + 1u) {
+    for (uint u = 0u; u < NR; u++) {
+        if (!live[u])
+            continue;
+        if (t[u] < p.w1) {
 #if STAGE == 6
-        float l = tree_total(t);
+            float l = tree_total(u, t[u]);
 #else
-        float l = ls[p.x_off + ridx(b, h, t)];
+            float l = ls[p.x_off + r[u]];
 #endif
-        for (uint c = 0u; c < HDC; c++)
-            o[oo + c] = div_by(acc[c], l);
-        precise float logl = repro_log(l);
-        precise float v = m + logl;
-        lse[r] = v;
-    } else {
-        for (uint c = 0u; c < HDC; c++)
-            o[oo + c] = acc[c];
+            for (uint c = 0u; c < HDC; c++)
+                o[oo[u] / W + c] = div_by(acc[u][c], l);
+            precise float logl = repro_log(l);
+            precise float v = m[u] + logl;
+            lse[p.l_off + r[u]] = v;
+        } else {
+            for (uint c = 0u; c < HDC; c++)
+                o[oo[u] / W + c] = acc[u][c];
+        }
     }
 #endif
 }
 #elif STAGE == 4
 void main()
 {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.B * p.T * p.H)
+    uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * TR * p.H)
         return;
-    uint t = i % p.T, h = (i / p.T) % p.H, b = i / (p.H * p.T);
-    if (t < p.w0)
+    uint j = i % TR, h = (i / TR) % p.H, b = i / (p.H * TR), kh = h / (p.H / p.KVH);
+    uint last = min(NR * j + NR - 1u, p.T - 1u);
+    if (last < p.w0)
         return;
-    uint kh = h / (p.H / p.KVH), qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
-    VT dor[HDC];
-    for (uint c = 0u; c < HDC; c++) {
-        qr[c] = FETCH(tq, qo + c * W);
-        dor[c] = FETCH(tdo, oo + c * W);
+    uint t[NR], go[NR];
+    bool live[NR];
+    int d[NR];
+    VT dor[NR][HDC];
+    float lse_t[NR], D[NR];
+    precise VT acc[NR][HDC];
+    for (uint u = 0u; u < NR; u++) {
+        t[u] = min(NR * j + u, p.T - 1u);
+        live[u] = NR * j + u < p.T && t[u] >= p.w0;
+        uint qo = qidx(b, t[u], h), oo = oidx(b, t[u], h), r = p.x_off + 2u * ridx(b, h, t[u]);
+        go[u] = (qo - p.q_off + p.g1_off) / W;
+        for (uint c = 0u; c < HDC; c++) {
+            qr[u][c] = FETCH(tq, qo + c * W);
+            dor[u][c] = FETCH(tdo, oo + c * W);
+            acc[u][c] = g1[go[u] + c];
+        }
+        lse_t[u] = FETCH1(tst, r), D[u] = FETCH1(tst, r + 1u);
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
     }
-    float lse_t = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
-    uint go = (qo - p.q_off + p.g1_off) / W;
-    precise VT acc[HDC];
-    for (uint c = 0u; c < HDC; c++)
-        acc[c] = g1[go + c];
-    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
-    uint end = min(t + 1u, p.w1);
+    uint end = min(last + 1u, p.w1);
     for (uint s = p.w0; s < end; s++) {
-        if (!same_doc(b, s, d0))
+        bool ok[NR], any = false;
+        for (uint u = 0u; u < NR; u++) {
+            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            any = any || ok[u];
+        }
+        if (!any)
             continue;
         uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        precise float d = score(ko) - lse_t;
-        precise float pr = repro_exp(d);
-        precise float dp = 0.0f;
+        VT kt[HDC];
+        precise float sa[NR], da[NR];
+        for (uint u = 0u; u < NR; u++)
+            sa[u] = 0.0f, da[u] = 0.0f;
         for (uint c = 0u; c < HDC; c++) {
-            precise float n = dot_step(dp, dor[c], FETCH(tv, vo + c * W));
-            dp = n;
+            kt[c] = FETCH(tk, ko + c * W);
+            VT vc = FETCH(tv, vo + c * W);
+            for (uint u = 0u; u < NR; u++) {
+                precise float n = dot_step(sa[u], qr[u][c], kt[c]);
+                sa[u] = n;
+                precise float n2 = dot_step(da[u], dor[u][c], vc);
+                da[u] = n2;
+            }
         }
-        precise float diff = dp - D;
-        precise float ds = pr * diff;
-        precise float dss = ds * p.scale;
-        for (uint c = 0u; c < HDC; c++) {
-            precise VT x = dss * FETCH(tk, ko + c * W);
-            acc[c] = acc[c] + x;
+        for (uint u = 0u; u < NR; u++) {
+            precise float sv = sa[u] * p.scale;
+            precise float dd = sv - lse_t[u];
+            precise float pr = repro_exp(dd);
+            precise float diff = da[u] - D[u];
+            precise float ds = pr * diff;
+            precise float dss = ds * p.scale;
+            for (uint c = 0u; c < HDC; c++) {
+                precise VT x = dss * kt[c];
+                precise VT an = acc[u][c] + x;
+                acc[u][c] = ok[u] ? an : acc[u][c];
+            }
         }
     }
-    for (uint c = 0u; c < HDC; c++)
-        g1[go + c] = acc[c];
+    for (uint u = 0u; u < NR; u++)
+        if (live[u])
+            for (uint c = 0u; c < HDC; c++)
+                g1[go[u] + c] = acc[u][c];
 }
 #else
 void main()
 {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.B * p.T * p.KVH)
+    // key rows sr[u] = NR·j + u, live where in the sequence
+    uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * TR * p.KVH)
         return;
-    uint s = i % p.T, kh = (i / p.T) % p.KVH, b = i / (p.KVH * p.T);
-    uint group = p.H / p.KVH, ko = kidx(b, s, kh), vo = vidx(b, s, kh);
+    uint j = i % TR, kh = (i / TR) % p.KVH, b = i / (p.KVH * TR);
+    uint group = p.H / p.KVH;
     // The walk is over (head of the group, query row) as hh·T + t.
     uint first = p.w0 / p.T, last = min(group, (p.w1 + p.T - 1u) / p.T);
-    VT kr[HDC], vr[HDC];
-    for (uint c = 0u; c < HDC; c++) {
-        kr[c] = FETCH(tk, ko + c * W);
-        vr[c] = FETCH(tv, vo + c * W);
+    uint sr[NR], gk[NR], gv[NR];
+    bool live[NR];
+    int d[NR];
+    VT kr[NR][HDC], vr[NR][HDC];
+    precise VT dka[NR][HDC], dva[NR][HDC];
+    for (uint u = 0u; u < NR; u++) {
+        sr[u] = min(NR * j + u, p.T - 1u);
+        live[u] = NR * j + u < p.T;
+        uint ko = kidx(b, sr[u], kh), vo = vidx(b, sr[u], kh);
+        gk[u] = (ko - p.k_off + p.g1_off) / W, gv[u] = (vo - p.v_off + p.g2_off) / W;
+        for (uint c = 0u; c < HDC; c++) {
+            kr[u][c] = FETCH(tk, ko + c * W);
+            vr[u][c] = FETCH(tv, vo + c * W);
+            dka[u][c] = g1[gk[u] + c];
+            dva[u][c] = g2[gv[u] + c];
+        }
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + sr[u]] : 0;
     }
-    uint gk = (ko - p.k_off + p.g1_off) / W, gv = (vo - p.v_off + p.g2_off) / W;
-    precise VT dka[HDC], dva[HDC];
-    for (uint c = 0u; c < HDC; c++) {
-        dka[c] = g1[gk + c];
-        dva[c] = g2[gv + c];
-    }
-    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + s] : 0;
     for (uint hh = first; hh < last; hh++) {
         uint h = kh * group + hh, base = hh * p.T;
-        uint lo = max(s, p.w0 > base ? p.w0 - base : 0u), hi = min(p.T, p.w1 - base);
+        uint lo = max(sr[0], p.w0 > base ? p.w0 - base : 0u), hi = min(p.T, p.w1 - base);
         for (uint t = lo; t < hi; t++) {
-            if (!same_doc(b, t, d0))
+            bool ok[NR], any = false;
+            for (uint u = 0u; u < NR; u++) {
+                ok[u] = live[u] && t >= sr[u] && same_doc(b, t, d[u]);
+                any = any || ok[u];
+            }
+            if (!any)
                 continue;
             uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
             VT qt[HDC], dot[HDC];
-            precise float sc = 0.0f, dp = 0.0f;
+            precise float sc[NR], dp[NR];
+            for (uint u = 0u; u < NR; u++)
+                sc[u] = 0.0f, dp[u] = 0.0f;
             for (uint c = 0u; c < HDC; c++) {
                 qt[c] = FETCH(tq, qo + c * W);
                 dot[c] = FETCH(tdo, oo + c * W);
-                precise float n = dot_step(sc, qt[c], kr[c]);
-                sc = n;
-                precise float n2 = dot_step(dp, dot[c], vr[c]);
-                dp = n2;
+                for (uint u = 0u; u < NR; u++) {
+                    precise float n = dot_step(sc[u], qt[c], kr[u][c]);
+                    sc[u] = n;
+                    precise float n2 = dot_step(dp[u], dot[c], vr[u][c]);
+                    dp[u] = n2;
+                }
             }
-            precise float sv = sc * p.scale;
-            precise float d = sv - FETCH1(tst, r);
-            precise float pr = repro_exp(d);
-            precise float diff = dp - FETCH1(tst, r + 1u);
-            precise float ds = pr * diff;
-            precise float dss = ds * p.scale;
-            for (uint c = 0u; c < HDC; c++) {
-                precise VT x = dss * qt[c];
-                dka[c] = dka[c] + x;
-                precise VT y = pr * dot[c];
-                dva[c] = dva[c] + y;
+            float lse_t = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
+            for (uint u = 0u; u < NR; u++) {
+                precise float sv = sc[u] * p.scale;
+                precise float dd = sv - lse_t;
+                precise float pr = repro_exp(dd);
+                precise float diff = dp[u] - D;
+                precise float ds = pr * diff;
+                precise float dss = ds * p.scale;
+                for (uint c = 0u; c < HDC; c++) {
+                    precise VT x = dss * qt[c];
+                    precise VT an = dka[u][c] + x;
+                    dka[u][c] = ok[u] ? an : dka[u][c];
+                    precise VT y = pr * dot[c];
+                    precise VT bn = dva[u][c] + y;
+                    dva[u][c] = ok[u] ? bn : dva[u][c];
+                }
             }
         }
     }
-    for (uint c = 0u; c < HDC; c++) {
-        g1[gk + c] = dka[c];
-        g2[gv + c] = dva[c];
-    }
+    for (uint u = 0u; u < NR; u++)
+        if (live[u])
+            for (uint c = 0u; c < HDC; c++) {
+                g1[gk[u] + c] = dka[u][c];
+                g2[gv[u] + c] = dva[u][c];
+            }
 }
 #endif
 #endif

@@ -76,10 +76,12 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const ch
     return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct flash_push), 1, &(uint32_t){hd / (uint32_t)width});
 }
 
-/* Whether the default kernels take two rows per invocation (the texel
- * family's vec4 variants, the fwd2, dq2 and dkv2 stages: rows that share
- * each fetch of the other side; the same bits, 1.2-1.5x faster on lavapipe
- * at T = 1024 and 2048, bench_attention). */
+/* Whether the kernels take two rows per invocation (the texel family's
+ * vec4 variants: the default's fwd2, dq2 and dkv2 stages, the reproducible
+ * max2, dq2 and dkv2: rows that share each fetch of the other side; the
+ * same bits, 1.2-1.5x faster on lavapipe at T = 1024 and 2048,
+ * bench_attention; the reproducible fused walk keeps one row, as its pair
+ * with two trees' stacks was 1.3x slower). */
 static int flash_pairs(int texel, int width)
 {
     return texel && width == 4;
@@ -141,11 +143,12 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
                           int width, struct gpu_buffer *lse)
 {
     struct attention_push *a = &push->a;
-    size_t rows = (size_t)a->T * a->H;
+    size_t rows = (size_t)a->T * a->H, pair_rows = (size_t)(a->T + 1) / 2 * a->H;
     uint32_t hdc = a->hd / (uint32_t)width;
     const char *base = "repro_attention";
-    flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
-                   walk_chunk(g, 1 + hdc, 64));
+    int pairs = flash_pairs(texel, width);
+    flash_dispatch(g, op, flash_kernel(g, base, pairs ? "max2" : "max", texel, width, 3, 0, 6, a->hd), b, 6, push,
+                   pairs ? pair_rows : rows, a->T, walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
     if (repro_fused(g, a->T, hdc)) {
         flash_dispatch(g, op, flash_kernel(g, base, "fused", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                        a->T);
@@ -256,18 +259,18 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     uint32_t hdc = s->hd / (uint32_t)width, group = a->H / a->KVH;
     flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
-    int pairs = !repro && flash_pairs(texel, width);
+    int pairs = flash_pairs(texel, width);
     size_t prs = pairs ? (size_t)(a->T + 1) / 2 * a->H : rs, pkv = pairs ? (size_t)(a->T + 1) / 2 * a->KVH
                                                                          : (size_t)a->T * a->KVH;
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dq2" : "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7,
-                   &push, prs, a->T, repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 2 * hdc) : walk_chunk(g, 1, 0));
+                   &push, prs, a->T, repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 6 * hdc) : walk_chunk(g, 1, 0));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
     /* the reproducible walk is over (head of the group, query row), the
      * default one over query rows with the group's heads inside */
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dkv2" : "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8,
                    &push, pkv, repro ? group * a->T : a->T,
-                   repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 4 * hdc) : walk_chunk(g, group, 0));
+                   repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
 }
 
 void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
