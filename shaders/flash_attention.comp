@@ -36,8 +36,8 @@
 // dispatch, so a host may split it to stay within a device's loop limit:
 // fwd resumes from the saved (out, lse) as m = lse, l = 1, acc = out; dq,
 // dk, dv accumulate. Sums run in one fixed order (no atomics).
-// One invocation per row, the fastest index t (or t'), so a subgroup's
-// lanes walk the same keys; per-head vectors are HDC chunks of W floats
+// One invocation per row (or NR rows, below), the fastest index t (or t'),
+// so a subgroup's lanes walk the same keys; per-head vectors are HDC chunks of W floats
 // (specialization constant 0) held in registers, with unrolled loops.
 // TEXEL = 1 reads q, k, v, do, out (and stats) through uniform texel
 // buffers (CPU devices, see texel.glsl); TEXEL = 0 through storage buffers.
@@ -117,28 +117,41 @@ layout(std430, binding = 7) buffer BDV { VT dv[]; };
 // Token s of sequence b is in document d0 (always so without documents).
 bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0; }
 
-#if STAGE == 0 && PAIR
-// Two query rows per invocation, t0 = 2·j and t1 = t0 + 1, which share
-// each key's and value's fetch (CPU devices: a texel fetch costs as much as
-// several multiply-adds). Each row takes the single-row kernel's
-// operations in its order, a key outside its future or document leaving
-// its state as it was (selects, not arithmetic), so the bits are that
-// kernel's.
+// The invocation's rows: NR per invocation, t[u] = NR·j + u (query rows
+// in fwd and dq, key rows in dkv; clamped to the sequence), live[u] where
+// the row is in the sequence and the walk's part reaches it. PAIR (NR = 2,
+// the texel family's vec4 variants) shares each fetch of the other side
+// between the two rows (CPU devices: a texel fetch costs as much as
+// several multiply-adds). Each row takes the one-row kernel's operations
+// in its order, a step outside its future or document leaving its state
+// as it was (TAKE: a select, not arithmetic), so the bits are the one-row
+// kernel's; with one row the walk covers only the row's steps, and TAKE
+// is no select at all.
+#if PAIR
+#define NR 2u
+#else
+#define NR 1u
+#endif
+#define TAKE(ok, x, y) ((NR == 1u || (ok)) ? (x) : (y))
+
+#if STAGE == 0
 void main()
 {
-    uint T2 = (p.T + 1u) / 2u, i = gl_GlobalInvocationID.x;
-    if (i >= p.B * T2 * p.H) return;
-    uint j = i % T2, h = (i / T2) % p.H, b = i / (p.H * T2), kh = h / (p.H / p.KVH);
-    uint t[2] = uint[2](2u * j, 2u * j + 1u);
-    bool live[2] = bool[2](t[0] >= p.w0, t[1] < p.T && t[1] >= p.w0);
-    if (!live[0] && !live[1]) return;
-    VT qr[2][HDC], acc[2][HDC];
-    float m[2], l[2];
-    int d[2];
-    uint oo[2], r[2];
-    [[unroll]] for (uint u = 0u; u < 2u; u++) {
-        uint tu = min(t[u], p.T - 1u), qo = qidx(b, tu, h);
-        oo[u] = oidx(b, tu, h) / W, r[u] = p.l_off + ridx(b, h, tu);
+    uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * TR * p.H) return;
+    uint j = i % TR, h = (i / TR) % p.H, b = i / (p.H * TR), kh = h / (p.H / p.KVH);
+    uint last = min(NR * j + NR - 1u, p.T - 1u);
+    if (last < p.w0) return; // every key of this part is in the rows' future
+    uint t[NR], oo[NR], r[NR];
+    bool live[NR];
+    int d[NR];
+    VT qr[NR][HDC], acc[NR][HDC];
+    float m[NR], l[NR]; // l > 0 once a key is seen (the max adds 1)
+    [[unroll]] for (uint u = 0u; u < NR; u++) {
+        t[u] = min(NR * j + u, p.T - 1u);
+        live[u] = NR * j + u < p.T && t[u] >= p.w0;
+        uint qo = qidx(b, t[u], h);
+        oo[u] = oidx(b, t[u], h) / W, r[u] = p.l_off + ridx(b, h, t[u]);
         [[unroll]] for (uint c = 0u; c < HDC; c++) qr[u][c] = FETCH(tq, qo + c * W);
         m[u] = NO_SCORE, l[u] = 0.0;
         if (live[u] && p.w0 > 0u && lse[r[u]] > NO_SCORE) {
@@ -148,266 +161,160 @@ void main()
         } else {
             [[unroll]] for (uint c = 0u; c < HDC; c++) acc[u][c] = VT(0.0);
         }
-        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + tu] : 0;
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
     }
-    uint end = min((live[1] ? t[1] : t[0]) + 1u, p.w1);
+    uint end = min(last + 1u, p.w1);
     for (uint s = p.w0; s < end; s++) {
-        bool ok[2] = bool[2](live[0] && s <= t[0] && same_doc(b, s, d[0]), live[1] && same_doc(b, s, d[1]));
-        if (!ok[0] && !ok[1]) continue;
+        bool ok[NR], any = false;
+        [[unroll]] for (uint u = 0u; u < NR; u++) {
+            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            any = any || ok[u];
+        }
+        if (!any) continue;
         uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT dotv[2] = VT[2](VT(0.0), VT(0.0));
+        VT dotv[NR];
+        [[unroll]] for (uint u = 0u; u < NR; u++) dotv[u] = VT(0.0);
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
             VT kc = FETCH(tk, ko + c * W);
-            dotv[0] += qr[0][c] * kc;
-            dotv[1] += qr[1][c] * kc;
+            [[unroll]] for (uint u = 0u; u < NR; u++) dotv[u] += qr[u][c] * kc;
         }
-        float a[2], e[2];
-        [[unroll]] for (uint u = 0u; u < 2u; u++) {
+        float a[NR], e[NR];
+        [[unroll]] for (uint u = 0u; u < NR; u++) {
             float score = HSUM(dotv[u]) * p.scale;
             float mn = max(m[u], score);
             a[u] = l[u] > 0.0 ? exp(m[u] - mn) : 0.0, e[u] = exp(score - mn);
-            float ln = l[u] * a[u] + e[u];
-            l[u] = ok[u] ? ln : l[u];
-            m[u] = ok[u] ? mn : m[u];
+            l[u] = TAKE(ok[u], l[u] * a[u] + e[u], l[u]);
+            m[u] = TAKE(ok[u], mn, m[u]);
         }
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
             VT vc = FETCH(tv, vo + c * W);
-            [[unroll]] for (uint u = 0u; u < 2u; u++) {
-                VT an = acc[u][c] * a[u] + e[u] * vc;
-                acc[u][c] = ok[u] ? an : acc[u][c];
-            }
+            [[unroll]] for (uint u = 0u; u < NR; u++) acc[u][c] = TAKE(ok[u], acc[u][c] * a[u] + e[u] * vc, acc[u][c]);
         }
     }
-    [[unroll]] for (uint u = 0u; u < 2u; u++) {
+    [[unroll]] for (uint u = 0u; u < NR; u++) {
         if (!live[u]) continue;
         float inv = l[u] > 0.0 ? 1.0 / l[u] : 0.0;
         [[unroll]] for (uint c = 0u; c < HDC; c++) o[oo[u] + c] = acc[u][c] * inv;
         lse[r[u]] = l[u] > 0.0 ? m[u] + log(l[u]) : NO_SCORE;
     }
 }
-#elif STAGE == 0
+#elif STAGE == 2
 void main()
 {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.B * p.T * p.H) return;
-    uint t = i % p.T, h = (i / p.T) % p.H, b = i / (p.H * p.T);
-    if (t < p.w0) return; // every key of this part is in its future
-    uint kh = h / (p.H / p.KVH);
-    uint qo = qidx(b, t, h), oo = oidx(b, t, h) / W, r = p.l_off + ridx(b, h, t);
-    VT qr[HDC], acc[HDC];
-    [[unroll]] for (uint c = 0u; c < HDC; c++) qr[c] = FETCH(tq, qo + c * W);
-    float m = NO_SCORE, l = 0.0; // l > 0 once a key is seen (the max adds 1)
-    if (p.w0 > 0u && lse[r] > NO_SCORE) {
-        m = lse[r];
-        l = 1.0;
-        [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] = o[oo + c];
-    } else {
-        [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] = VT(0.0);
-    }
-    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
-    uint end = min(t + 1u, p.w1);
-    for (uint s = p.w0; s < end; s++) {
-        if (!same_doc(b, s, d0)) continue;
-        uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT dotv = VT(0.0);
-        [[unroll]] for (uint c = 0u; c < HDC; c++) dotv += qr[c] * FETCH(tk, ko + c * W);
-        float score = HSUM(dotv) * p.scale;
-        float mn = max(m, score), a = l > 0.0 ? exp(m - mn) : 0.0, e = exp(score - mn);
-        l = l * a + e;
-        m = mn;
-        [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] = acc[c] * a + e * FETCH(tv, vo + c * W);
-    }
-    float inv = l > 0.0 ? 1.0 / l : 0.0;
-    [[unroll]] for (uint c = 0u; c < HDC; c++) o[oo + c] = acc[c] * inv;
-    lse[r] = l > 0.0 ? m + log(l) : NO_SCORE;
-}
-#elif STAGE == 2 && PAIR
-// dq for two query rows per invocation (as the forward's PAIR: each key's
-// k and v fetched once for both, each row's operations in the single-row
-// kernel's order, so its bits).
-void main()
-{
-    uint T2 = (p.T + 1u) / 2u, i = gl_GlobalInvocationID.x;
-    if (i >= p.B * T2 * p.H) return;
-    uint j = i % T2, h = (i / T2) % p.H, b = i / (p.H * T2), kh = h / (p.H / p.KVH);
-    uint t[2] = uint[2](2u * j, 2u * j + 1u);
-    bool live[2] = bool[2](t[0] >= p.w0, t[1] < p.T && t[1] >= p.w0);
-    if (!live[0] && !live[1]) return;
-    VT qr[2][HDC], dor[2][HDC], acc[2][HDC];
-    float lse[2], D[2];
-    int d[2];
-    uint go[2];
-    [[unroll]] for (uint u = 0u; u < 2u; u++) {
-        uint tu = min(t[u], p.T - 1u), qo = qidx(b, tu, h), oo = oidx(b, tu, h), r = p.x_off + 2u * ridx(b, h, tu);
+    uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * TR * p.H) return;
+    uint j = i % TR, h = (i / TR) % p.H, b = i / (p.H * TR), kh = h / (p.H / p.KVH);
+    uint last = min(NR * j + NR - 1u, p.T - 1u);
+    if (last < p.w0) return;
+    uint t[NR], go[NR];
+    bool live[NR];
+    int d[NR];
+    VT qr[NR][HDC], dor[NR][HDC], acc[NR][HDC];
+    float lse[NR], D[NR];
+    [[unroll]] for (uint u = 0u; u < NR; u++) {
+        t[u] = min(NR * j + u, p.T - 1u);
+        live[u] = NR * j + u < p.T && t[u] >= p.w0;
+        uint qo = qidx(b, t[u], h), oo = oidx(b, t[u], h), r = p.x_off + 2u * ridx(b, h, t[u]);
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
             qr[u][c] = FETCH(tq, qo + c * W);
             dor[u][c] = FETCH(tdo, oo + c * W);
             acc[u][c] = VT(0.0);
         }
         lse[u] = FETCH1(tst, r), D[u] = FETCH1(tst, r + 1u);
-        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + tu] : 0;
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
         go[u] = (qo - p.q_off + p.g1_off) / W;
     }
-    uint end = min((live[1] ? t[1] : t[0]) + 1u, p.w1);
+    uint end = min(last + 1u, p.w1);
     for (uint s = p.w0; s < end; s++) {
-        bool ok[2] = bool[2](live[0] && s <= t[0] && same_doc(b, s, d[0]), live[1] && same_doc(b, s, d[1]));
-        if (!ok[0] && !ok[1]) continue;
+        bool ok[NR], any = false;
+        [[unroll]] for (uint u = 0u; u < NR; u++) {
+            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            any = any || ok[u];
+        }
+        if (!any) continue;
         uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT kt[HDC], sv[2] = VT[2](VT(0.0), VT(0.0)), dpv[2] = VT[2](VT(0.0), VT(0.0));
+        VT kt[HDC], sv[NR], dpv[NR];
+        [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
             kt[c] = FETCH(tk, ko + c * W);
             VT vc = FETCH(tv, vo + c * W);
-            [[unroll]] for (uint u = 0u; u < 2u; u++) {
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
                 sv[u] += qr[u][c] * kt[c];
                 dpv[u] += dor[u][c] * vc;
             }
         }
-        [[unroll]] for (uint u = 0u; u < 2u; u++) {
+        [[unroll]] for (uint u = 0u; u < NR; u++) {
             float pr = exp(HSUM(sv[u]) * p.scale - lse[u]), ds = pr * (HSUM(dpv[u]) - D[u]);
-            [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                VT an = acc[u][c] + ds * kt[c];
-                acc[u][c] = ok[u] ? an : acc[u][c];
-            }
+            [[unroll]] for (uint c = 0u; c < HDC; c++) acc[u][c] = TAKE(ok[u], acc[u][c] + ds * kt[c], acc[u][c]);
         }
     }
-    [[unroll]] for (uint u = 0u; u < 2u; u++)
+    [[unroll]] for (uint u = 0u; u < NR; u++)
         if (live[u])
             [[unroll]] for (uint c = 0u; c < HDC; c++) dq[go[u] + c] += p.scale * acc[u][c];
 }
-#elif STAGE == 2
+#else
+// dk, dv per key row s[u], over the group's query heads and the query rows
+// t >= s[u] of this part.
 void main()
 {
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.B * p.T * p.H) return;
-    uint t = i % p.T, h = (i / p.T) % p.H, b = i / (p.H * p.T);
-    if (t < p.w0) return;
-    uint kh = h / (p.H / p.KVH);
-    uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
-    VT qr[HDC], dor[HDC], acc[HDC];
-    [[unroll]] for (uint c = 0u; c < HDC; c++) {
-        qr[c] = FETCH(tq, qo + c * W);
-        dor[c] = FETCH(tdo, oo + c * W);
-        acc[c] = VT(0.0);
-    }
-    float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
-    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0;
-    uint end = min(t + 1u, p.w1);
-    for (uint s = p.w0; s < end; s++) {
-        if (!same_doc(b, s, d0)) continue;
-        uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT kt[HDC], sv = VT(0.0), dpv = VT(0.0);
-        [[unroll]] for (uint c = 0u; c < HDC; c++) {
-            kt[c] = FETCH(tk, ko + c * W);
-            sv += qr[c] * kt[c];
-            dpv += dor[c] * FETCH(tv, vo + c * W);
-        }
-        float pr = exp(HSUM(sv) * p.scale - lse), ds = pr * (HSUM(dpv) - D);
-        [[unroll]] for (uint c = 0u; c < HDC; c++) acc[c] += ds * kt[c];
-    }
-    uint go = (qo - p.q_off + p.g1_off) / W;
-    [[unroll]] for (uint c = 0u; c < HDC; c++) dq[go + c] += p.scale * acc[c];
-}
-#elif PAIR
-// dk, dv for two key rows per invocation, s0 = 2·j and s1 = s0 + 1 (as
-// the forward's PAIR: each query row's q and dO fetched once for both,
-// each key row's operations in the single-row kernel's order).
-void main()
-{
-    uint T2 = (p.T + 1u) / 2u, i = gl_GlobalInvocationID.x;
-    if (i >= p.B * T2 * p.KVH) return;
-    uint j = i % T2, kh = (i / T2) % p.KVH, b = i / (p.KVH * T2);
-    uint sr[2] = uint[2](2u * j, 2u * j + 1u);
-    bool live[2] = bool[2](sr[0] < p.w1, sr[1] < p.T && sr[1] < p.w1);
-    if (!live[0] && !live[1]) return;
-    uint group = p.H / p.KVH, gk[2], gv[2];
-    VT kr[2][HDC], vr[2][HDC], dka[2][HDC], dva[2][HDC];
-    int d[2];
-    [[unroll]] for (uint u = 0u; u < 2u; u++) {
-        uint su = min(sr[u], p.T - 1u), ko = kidx(b, su, kh), vo = vidx(b, su, kh);
+    uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
+    if (i >= p.B * TR * p.KVH) return;
+    uint j = i % TR, kh = (i / TR) % p.KVH, b = i / (p.KVH * TR);
+    if (NR * j >= p.w1) return; // every query of this part is in the rows' past
+    uint group = p.H / p.KVH, s[NR], gk[NR], gv[NR];
+    bool live[NR];
+    int d[NR];
+    VT kr[NR][HDC], vr[NR][HDC], dka[NR][HDC], dva[NR][HDC];
+    [[unroll]] for (uint u = 0u; u < NR; u++) {
+        s[u] = min(NR * j + u, p.T - 1u);
+        live[u] = NR * j + u < p.T && s[u] < p.w1;
+        uint ko = kidx(b, s[u], kh), vo = vidx(b, s[u], kh);
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
             kr[u][c] = FETCH(tk, ko + c * W);
             vr[u][c] = FETCH(tv, vo + c * W);
             dka[u][c] = VT(0.0);
             dva[u][c] = VT(0.0);
         }
-        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + su] : 0;
+        d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + s[u]] : 0;
         gk[u] = (ko - p.k_off + p.g1_off) / W, gv[u] = (vo - p.v_off + p.g2_off) / W;
     }
-    uint start = max(live[0] ? sr[0] : sr[1], p.w0);
+    uint start = max(NR * j, p.w0);
     for (uint hh = 0u; hh < group; hh++) {
         uint h = kh * group + hh;
         for (uint t = start; t < p.w1; t++) {
-            bool ok[2] = bool[2](live[0] && same_doc(b, t, d[0]), live[1] && t >= sr[1] && same_doc(b, t, d[1]));
-            if (!ok[0] && !ok[1]) continue;
+            bool ok[NR], any = false;
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
+                ok[u] = live[u] && t >= s[u] && same_doc(b, t, d[u]);
+                any = any || ok[u];
+            }
+            if (!any) continue;
             uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
-            VT qt[HDC], dot[HDC], sv[2] = VT[2](VT(0.0), VT(0.0)), dpv[2] = VT[2](VT(0.0), VT(0.0));
+            VT qt[HDC], dot[HDC], sv[NR], dpv[NR];
+            [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
                 qt[c] = FETCH(tq, qo + c * W);
                 dot[c] = FETCH(tdo, oo + c * W);
-                [[unroll]] for (uint u = 0u; u < 2u; u++) {
+                [[unroll]] for (uint u = 0u; u < NR; u++) {
                     sv[u] += kr[u][c] * qt[c];
                     dpv[u] += vr[u][c] * dot[c];
                 }
             }
             float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
-            [[unroll]] for (uint u = 0u; u < 2u; u++) {
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
                 float pr = exp(HSUM(sv[u]) * p.scale - lse), ds = pr * (HSUM(dpv[u]) - D);
                 [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                    VT kn = dka[u][c] + ds * qt[c], vn = dva[u][c] + pr * dot[c];
-                    dka[u][c] = ok[u] ? kn : dka[u][c];
-                    dva[u][c] = ok[u] ? vn : dva[u][c];
+                    dka[u][c] = TAKE(ok[u], dka[u][c] + ds * qt[c], dka[u][c]);
+                    dva[u][c] = TAKE(ok[u], dva[u][c] + pr * dot[c], dva[u][c]);
                 }
             }
         }
     }
-    [[unroll]] for (uint u = 0u; u < 2u; u++)
+    [[unroll]] for (uint u = 0u; u < NR; u++)
         if (live[u])
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
                 dk[gk[u] + c] += p.scale * dka[u][c];
                 dv[gv[u] + c] += dva[u][c];
             }
-}
-#else
-void main()
-{
-    uint i = gl_GlobalInvocationID.x;
-    if (i >= p.B * p.T * p.KVH) return;
-    uint s = i % p.T, kh = (i / p.T) % p.KVH, b = i / (p.KVH * p.T);
-    if (s >= p.w1) return; // every query of this part is in its past
-    uint group = p.H / p.KVH, ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-    VT kr[HDC], vr[HDC], dka[HDC], dva[HDC];
-    [[unroll]] for (uint c = 0u; c < HDC; c++) {
-        kr[c] = FETCH(tk, ko + c * W);
-        vr[c] = FETCH(tv, vo + c * W);
-        dka[c] = VT(0.0);
-        dva[c] = VT(0.0);
-    }
-    int d0 = p.has_doc != 0u ? doc[p.doc_off + b * p.T + s] : 0;
-    uint start = max(s, p.w0);
-    for (uint hh = 0u; hh < group; hh++) {
-        uint h = kh * group + hh;
-        for (uint t = start; t < p.w1; t++) {
-            if (!same_doc(b, t, d0)) continue;
-            uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
-            VT qt[HDC], dot[HDC], sv = VT(0.0), dpv = VT(0.0);
-            [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                qt[c] = FETCH(tq, qo + c * W);
-                dot[c] = FETCH(tdo, oo + c * W);
-                sv += kr[c] * qt[c];
-                dpv += vr[c] * dot[c];
-            }
-            float pr = exp(HSUM(sv) * p.scale - FETCH1(tst, r)), ds = pr * (HSUM(dpv) - FETCH1(tst, r + 1u));
-            [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                dka[c] += ds * qt[c];
-                dva[c] += pr * dot[c];
-            }
-        }
-    }
-    uint gk = (ko - p.k_off + p.g1_off) / W, gv = (vo - p.v_off + p.g2_off) / W;
-    [[unroll]] for (uint c = 0u; c < HDC; c++) {
-        dk[gk + c] += p.scale * dka[c];
-        dv[gv + c] += dva[c];
-    }
 }
 #endif
 #endif

@@ -87,6 +87,13 @@ static int flash_pairs(int texel, int width)
     return texel && width == 4;
 }
 
+/* Invocations per sequence of a walk over T rows of each of `heads` heads:
+ * one row each, or two with pairs (the last pair short where T is odd). */
+static size_t walk_items(uint32_t T, uint32_t heads, int pairs)
+{
+    return (size_t)(pairs ? (T + 1) / 2 : T) * heads;
+}
+
 /* The backward's R32F view among q, k, v, dO and the row statistics. */
 enum { BWD_STATS = OPS_R32F(4) };
 
@@ -143,12 +150,12 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
                           int width, struct gpu_buffer *lse)
 {
     struct attention_push *a = &push->a;
-    size_t rows = (size_t)a->T * a->H, pair_rows = (size_t)(a->T + 1) / 2 * a->H;
+    size_t rows = walk_items(a->T, a->H, 0);
     uint32_t hdc = a->hd / (uint32_t)width;
     const char *base = "repro_attention";
     int pairs = flash_pairs(texel, width);
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "max2" : "max", texel, width, 3, 0, 6, a->hd), b, 6, push,
-                   pairs ? pair_rows : rows, a->T, walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
+                   walk_items(a->T, a->H, pairs), a->T, walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
     if (repro_fused(g, a->T, hdc)) {
         flash_dispatch(g, op, flash_kernel(g, base, "fused", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                        a->T);
@@ -199,12 +206,11 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
     if (repro)
         repro_forward(g, op, b, &push, texel, width, lse);
-    else if (flash_pairs(texel, width))
-        flash_dispatch(g, op, flash_kernel(g, "flash_attention", "fwd2", texel, width, 3, 0, 6, s->hd), b, 6, &push,
-                       (size_t)(a->T + 1) / 2 * a->H, a->T, walk_chunk(g, 1, 0));
-    else
-        flash_dispatch(g, op, flash_kernel(g, "flash_attention", "fwd", texel, width, 3, 0, 6, s->hd), b, 6, &push,
-                       (size_t)a->T * a->H, a->T, walk_chunk(g, 1, 0));
+    else {
+        int pairs = flash_pairs(texel, width);
+        flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd2" : "fwd", texel, width, 3, 0, 6, s->hd),
+                       b, 6, &push, walk_items(a->T, a->H, pairs), a->T, walk_chunk(g, 1, 0));
+    }
 }
 
 void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -260,16 +266,15 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
     int pairs = flash_pairs(texel, width);
-    size_t prs = pairs ? (size_t)(a->T + 1) / 2 * a->H : rs, pkv = pairs ? (size_t)(a->T + 1) / 2 * a->KVH
-                                                                         : (size_t)a->T * a->KVH;
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dq2" : "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7,
-                   &push, prs, a->T, repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 6 * hdc) : walk_chunk(g, 1, 0));
+                   &push, walk_items(a->T, a->H, pairs), a->T,
+                   repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 6 * hdc) : walk_chunk(g, 1, 0));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
     /* the reproducible walk is over (head of the group, query row), the
      * default one over query rows with the group's heads inside */
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dkv2" : "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8,
-                   &push, pkv, repro ? group * a->T : a->T,
+                   &push, walk_items(a->T, a->KVH, pairs), repro ? group * a->T : a->T,
                    repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
 }
 
