@@ -126,7 +126,8 @@ bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off 
 // in its order, a step outside its future or document leaving its state
 // as it was (TAKE: a select, not arithmetic), so the bits are the one-row
 // kernel's; with one row the walk covers only the row's steps, and TAKE
-// is no select at all.
+// is no select at all. (The walk ends at the last row's own end, and dkv's
+// starts at the first row's own start: those rows skip the compare.)
 #if PAIR
 #define NR 2u
 #else
@@ -167,7 +168,7 @@ void main()
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], any = false;
         [[unroll]] for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            ok[u] = live[u] && (u + 1u == NR || s <= t[u]) && same_doc(b, s, d[u]);
             any = any || ok[u];
         }
         if (!any) continue;
@@ -228,7 +229,7 @@ void main()
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], any = false;
         [[unroll]] for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            ok[u] = live[u] && (u + 1u == NR || s <= t[u]) && same_doc(b, s, d[u]);
             any = any || ok[u];
         }
         if (!any) continue;
@@ -245,7 +246,10 @@ void main()
         }
         [[unroll]] for (uint u = 0u; u < NR; u++) {
             float pr = exp(HSUM(sv[u]) * p.scale - lse[u]), ds = pr * (HSUM(dpv[u]) - D[u]);
-            [[unroll]] for (uint c = 0u; c < HDC; c++) acc[u][c] = TAKE(ok[u], acc[u][c] + ds * kt[c], acc[u][c]);
+            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                VT an = acc[u][c] + ds * kt[c];
+                acc[u][c] = TAKE(ok[u], an, acc[u][c]);
+            }
         }
     }
     [[unroll]] for (uint u = 0u; u < NR; u++)
@@ -284,7 +288,7 @@ void main()
         for (uint t = start; t < p.w1; t++) {
             bool ok[NR], any = false;
             [[unroll]] for (uint u = 0u; u < NR; u++) {
-                ok[u] = live[u] && t >= s[u] && same_doc(b, t, d[u]);
+                ok[u] = live[u] && (u == 0u || t >= s[u]) && same_doc(b, t, d[u]);
                 any = any || ok[u];
             }
             if (!any) continue;
@@ -303,8 +307,9 @@ void main()
             [[unroll]] for (uint u = 0u; u < NR; u++) {
                 float pr = exp(HSUM(sv[u]) * p.scale - lse), ds = pr * (HSUM(dpv[u]) - D);
                 [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                    dka[u][c] = TAKE(ok[u], dka[u][c] + ds * qt[c], dka[u][c]);
-                    dva[u][c] = TAKE(ok[u], dva[u][c] + pr * dot[c], dva[u][c]);
+                    VT kn = dka[u][c] + ds * qt[c], vn = dva[u][c] + pr * dot[c];
+                    dka[u][c] = TAKE(ok[u], kn, dka[u][c]);
+                    dva[u][c] = TAKE(ok[u], vn, dva[u][c]);
                 }
             }
         }

@@ -27,9 +27,9 @@
 // variant: dkv_texel_scalar -DSTAGE=5 -DTEXEL=1 -DVEC4=0
 // variant: dkv_storage_vec4 -DSTAGE=5 -DTEXEL=0 -DVEC4=1
 // variant: dkv_storage_scalar -DSTAGE=5 -DTEXEL=0 -DVEC4=0
-// variant: max2_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DPAIR=1
-// variant: dq2_texel_vec4 -DSTAGE=4 -DTEXEL=1 -DVEC4=1 -DPAIR=1
-// variant: dkv2_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1 -DPAIR=1
+// variant: max8_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DNR=8u
+// variant: dq2_texel_vec4 -DSTAGE=4 -DTEXEL=1 -DVEC4=1 -DNR=2u
+// variant: dkv2_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1 -DNR=2u
 // repro_attention: the reproducible profile's causal GQA attention
 // (block-causal with document ids), exact per query row: no online
 // rescaling, so the bits never depend on a tile or on how the walk over
@@ -61,14 +61,16 @@
 // acc overwrites afterwards; fused and sum + acc compute the same
 // operations, so the bits do not depend on the cut either.
 // src/repro/repro_attention.c is the C.
-// PAIR = 1 (max2, dq2, dkv2: the texel family's vec4 variants)
-// takes two rows per invocation, query rows 2·j and 2·j + 1 (key rows in
-// dkv), which share each fetch of the other side: each row's operations
-// are the one-row kernel's in its order, a key outside a row's future or
-// document leaving that row's state as it was (selects, not arithmetic),
-// so the bits are the same. (The sum's stages take NR rows too, but the
-// host runs them one row per invocation: the pair with two trees' stacks
-// was slower on lavapipe.)
+// NR rows per invocation (the texel family's vec4 variants: 8 in max8,
+// 2 in dq2 and dkv2), query rows NR·j .. NR·j + NR − 1 (key rows in dkv),
+// share each fetch of the other side: each row's operations are the
+// one-row kernel's in its order, a key outside a row's future or document
+// leaving that row's state as it was (selects, not arithmetic), so the
+// bits are the same. (The fused walk takes NR rows too, but the host runs
+// it one row per invocation: its pair, with two sets of accumulators and
+// trees' stacks, was 1.3-1.4x slower on lavapipe. The max keeps no
+// accumulator, and 8 rows made the whole forward 8-10% faster than 2 at
+// T = 1024 and 2048, bench_attention.)
 // TEXEL = 1 reads the inputs through uniform texel buffers (CPU devices),
 // TEXEL = 0 through storage buffers: the same floats, the same bits.
 // Layout as shaders/flash_attention.comp: q, k, v and their gradients are
@@ -89,10 +91,8 @@
 #define FETCH(buf, e) buf[(e) / W]
 #define FETCH1(buf, e) buf[e]
 #endif
-#if PAIR
-#define NR 2u // rows per invocation
-#else
-#define NR 1u
+#ifndef NR
+#define NR 1u // rows per invocation
 #endif
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HDC = 16;

@@ -76,10 +76,10 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const ch
     return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct flash_push), 1, &(uint32_t){hd / (uint32_t)width});
 }
 
-/* Whether the kernels take two rows per invocation (the texel family's
- * vec4 variants: the default's fwd2, dq2 and dkv2 stages, the reproducible
- * max2, dq2 and dkv2: rows that share each fetch of the other side; the
- * same bits, 1.2-1.5x faster on lavapipe at T = 1024 and 2048,
+/* Whether the kernels take several rows per invocation (the texel
+ * family's vec4 variants: the default's fwd2, dq2 and dkv2 stages, the
+ * reproducible max8, dq2 and dkv2: rows that share each fetch of the other
+ * side; the same bits, 1.2-1.5x faster on lavapipe at T = 1024 and 2048,
  * bench_attention; the reproducible fused walk keeps one row, as its pair
  * with two trees' stacks was 1.3x slower). */
 static int flash_pairs(int texel, int width)
@@ -87,11 +87,11 @@ static int flash_pairs(int texel, int width)
     return texel && width == 4;
 }
 
-/* Invocations per sequence of a walk over T rows of each of `heads` heads:
- * one row each, or two with pairs (the last pair short where T is odd). */
-static size_t walk_items(uint32_t T, uint32_t heads, int pairs)
+/* Invocations per sequence of a walk over T rows of each of `heads` heads,
+ * nr rows per invocation (the last one short where nr does not divide T). */
+static size_t walk_items(uint32_t T, uint32_t heads, uint32_t nr)
 {
-    return (size_t)(pairs ? (T + 1) / 2 : T) * heads;
+    return (size_t)((T + nr - 1) / nr) * heads;
 }
 
 /* The backward's R32F view among q, k, v, dO and the row statistics. */
@@ -150,12 +150,18 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
                           int width, struct gpu_buffer *lse)
 {
     struct attention_push *a = &push->a;
-    size_t rows = walk_items(a->T, a->H, 0);
+    size_t rows = walk_items(a->T, a->H, 1);
     uint32_t hdc = a->hd / (uint32_t)width;
     const char *base = "repro_attention";
-    int pairs = flash_pairs(texel, width);
-    flash_dispatch(g, op, flash_kernel(g, base, pairs ? "max2" : "max", texel, width, 3, 0, 6, a->hd), b, 6, push,
-                   walk_items(a->T, a->H, pairs), a->T, walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
+    /* max8's loop counts per key as if no loop over its 8 rows were
+     * unrolled (an overestimate cuts the walk more often, at no other
+     * cost): a walk past the device's loop limit would stop short */
+    if (flash_pairs(texel, width))
+        flash_dispatch(g, op, flash_kernel(g, base, "max8", texel, width, 3, 0, 6, a->hd), b, 6, push,
+                       walk_items(a->T, a->H, 8), a->T, walk_chunk(g, 24 + 9 * hdc, 64 + 10 * hdc));
+    else
+        flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+                       walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
     if (repro_fused(g, a->T, hdc)) {
         flash_dispatch(g, op, flash_kernel(g, base, "fused", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                        a->T);
@@ -209,7 +215,7 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     else {
         int pairs = flash_pairs(texel, width);
         flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd2" : "fwd", texel, width, 3, 0, 6, s->hd),
-                       b, 6, &push, walk_items(a->T, a->H, pairs), a->T, walk_chunk(g, 1, 0));
+                       b, 6, &push, walk_items(a->T, a->H, pairs ? 2 : 1), a->T, walk_chunk(g, 1, 0));
     }
 }
 
@@ -267,14 +273,14 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
     int pairs = flash_pairs(texel, width);
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dq2" : "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7,
-                   &push, walk_items(a->T, a->H, pairs), a->T,
+                   &push, walk_items(a->T, a->H, pairs ? 2 : 1), a->T,
                    repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 6 * hdc) : walk_chunk(g, 1, 0));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
     /* the reproducible walk is over (head of the group, query row), the
      * default one over query rows with the group's heads inside */
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dkv2" : "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8,
-                   &push, walk_items(a->T, a->KVH, pairs), repro ? group * a->T : a->T,
+                   &push, walk_items(a->T, a->KVH, pairs ? 2 : 1), repro ? group * a->T : a->T,
                    repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
 }
 
