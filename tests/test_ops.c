@@ -296,6 +296,20 @@ int main(void)
             test_tn_transposed(g, 36, 517, 521, 1);
             gpu_set_limits(g, "storage_range=20000");
             test_tn_transposed(g, 40, 512, 600, 0);
+            /* copies past the texel views' limit (40·600 floats over 4,096
+             * texels): no scratch asked for, and none used (the tn kernel,
+             * bound in ranges, against the reference) */
+            gpu_set_limits(g, "texel_elements=4096");
+            CHECK(op_matmul_tn_scratch(g, 40, 512, 600) == 0,
+                  "op_matmul_tn_scratch: a path for copies over the texel views' limit");
+            gpu_set_matmul_scratch(g, gpu_buffer_create(g, (512 + 600) * 40 * sizeof(float), "tn scratch"));
+            int timed = gpu_profile_start(g);
+            matmul_case(g, TN, 40, 512, 600, 1, 0, 0, 0);
+            gpu_profile_stop(g);
+            CHECK(!timed || profile_dispatches(g, "transpose_texel") == 0,
+                  "matmul_tn 40x512x600 under texel_elements=4096: transposes over the limit");
+            gpu_buffer_destroy(g, gpu_matmul_scratch(g));
+            gpu_set_matmul_scratch(g, NULL);
             gpu_set_limits(g, NULL);
             CHECK(op_matmul_tn_scratch(g, 2048, 128, 128) == 0 && op_matmul_tn_scratch(g, 38, 516, 520) == 0,
                   "op_matmul_tn_scratch: a path for N = 128 or M %% 4 != 0");

@@ -334,10 +334,23 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
  * to 3072 (M 256 to 4096), 0.6-0.9x with 128 and 352. */
 #define TN_TRANSPOSED_MIN 512
 
+/* Whether the copies of dY (from float o[0]) and X (from o[1]) and the
+ * scratch that holds them fit the device's views and grid. */
+static int transposes_fit(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K, const size_t o[2])
+{
+    const struct gpu_device_info *info = gpu_info(g);
+    size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4), end[2] = {o[0] + (size_t)M * N, o[1] + (size_t)M * K};
+    uint32_t widest = N > K ? N : K;
+    return end[0] * 4 <= tlimit && end[1] * 4 <= tlimit && end[0] <= UINT32_MAX && end[1] <= UINT32_MAX &&
+           ((size_t)N + K) * M * sizeof(float) <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4) &&
+           ((widest + 3) / 4 + 7) / 8 <= info->max_workgroup_count[0] &&
+           (M / 4 + 7) / 8 <= info->max_workgroup_count[1];
+}
+
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
 {
     if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N < TN_TRANSPOSED_MIN ||
-        K < TN_TRANSPOSED_MIN)
+        K < TN_TRANSPOSED_MIN || !transposes_fit(g, M, N, K, (size_t[2]){0, 0}))
         return 0;
     return ((size_t)N + K) * M * sizeof(float);
 }
@@ -372,14 +385,10 @@ static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     if (!scratch || !need || need > gpu_buffer_size(scratch) || gpu_buffer_dtype(dy) != GPU_DTYPE_F32 ||
         gpu_buffer_dtype(x) != GPU_DTYPE_F32)
         return 0;
-    const struct gpu_device_info *info = gpu_info(g);
+    if (!transposes_fit(g, M, N, K, o))
+        return 0;
     size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4),
            end[2] = {(o[0] + (size_t)M * N) * 4, (o[1] + (size_t)M * K) * 4};
-    uint32_t widest = N > K ? N : K;
-    if (end[0] > tlimit || end[1] > tlimit || need > gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4) ||
-        o[0] + (size_t)M * N > UINT32_MAX || o[1] + (size_t)M * K > UINT32_MAX ||
-        ((widest + 3) / 4 + 7) / 8 > info->max_workgroup_count[0] || (M / 4 + 7) / 8 > info->max_workgroup_count[1])
-        return 0;
     ops_check("matmul_tn", "first input", dy, end[0]);
     ops_check("matmul_tn", "second input", x, end[1]);
     transpose(g, dy, gpu_buffer_size(dy) <= tlimit ? 0 : end[0], o[0], M, N, scratch, need, 0);
