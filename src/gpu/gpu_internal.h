@@ -125,6 +125,11 @@ struct gpu {
 
 VkInstance gpu_instance_create(int validate, VkDebugUtilsMessengerEXT *messenger, int *messages);
 void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct gpu_device_info *d);
+/* The instance's physical devices (n of them; the caller frees the array). */
+VkPhysicalDevice *gpu_physical_devices(VkInstance inst, uint32_t *n);
+/* The queue family vktrain computes on (compute, preferring one without
+ * graphics), or -1. */
+int gpu_compute_queue_family(VkPhysicalDevice p);
 /* Begins the command buffer if it is not recording yet. */
 void gpu_cmd_ensure(struct gpu *g);
 /* Records a barrier first if touching these buffers (write[i]: written)

@@ -158,7 +158,7 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
      * cost): a walk past the device's loop limit would stop short */
     if (flash_pairs(texel, width))
         flash_dispatch(g, op, flash_kernel(g, base, "max8", texel, width, 3, 0, 6, a->hd), b, 6, push,
-                       walk_items(a->T, a->H, 8), a->T, walk_chunk(g, 24 + 9 * hdc, 64 + 10 * hdc));
+                       walk_items(a->T, a->H, 8), a->T, walk_chunk(g, 25 + 9 * hdc, 64 + 10 * hdc));
     else
         flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                        walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
