@@ -1,7 +1,8 @@
 #version 450
 // Masked softmax cross-entropy fused with its backward, texel family (CPU
 // devices): the formulas of cross_entropy.comp, one invocation per row
-// (no shared memory, no barriers). The logits are read through an R32F
+// (no shared memory, no barriers); rows ld >= V floats apart, the floats
+// after V written as 0. The logits are read through an R32F
 // texel view and the row of dlogits is written through a storage binding
 // of the same rows; each element is read before it is overwritten and
 // never read again.
@@ -9,7 +10,7 @@
 // and never read the logits.
 #include "finite.glsl"
 layout(local_size_x = 64) in;
-layout(push_constant) uniform Push { uint rows; uint V; float scale; } p;
+layout(push_constant) uniform Push { uint rows; uint V; float scale; uint ld; } p;
 layout(binding = 0) uniform samplerBuffer tx;
 layout(std430, binding = 1) writeonly buffer BL { float dx[]; };
 layout(std430, binding = 2) readonly buffer BLab { int labels[]; };
@@ -20,10 +21,10 @@ void main()
 {
     uint r = gl_GlobalInvocationID.x;
     if (r >= p.rows) return;
-    uint g = r, src = r * p.V, dst = r * p.V;
+    uint g = r, src = r * p.ld, dst = r * p.ld;
     int label = labels[g];
     if (label < 0 || uint(label) >= p.V) {
-        for (uint i = 0u; i < p.V; i++) dx[dst + i] = 0.0;
+        for (uint i = 0u; i < p.ld; i++) dx[dst + i] = 0.0;
         row_loss[g] = 0.0;
         row_count[g] = 0.0;
         return;
@@ -38,6 +39,7 @@ void main()
         precise float prob = exp(texelFetch(tx, int(src + i)).x - m) * inv; // no FMA into the next line
         dx[dst + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale;
     }
+    for (uint i = p.V; i < p.ld; i++) dx[dst + i] = 0.0;
     row_loss[g] = log(s) + m - target;
     row_count[g] = 1.0;
 }

@@ -6,13 +6,20 @@
 // variant: shift_bf16 -DVEC4=1 -DSHIFT_A=1 -DBF16_B=1
 // variant: scalar_bf16 -DVEC4=0 -DBF16_B=1
 // dX[M,K] (+)= dY[M,N] · W[N,K], texel path (see matmul_common.glsl).
-// A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs N % 4 == 0
-// and K % 4 == 0; SHIFT_A only K % 4 == 0. BF16_B: W holds bf16.
+// A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs K % 4 == 0
+// and dY's rows of whole texels: N % 4 == 0, or rows N rounded up to a
+// multiple of 4 apart whose pad holds zeros (the LM head's dlogits; a
+// whole dispatch takes that as dY's width); SHIFT_A only K % 4 == 0.
+// BF16_B: W holds bf16.
 // Invocation: rows r0..r0+15 of dX and 4 vec4 columns, cb, cb+8, cb+16,
 // cb+24 (so the 8 lanes of a subgroup read 8 neighbouring texels of a row
 // of W); per step of 4 along N, one vec4 of dY per row times four rows of
 // W: each output adds a 4-term dot product.
+#if VEC4 && !SHIFT_A
+#define LDA_WHOLE ((p.N + 3u) & ~3u)
+#else
 #define LDA_WHOLE p.N
+#endif
 #define LDB_WHOLE p.K
 #include "matmul_common.glsl"
 

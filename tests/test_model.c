@@ -152,7 +152,7 @@ int main(void)
         struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0};
         run(c ? "llama head size 6 packed (tiled)" : "llama head size 6 packed (texel)", &odd, 1, 7);
         /* dim and hidden 512, 16 rows: on the texel family the weight
-         * gradients' tn through transposes and nt (op_matmul_tn_scratch);
+         * gradients' tn through a transpose and nn (op_matmul_tn_scratch);
          * every weight within 1 MiB (test_limits runs this under
          * allocation=1M) */
         struct ref_model_config wide = {REF_ARCH_LLAMA, 37, 512, 1, 4, 2, 512, 8, 1e-5, 10000.0, 0};

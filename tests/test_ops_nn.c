@@ -477,6 +477,11 @@ int main(void)
         test_embedding_bf16(37, 13, 11, 9, 1);
         test_embedding_bf16(41, 24, 19, 12, 1);
         test_embedding_bf16(50, 70, 259, 64, 0);
+        /* Rows whose three passes exceed llvmpipe's loop limit (3V >
+         * 65,535): the texel family's workgroup-per-row kernel (rows of
+         * 120 KB: not under test_limits' 64 KiB bindings). */
+        if (gpu_texel_limit(g, GPU_BIND_TEXEL_F32) >= 30011 && gpu_binding_limit(g, GPU_BIND_STORAGE) >= 4 * 30011)
+            test_cross_entropy(13, 30011);
     }
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);

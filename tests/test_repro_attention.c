@@ -128,8 +128,8 @@ static void ce_case(uint32_t rows, uint32_t V, float scale)
         struct gpu_buffer *b1 = upload(x, step * V * 4, "logits block 1");
         struct gpu_buffer *b2 = upload(x + step * V, (rows - step) * (size_t)V * 4, "logits block 2");
         gpu_upload(g, bloss, 0, x, rows * 4); /* garbage the blocks must overwrite */
-        op_cross_entropy_at(g, b1, bl, bloss, bcount, 0, (uint32_t)step, V, scale);
-        op_cross_entropy_at(g, b2, bl, bloss, bcount, (uint32_t)step, rows - (uint32_t)step, V, scale);
+        op_cross_entropy_at(g, b1, bl, bloss, bcount, 0, (uint32_t)step, V, V, scale);
+        op_cross_entropy_at(g, b2, bl, bloss, bcount, (uint32_t)step, rows - (uint32_t)step, V, V, scale);
         gpu_submit(g);
         snprintf(what, sizeof what, "ce %ux%u in blocks: dlogits", rows, V);
         expect_bits(what, b1, want, step * V);

@@ -172,8 +172,8 @@ static const char *layout_names[] = {"nt", "nn", "tn"};
 static void dev_matmul(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
 {
     void (*f[3])(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t, uint32_t,
-                 uint32_t, int, const size_t *) = {op_matmul_nt_at, op_matmul_nn_at, op_matmul_tn_at};
-    f[s->P](g, b[0], b[1], b[2], s->M, s->N, s->K, s->flag, s->off);
+                 uint32_t, int, const size_t *, const uint32_t *) = {op_matmul_nt_at, op_matmul_nn_at, op_matmul_tn_at};
+    f[s->P](g, b[0], b[1], b[2], s->M, s->N, s->K, s->flag, s->off, NULL);
 }
 static void ref_matmul(float **h, const struct shape *s)
 {

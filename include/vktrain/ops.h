@@ -24,20 +24,24 @@ void op_matmul_nn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, st
 void op_matmul_tn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate);
 /* The same products on operands that start off[] = {first input, second
- * input, output} elements into their buffers: a block of rows of a larger
- * matrix (the LM head's chunks). */
+ * input, output} elements into their buffers (a block of rows of a larger
+ * matrix: the LM head's chunks) and whose rows are ld[] elements apart
+ * (NULL or 0: packed rows; not in the reproducible mode). The LM head
+ * pads its logits' rows of V floats to a multiple of 4: nn then reads dY
+ * as whole texels, pad included, so the pad of a padded dY must hold
+ * zeros (op_cross_entropy_at writes them). */
 void op_matmul_nt_at(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
-                     uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3]);
 void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
-                     uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3]);
 void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
-                     uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3]);
 /* Bytes of gpu_set_matmul_scratch with which tn of this shape runs as
- * dYᵀ and Xᵀ copied out and nt on them (the texel family: nt walks both
+ * dYᵀ copied out and nn on it and X (the texel family: nn walks both
  * operands along their rows, the tn kernel down their columns, a row per
- * token; 1.1-1.5x faster on lavapipe, the copies included, where N and K
- * are at least 512); 0 where the device or the shape (M a multiple of
- * 4, N and K >= 512) takes the tn kernel. */
+ * token; faster on lavapipe, the copy included, where N and K are at
+ * least 512); 0 where the device or the shape (M a multiple of 4, N and
+ * K >= 512) takes the tn kernel. */
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K);
 
 /* Elementwise over n floats. */
@@ -72,11 +76,13 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
                       struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
                       float scale);
 /* The same on a block of rows: logits hold rows row0 .. row0 + rows − 1,
+ * ld >= V floats apart (the ld − V floats after each row's V are set to
+ * 0: a padded dY for op_matmul_nn_at; ld == V in the reproducible mode),
  * whose labels, row_loss and row_count are at row0 in theirs; row0 floats
  * must be a multiple of minStorageBufferOffsetAlignment. */
 void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                          struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
-                         uint32_t V, float scale);
+                         uint32_t V, uint32_t ld, float scale);
 
 /* RMSNorm: y = x·rstd·w, rstd (rows) saved. Backward: dx += , dw += . */
 void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,

@@ -460,10 +460,10 @@ void model_keep_logits(struct model *m, int keep)
     m->keep_logits = keep;
     if (keep && !m->logits_kept) {
         char err[256];
-        if (check_product(m->max_rows, m->c.vocab_size, "rows x vocab_size", "the kept logits", err, sizeof err))
+        if (check_product(m->max_rows, m->logits_ld, "rows x vocab_size", "the kept logits", err, sizeof err))
             vkt_fatal("model_keep_logits: %s", err);
         enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
-        m->logits_kept = model_act(m, (size_t)m->max_rows * m->c.vocab_size, "kept logits");
+        m->logits_kept = model_act(m, (size_t)m->max_rows * m->logits_ld, "kept logits");
         gpu_memory_category(m->g, was);
     }
 }
@@ -472,7 +472,17 @@ void model_read_logits(struct model *m, float *out)
 {
     if (!m->logits_kept)
         vkt_fatal("model_read_logits: model_keep_logits was not set");
-    gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * m->last.B * m->last.T * m->c.vocab_size);
+    /* rows logits_ld floats apart on the device, V apart in out */
+    size_t rows = (size_t)m->last.B * m->last.T, V = m->c.vocab_size, ld = m->logits_ld;
+    if (ld == V) {
+        gpu_download(m->g, m->logits_kept, 0, out, sizeof(float) * rows * V);
+        return;
+    }
+    float *padded = vkt_malloc(sizeof(float) * rows * ld, "kept logits");
+    gpu_download(m->g, m->logits_kept, 0, padded, sizeof(float) * rows * ld);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(out + r * V, padded + r * ld, sizeof(float) * V);
+    free(padded);
 }
 
 void model_loss_reset(struct model *m)

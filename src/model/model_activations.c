@@ -20,7 +20,7 @@ struct gpu_buffer *model_act(struct model *m, size_t floats, const char *name)
 static uint32_t head_rows(const struct model *m)
 {
     const struct gpu_device_info *info = gpu_info(m->g);
-    size_t row_bytes = (size_t)m->c.vocab_size * sizeof(float), budget = (size_t)128 << 20;
+    size_t row_bytes = (size_t)m->logits_ld * sizeof(float), budget = (size_t)128 << 20;
     if (budget > info->max_storage_buffer_range)
         budget = info->max_storage_buffer_range;
     if (info->max_allocation_size && budget > info->max_allocation_size)
@@ -90,8 +90,12 @@ void model_build_activations(struct model *m, uint32_t batch)
     m->xf = model_act(m, R * C, "xf");
     m->mean_f = model_act(m, R, "mean f");
     m->rstd_f = model_act(m, R, "rstd f");
+    /* Rows of whole texels: the head's nn reads dlogits as vec4 (its pad
+     * zeroed by the cross-entropy), and nt writes and the transposes read
+     * rows that start on a texel. */
+    m->logits_ld = gpu_reproducible(m->g) ? c->vocab_size : (c->vocab_size + 3) / 4 * 4;
     m->head_rows = head_rows(m);
-    m->logits = model_act(m, (size_t)m->head_rows * c->vocab_size, "logits");
+    m->logits = model_act(m, (size_t)m->head_rows * m->logits_ld, "logits");
     m->row_loss = model_act(m, R, "row loss");
     m->row_count = model_act(m, R, "row count");
     gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
@@ -125,8 +129,8 @@ void model_build_activations(struct model *m, uint32_t batch)
         m->frozen_sink[1] = model_act(m, C, "frozen norm gradient");
     }
     /* The weight gradients' tn through transposes where the device takes
-     * that path (op_matmul_tn_scratch): room for the widest (outputs +
-     * inputs, times the rows): a layer's, or the LM head's over a chunk of
+     * that path (op_matmul_tn_scratch): room for the widest (outputs
+     * times rows): a layer's, or the LM head's over a chunk of
      * rows (about as large as the chunk's logits). With LoRA the base has
      * no gradients, and the adapters' (rank wide) take the tn kernel. */
     size_t rows = c->lora_rank ? 0 : R;

@@ -160,20 +160,23 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
     else
         op_rmsnorm(g, m->x_final, weight(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
     m->last_scale = scale;
+    uint32_t ld = m->logits_ld; /* floats between rows of the logits */
     for (uint32_t r0 = 0; r0 < R; r0 += m->head_rows) {
         uint32_t n = R - r0 < m->head_rows ? R - r0 : m->head_rows;
         size_t at = (size_t)r0 * C; /* xf / dxf rows r0 .. r0 + n − 1 */
-        op_matmul_nt_at(g, m->xf, weight(m, m->lm_head), m->logits, n, V, C, 0, (size_t[3]){at, 0, 0});
+        op_matmul_nt_at(g, m->xf, weight(m, m->lm_head), m->logits, n, V, C, 0, (size_t[3]){at, 0, 0},
+                        (uint32_t[3]){0, 0, ld});
         if (m->keep_logits)
-            op_copy_to(g, m->logits, m->logits_kept, (size_t)r0 * V, (size_t)n * V);
-        op_cross_entropy_at(g, m->logits, m->labels, m->row_loss, m->row_count, r0, n, V, scale);
+            op_copy_to(g, m->logits, m->logits_kept, (size_t)r0 * ld, (size_t)n * ld);
+        op_cross_entropy_at(g, m->logits, m->labels, m->row_loss, m->row_count, r0, n, V, ld, scale);
         if (scale == 0.0f)
             continue;
         /* m->logits holds dlogits: dxf = dlogits·Wlm, dWlm += dlogitsᵀ·xf */
-        op_matmul_nn_at(g, m->logits, weight(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at});
+        op_matmul_nn_at(g, m->logits, weight(m, m->lm_head), m->dxn, n, V, C, 0, (size_t[3]){0, 0, at},
+                        (uint32_t[3]){ld, 0, 0});
         struct gpu_buffer *dw = m->head_grad ? m->head_grad : grad(m, m->lm_head);
         if (dw) /* else frozen (LoRA) */
-            op_matmul_tn_at(g, m->logits, m->xf, dw, n, V, C, 1, (size_t[3]){0, at, 0});
+            op_matmul_tn_at(g, m->logits, m->xf, dw, n, V, C, 1, (size_t[3]){0, at, 0}, (uint32_t[3]){ld, 0, 0});
     }
     /* (loss sum, valid count) of this micro-batch, added to the step's total
      * on the device in micro-batch order: deterministic, one read per step. */

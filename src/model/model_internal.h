@@ -67,12 +67,13 @@ struct model {
     struct layer_acts ckpt; /* checkpointing: the set shared by all layers (x: the current layer's) */
     size_t act_bytes;       /* model_activation_bytes */
     uint32_t head_rows;     /* rows per LM-head chunk */
+    uint32_t logits_ld;     /* floats between rows of the logits: V rounded up to 4 (V in the reproducible mode) */
     float last_scale;       /* of the last forward: 0 = no head backward was recorded */
     /* Activations shared by all layers and the head. */
     struct gpu_buffer *tokens, *labels, *positions, *doc_ids; /* int32 (rows) */
     struct gpu_buffer *x_final, *xf, *mean_f, *rstd_f;        /* final norm */
-    struct gpu_buffer *logits;                                /* (head_rows, V): becomes dlogits */
-    struct gpu_buffer *logits_kept;                           /* copy when keep_logits */
+    struct gpu_buffer *logits;                                /* (head_rows, logits_ld): becomes dlogits */
+    struct gpu_buffer *logits_kept;                           /* copy when keep_logits (rows logits_ld apart) */
     struct gpu_buffer *row_loss, *row_count, *stats, *scratch;
     struct gpu_buffer *tn_scratch; /* the matmul tn's transposes (gpu_set_matmul_scratch), or NULL */
     struct gpu_buffer *loss_acc;   /* (loss sum, count) since model_loss_reset */

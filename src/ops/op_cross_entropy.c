@@ -3,8 +3,10 @@
  * logits buffer larger than a binding (the GPT-2 vocabulary over many
  * tokens) or more rows than the workgroup count still work; rows are
  * independent, so the ranges change no bit. On CPU devices (texel family)
- * the kernel is cross_entropy_texel.comp: one invocation per row, logits
- * read through an R32F texel view of the range. Never allocates. */
+ * the logits are read through an R32F texel view of the range: by
+ * cross_entropy_texel.comp, one invocation per row, or, for rows too long
+ * for llvmpipe's loop limit, by cross_entropy.comp's texel_wg variant, a
+ * workgroup per row. Never allocates. */
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/repro.h"
@@ -13,24 +15,29 @@
 struct ce_push {
     uint32_t rows, V;
     float scale;
+    uint32_t ld;
 };
 
 void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                       struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t rows, uint32_t V,
                       float scale)
 {
-    op_cross_entropy_at(g, logits, labels, row_loss, row_count, 0, rows, V, scale);
+    op_cross_entropy_at(g, logits, labels, row_loss, row_count, 0, rows, V, V, scale);
 }
 
 void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                          struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
-                         uint32_t V, float scale)
+                         uint32_t V, uint32_t ld, float scale)
 {
+    if (ld < V)
+        vkt_fatal("cross_entropy: rows of %u logits %u floats apart", V, ld);
     if (gpu_reproducible(g)) {
+        if (ld != V)
+            vkt_fatal("cross_entropy: the reproducible kernel takes packed rows (%u floats apart, not %u)", V, ld);
         repro_cross_entropy(g, logits, labels, row_loss, row_count, row0, rows, V, scale);
         return;
     }
-    size_t row_bytes = (size_t)V * sizeof(float), first = (size_t)row0 * sizeof(float);
+    size_t row_bytes = (size_t)ld * sizeof(float), first = (size_t)row0 * sizeof(float);
     size_t end = first + sizeof(float) * rows;
     ops_check("cross_entropy", "logits", logits, row_bytes * rows);
     ops_check("cross_entropy", "labels", labels, end);
@@ -47,15 +54,21 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg x = {.buf = logits, .write = 1, .range = rows * row_bytes};
-    struct ce_push push = {rows, V, scale};
-    /* three passes over a row: 3V loop iterations per invocation */
-    if ((size_t)3 * V + 1 <= ops_loop_chunk(g) && ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes)) {
+    struct ce_push push = {rows, V, scale, ld};
+    /* The texel family reads the logits through an R32F view: one
+     * invocation per row (three passes over it: 3V loop iterations) where
+     * the row fits llvmpipe's loop limit, else a workgroup per row (the
+     * GPT-2 vocabulary: 3V/WG iterations per invocation). */
+    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes)) {
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
-        struct gpu_kernel *k = ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof push, 0, NULL);
+        int per_row = (size_t)3 * V + 1 <= ops_loop_chunk(g);
+        uint32_t wg = gpu_workgroup_1d(g);
+        struct gpu_kernel *k = per_row ? ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof push, 0, NULL)
+                                       : ops_texel_kernel(g, "cross_entropy_texel_wg", 5, kinds, sizeof push, 1, &wg);
         struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
         const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
-        ops_rows(g, k, args, ub, &push, 1, rows, 64);
+        ops_rows(g, k, args, ub, &push, 1, rows, per_row ? 64 : 1);
         return;
     }
     struct gpu_arg args[4] = {x, lab, loss, count};

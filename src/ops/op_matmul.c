@@ -25,8 +25,8 @@
  * kernels compute on the same weights rounded to bf16.
  *
  * On the texel family a tn into a weight gradient of at least 512 x 512
- * (the LM head's included) runs as two transposes into the gpu's matmul
- * scratch and nt on them (tn_transposed; op_matmul_tn_scratch sizes the
+ * (the LM head's included) runs as a transpose of dY into the gpu's matmul
+ * scratch and nn on it (tn_transposed; op_matmul_tn_scratch sizes the
  * scratch), where the caller provided one.
  *
  * With gpu_reproducible(g) every layout records repro_matmul_at instead
@@ -132,23 +132,34 @@ static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct 
     return (struct gpu_arg){.buf = b, .write = write, .offset = off, .range = end - off};
 }
 
-static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw,
-                         uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off);
+static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
+                         uint32_t N, uint32_t K, int accumulate, const size_t *off, uint32_t lda);
 
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
- * off[] their first elements (NULL: 0). */
+ * off[] their first elements (NULL: 0); ld[] their row strides in
+ * elements (NULL or 0: packed rows). */
 static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
-                   uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off)
+                   uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off, const uint32_t *ld)
 {
     static const char *names[] = {"matmul_nt", "matmul_nn", "matmul_tn"};
     static const char *roles[] = {"first input", "second input", "output"};
     if (M == 0 || N == 0 || K == 0)
         vkt_fatal("%s: empty shape M=%u N=%u K=%u", names[l], M, N, K);
-    if (l == TN && !gpu_reproducible(g) && tn_transposed(g, a, b, c, M, N, K, accumulate, off))
+    const uint32_t packed[3] = {l == NT ? K : N, K, l == NT ? N : K}; /* the operands' row widths */
+    uint32_t lds[3];
+    for (int i = 0; i < 3; i++) {
+        lds[i] = ld && ld[i] ? ld[i] : packed[i];
+        if (lds[i] < packed[i])
+            vkt_fatal("%s: the %s has rows %u elements apart, fewer than its %u columns", names[l], roles[i], lds[i],
+                      packed[i]);
+    }
+    if (l == TN && !gpu_reproducible(g) && tn_transposed(g, a, b, c, M, N, K, accumulate, off, lds[0]))
         return;
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
     if (gpu_reproducible(g)) {
         static const enum repro_layout repro[] = {[NT] = REPRO_NT, [NN] = REPRO_NN, [TN] = REPRO_TN};
+        if (lds[0] != packed[0] || lds[1] != packed[1] || lds[2] != packed[2])
+            vkt_fatal("%s: the reproducible kernels take operands of packed rows", names[l]);
         if (l == TN) /* a parameter's gradient: summed per sample (repro_param_rows) */
             repro_matmul_grad(g, a, b, c, M, N, K, accumulate, off);
         else
@@ -176,6 +187,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     size_t bytes[3], end[3]; /* an operand's bytes; its end in its buffer */
     for (int i = 0; i < 3; i++) {
         o[i].off = off ? off[i] : 0;
+        o[i].ld = lds[i];
         bytes[i] = size[o[i].outer] * o[i].ld * elem[i];
         end[i] = o[i].off * elem[i] + bytes[i];
         ops_check(names[l], roles[i], bufs[i], end[i]);
@@ -183,8 +195,13 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
     const struct gpu_device_info *info = gpu_info(g);
 
     /* vec4 views: A's and B's rows are whole texels; shift: B's are, A is
-     * read at any float offset (nn and tn, A = dY of N columns). */
-    int b4 = K % 4 == 0 && o[1].off % 4 == 0, a4 = (l == NT ? K : N) % 4 == 0 && o[0].off % 4 == 0;
+     * read at any float offset (nn and tn, A = dY of N columns). nn reads
+     * A as whole texels also where its rows are N floats padded to a
+     * multiple of 4 (lda >= that; the pad holds zeros: ops.h), as the
+     * kernel's packed width in a whole dispatch (matmul_nn.comp). */
+    uint32_t a_cols = packed[0], a_whole = l == NN && o[0].ld >= (a_cols + 3) / 4 * 4 ? (a_cols + 3) / 4 * 4 : a_cols;
+    int b4 = K % 4 == 0 && o[1].ld % 4 == 0 && o[1].off % 4 == 0,
+        a4 = a_whole % 4 == 0 && o[0].ld % 4 == 0 && o[0].off % 4 == 0;
     int shift = b4 && !a4 && l != NT, aligned = (a4 && b4) || shift;
     enum gpu_binding_kind tf = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
     enum gpu_binding_kind tk[2] = {tf, !bf16 ? tf : aligned ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16};
@@ -240,9 +257,11 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                  : aligned ? "vec4"
                            : "scalar",
                  bf16 ? "_bf16" : "");
-        /* SPLIT (spec constant 0) = 1 when there is more than one block
-         * or an input starts past its buffer's first element. */
-        uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED] || o[0].off || o[1].off;
+        /* SPLIT (spec constant 0) = 1 when there is more than one block,
+         * an input starts past its buffer's first element or its rows are
+         * not the kernel's packed width. */
+        uint32_t split = cap[ROW] < size[ROW] || cap[COL] < size[COL] || cap[RED] < size[RED] || o[0].off || o[1].off ||
+                         o[0].ld != (aligned && !shift ? a_whole : a_cols) || o[1].ld != packed[1];
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
@@ -328,107 +347,105 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
             }
 }
 
-/* The copies move M·(N + K) floats for 2·M·N·K flops, and nt needs a grid
- * of (N/128)·(K/128) tiles to keep the threads busy: on lavapipe (2-core
- * EPYC, bench_matmul tn against tnk) 1.1-1.5x faster with N and K of 576
- * to 3072 (M 256 to 4096), 0.6-0.9x with 128 and 352. */
+/* The copy moves M·N floats for 2·M·N·K flops, and nn needs a grid of
+ * (N/128)·(K/128) tiles to keep the threads busy: on lavapipe (2-core
+ * EPYC, bench_matmul tn against tnk) the path, then with a copy of X too
+ * and nt, was 1.1-1.5x faster with N and K of 576 to 3072 (M 256 to 4096),
+ * 0.6-0.9x with 128 and 352; nn on the copy of dY alone runs 1.25-1.35x
+ * faster than nt on both copies at GPT-2's weight gradients (M = 1024). */
 #define TN_TRANSPOSED_MIN 512
 
-/* Whether the copies of dY (from float o[0]) and X (from o[1]) and the
- * scratch that holds them fit the device's views and grid. */
-static int transposes_fit(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K, const size_t o[2])
+/* Whether the copy of dY (from float o0, rows lda apart) and the scratch
+ * that holds it fit the device's views and grid. */
+static int transposes_fit(const struct gpu *g, uint32_t M, uint32_t N, size_t o0, uint32_t lda)
 {
     const struct gpu_device_info *info = gpu_info(g);
-    size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4), end[2] = {o[0] + (size_t)M * N, o[1] + (size_t)M * K};
-    uint32_t widest = N > K ? N : K;
-    return end[0] * 4 <= tlimit && end[1] * 4 <= tlimit && end[0] <= UINT32_MAX && end[1] <= UINT32_MAX &&
-           ((size_t)N + K) * M * sizeof(float) <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4) &&
-           ((widest + 3) / 4 + 7) / 8 <= info->max_workgroup_count[0] &&
-           (M / 4 + 7) / 8 <= info->max_workgroup_count[1];
+    size_t end = o0 + (size_t)M * lda;
+    return end * 4 <= gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4) && end <= UINT32_MAX &&
+           (size_t)N * M * sizeof(float) <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4) &&
+           ((N + 3) / 4 + 7) / 8 <= info->max_workgroup_count[0] && (M / 4 + 7) / 8 <= info->max_workgroup_count[1];
 }
 
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
 {
     if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N < TN_TRANSPOSED_MIN ||
-        K < TN_TRANSPOSED_MIN || !transposes_fit(g, M, N, K, (size_t[2]){0, 0}))
+        K < TN_TRANSPOSED_MIN || !transposes_fit(g, M, N, 0, N))
         return 0;
-    return ((size_t)N + K) * M * sizeof(float);
+    return (size_t)N * M * sizeof(float);
 }
 
-/* Out[c, r] = In[r, c] for R x C floats of `in` from float in_off (rows C
- * apart), into `out` from float out_off (rows R apart, R % 4 == 0): 4 x 4
- * blocks, RGBA32F texels out, and in (the shift variant where in_off or C
- * is not a multiple of 4). */
+/* Out[c, r] = In[r, c] for R x C floats of `in` from float in_off (rows
+ * ldi apart), into `out` from float out_off (rows R apart, R % 4 == 0):
+ * 4 x 4 blocks, RGBA32F texels out, and in (the shift variant where in_off
+ * or ldi is not a multiple of 4). */
 static void transpose(struct gpu *g, struct gpu_buffer *in, size_t in_range, size_t in_off, uint32_t R, uint32_t C,
-                      struct gpu_buffer *out, size_t out_range, size_t out_off)
+                      uint32_t ldi, struct gpu_buffer *out, size_t out_range, size_t out_off)
 {
-    int shift = in_off % 4 || C % 4;
+    int shift = in_off % 4 || ldi % 4;
     struct gpu_kernel_desc d = {.shader = shift ? "transpose_texel_shift" : "transpose_texel",
                                 .n_bindings = 2,
                                 .bindings = {GPU_BIND_TEXEL_VEC4, GPU_BIND_IMAGE_VEC4},
                                 .push_size = 7 * sizeof(uint32_t)};
     uint32_t c4 = (C + 3) / 4;
-    uint32_t push[7] = {R / 4, c4, C, (uint32_t)in_off, C, (uint32_t)(out_off / 4), R / 4};
+    uint32_t push[7] = {R / 4, c4, C, (uint32_t)in_off, ldi, (uint32_t)(out_off / 4), R / 4};
     struct gpu_arg args[2] = {{.buf = in, .range = in_range}, {.buf = out, .write = 1, .range = out_range}};
     gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, (c4 + 7) / 8, (R / 4 + 7) / 8, 1);
 }
 
 /* tn through the gpu's matmul scratch where op_matmul_tn_scratch allows it
- * and the copies fit the device's limits (else 0: the tn kernel): dYᵀ
- * [N, M] at its start, Xᵀ [K, M] after it, then dW (+)= dYᵀ·(Xᵀ)ᵀ as nt,
- * which splits itself within the limits. */
+ * and the copy fits the device's limits (else 0: the tn kernel): dYᵀ
+ * [N, M] at its start, then dW (+)= dYᵀ·X as nn (dYᵀ the nn's dY of M
+ * columns, X its W), which splits itself within the limits. */
 static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
-                         uint32_t N, uint32_t K, int accumulate, const size_t *off)
+                         uint32_t N, uint32_t K, int accumulate, const size_t *off, uint32_t lda)
 {
     struct gpu_buffer *scratch = gpu_matmul_scratch(g);
     size_t need = op_matmul_tn_scratch(g, M, N, K), o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
     if (!scratch || !need || need > gpu_buffer_size(scratch) || gpu_buffer_dtype(dy) != GPU_DTYPE_F32 ||
         gpu_buffer_dtype(x) != GPU_DTYPE_F32)
         return 0;
-    if (!transposes_fit(g, M, N, K, o))
+    if (!transposes_fit(g, M, N, o[0], lda))
         return 0;
-    size_t tlimit = gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4),
-           end[2] = {(o[0] + (size_t)M * N) * 4, (o[1] + (size_t)M * K) * 4};
-    ops_check("matmul_tn", "first input", dy, end[0]);
-    ops_check("matmul_tn", "second input", x, end[1]);
-    transpose(g, dy, gpu_buffer_size(dy) <= tlimit ? 0 : end[0], o[0], M, N, scratch, need, 0);
-    transpose(g, x, gpu_buffer_size(x) <= tlimit ? 0 : end[1], o[1], M, K, scratch, need, (size_t)N * M);
-    matmul(g, NT, scratch, scratch, dw, N, K, M, accumulate, (size_t[3]){0, (size_t)N * M, o[2]});
+    size_t end = (o[0] + (size_t)M * lda) * 4;
+    ops_check("matmul_tn", "first input", dy, end);
+    transpose(g, dy, gpu_buffer_size(dy) <= gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4) ? 0 : end, o[0], M, N, lda, scratch,
+              need, 0);
+    matmul(g, NN, scratch, x, dw, N, M, K, accumulate, (size_t[3]){0, o[1], o[2]}, NULL);
     return 1;
 }
 
 void op_matmul_nt(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, NT, x, w, y, M, N, K, accumulate, NULL);
+    matmul(g, NT, x, w, y, M, N, K, accumulate, NULL, NULL);
 }
 
 void op_matmul_nt_at(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
-                     uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3])
 {
-    matmul(g, NT, x, w, y, M, N, K, accumulate, off);
+    matmul(g, NT, x, w, y, M, N, K, accumulate, off, ld);
 }
 
 void op_matmul_nn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, NN, dy, w, dx, M, N, K, accumulate, NULL);
+    matmul(g, NN, dy, w, dx, M, N, K, accumulate, NULL, NULL);
 }
 
 void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
-                     uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3])
 {
-    matmul(g, NN, dy, w, dx, M, N, K, accumulate, off);
+    matmul(g, NN, dy, w, dx, M, N, K, accumulate, off, ld);
 }
 
 void op_matmul_tn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, TN, dy, x, dw, M, N, K, accumulate, NULL);
+    matmul(g, TN, dy, x, dw, M, N, K, accumulate, NULL, NULL);
 }
 
 void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
-                     uint32_t N, uint32_t K, int accumulate, const size_t off[3])
+                     uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3])
 {
-    matmul(g, TN, dy, x, dw, M, N, K, accumulate, off);
+    matmul(g, TN, dy, x, dw, M, N, K, accumulate, off, ld);
 }
