@@ -2,7 +2,7 @@
 #extension GL_EXT_control_flow_attributes : enable
 // variant: fwd_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1
 // variant: fwd_texel_scalar -DSTAGE=0 -DTEXEL=1 -DVEC4=0
-// variant: fwd2_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DPAIR=1
+// variant: fwd4_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DNR=4u
 // variant: fwd_storage_vec4 -DSTAGE=0 -DTEXEL=0 -DVEC4=1
 // variant: fwd_storage_scalar -DSTAGE=0 -DTEXEL=0 -DVEC4=0
 // variant: rows_texel_vec4 -DSTAGE=1 -DTEXEL=1 -DVEC4=1
@@ -11,12 +11,12 @@
 // variant: rows_storage_scalar -DSTAGE=1 -DTEXEL=0 -DVEC4=0
 // variant: dq_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1
 // variant: dq_texel_scalar -DSTAGE=2 -DTEXEL=1 -DVEC4=0
-// variant: dq2_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1 -DPAIR=1
+// variant: dq2_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1 -DNR=2u
 // variant: dq_storage_vec4 -DSTAGE=2 -DTEXEL=0 -DVEC4=1
 // variant: dq_storage_scalar -DSTAGE=2 -DTEXEL=0 -DVEC4=0
 // variant: dkv_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1
 // variant: dkv_texel_scalar -DSTAGE=3 -DTEXEL=1 -DVEC4=0
-// variant: dkv2_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1 -DPAIR=1
+// variant: dkv2_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1 -DNR=2u
 // variant: dkv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1
 // variant: dkv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0
 // Flash attention: causal GQA self-attention (block-causal with document
@@ -119,18 +119,18 @@ bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off 
 
 // The invocation's rows: NR per invocation, t[u] = NR·j + u (query rows
 // in fwd and dq, key rows in dkv; clamped to the sequence), live[u] where
-// the row is in the sequence and the walk's part reaches it. PAIR (NR = 2,
-// the texel family's vec4 variants) shares each fetch of the other side
-// between the two rows (CPU devices: a texel fetch costs as much as
-// several multiply-adds). Each row takes the one-row kernel's operations
+// the row is in the sequence and the walk's part reaches it. The texel
+// family's vec4 variants take 4 rows (fwd4) or 2 (dq2, dkv2; 4 were no
+// faster there) and share each fetch of the other side between the rows
+// (CPU devices: a texel fetch costs as much as several multiply-adds;
+// fwd4 was 1.2x faster than two rows at T = 1024 and 2048, eight no
+// faster than four at 1024 and slower at 256). Each row takes the one-row kernel's operations
 // in its order, a step outside its future or document leaving its state
 // as it was (TAKE: a select, not arithmetic), so the bits are the one-row
 // kernel's; with one row the walk covers only the row's steps, and TAKE
 // is no select at all. (The walk ends at the last row's own end, and dkv's
 // starts at the first row's own start: those rows skip the compare.)
-#if PAIR
-#define NR 2u
-#else
+#ifndef NR
 #define NR 1u
 #endif
 #define TAKE(ok, x, y) ((NR == 1u || (ok)) ? (x) : (y))

@@ -77,10 +77,11 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const ch
 }
 
 /* Whether the kernels take several rows per invocation (the texel
- * family's vec4 variants: the default's fwd2, dq2 and dkv2 stages, the
+ * family's vec4 variants: the default's fwd4, dq2 and dkv2 stages, the
  * reproducible max8, dq2 and dkv2: rows that share each fetch of the other
- * side; the same bits, 1.2-1.5x faster on lavapipe at T = 1024 and 2048,
- * bench_attention; the reproducible fused walk keeps one row, as its pair
+ * side; the same bits, 1.2-1.5x faster on lavapipe at T = 1024 and 2048
+ * with two rows, bench_attention, and the default forward 1.2x faster
+ * again with four; the reproducible fused walk keeps one row, as its pair
  * with two trees' stacks was 1.3x slower). */
 static int flash_pairs(int texel, int width)
 {
@@ -214,8 +215,8 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
         repro_forward(g, op, b, &push, texel, width, lse);
     else {
         int pairs = flash_pairs(texel, width);
-        flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd2" : "fwd", texel, width, 3, 0, 6, s->hd),
-                       b, 6, &push, walk_items(a->T, a->H, pairs ? 2 : 1), a->T, walk_chunk(g, 1, 0));
+        flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd4" : "fwd", texel, width, 3, 0, 6, s->hd),
+                       b, 6, &push, walk_items(a->T, a->H, pairs ? 4 : 1), a->T, walk_chunk(g, 1, 0));
     }
 }
 
