@@ -124,8 +124,8 @@ bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off 
 // faster there) and share each fetch of the other side between the rows
 // (CPU devices: a texel fetch costs as much as several multiply-adds;
 // fwd4 was 1.2x faster than two rows at T = 1024 and 2048, eight no
-// faster than four at 1024 and slower at 256). Each row takes the one-row kernel's operations
-// in its order, a step outside its future or document leaving its state
+// faster than four at 1024 and slower at 256). Each row takes the
+// one-row kernel's operations in its order, a step outside its future or document leaving its state
 // as it was (TAKE: a select, not arithmetic), so the bits are the one-row
 // kernel's; with one row the walk covers only the row's steps, and TAKE
 // is no select at all. (The walk ends at the last row's own end, and dkv's

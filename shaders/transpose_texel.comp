@@ -4,12 +4,12 @@
 // transpose_texel: Out[c, r] = In[r, c] for a block of R rows x C columns
 // of In (CPU devices, the texel family; R % 4 == 0). Row r of In starts at
 // float in0 + r·ldi of an RGBA32F view: a whole texel (in0 and ldi
-// multiples of 4, C % 4 == 0), or with SHIFT at any float, its four
-// floats from two texels moved by the remainder (the LM head's dlogits,
-// rows of V floats). Out, an RGBA32F storage texel view, holds column c
+// multiples of 4), or with SHIFT at any float, its four floats from two
+// texels moved by the remainder (rows of dY that are not whole texels).
+// Out, an RGBA32F storage texel view, holds column c
 // as a row of R floats at texel out0 + c·ldo. Each invocation moves a 4x4
 // block, four texels in and (columns past C skipped) four out.
-// op_matmul's tn runs as transposes and nt on CPU devices
+// op_matmul's tn runs as a transpose of dY and nn on CPU devices
 // (src/ops/op_matmul.c).
 layout(local_size_x = 8, local_size_y = 8) in;
 layout(push_constant) uniform Push { uint R4; uint C4; uint C; uint in0; uint ldi; uint out0; uint ldo; } p;

@@ -357,12 +357,12 @@ int main(void)
          * nn 4 elements per iteration over 270,001 and 270,004. */
         test_matmul(g, TN, 140003, 5, 6, 1);
         if (classes[c] == GPU_KERNELS_TEXEL && gpu_info(g)->image_vec4) {
-            /* tn through transposes: at offsets, and with nt's output
+            /* tn through the transpose: at offsets, and with nn's output
              * split by the storage limit */
             test_tn_transposed(g, 36, 516, 520, 0);
             test_tn_transposed(g, 36, 516, 520, 4);
             /* rows of dY and X that are not whole texels, dY from float 1
-             * (the shift transposes: the LM head's dlogits) */
+             * (the shift transpose) */
             test_tn_transposed(g, 36, 517, 521, 1);
             gpu_set_limits(g, "storage_range=20000");
             test_tn_transposed(g, 40, 512, 600, 0);

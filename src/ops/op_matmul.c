@@ -357,7 +357,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
 
 /* Whether the copy of dY (from float o0, rows lda apart) and the scratch
  * that holds it fit the device's views and grid. */
-static int transposes_fit(const struct gpu *g, uint32_t M, uint32_t N, size_t o0, uint32_t lda)
+static int transpose_fits(const struct gpu *g, uint32_t M, uint32_t N, size_t o0, uint32_t lda)
 {
     const struct gpu_device_info *info = gpu_info(g);
     size_t end = o0 + (size_t)M * lda;
@@ -369,7 +369,7 @@ static int transposes_fit(const struct gpu *g, uint32_t M, uint32_t N, size_t o0
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
 {
     if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N < TN_TRANSPOSED_MIN ||
-        K < TN_TRANSPOSED_MIN || !transposes_fit(g, M, N, 0, N))
+        K < TN_TRANSPOSED_MIN || !transpose_fits(g, M, N, 0, N))
         return 0;
     return (size_t)N * M * sizeof(float);
 }
@@ -404,7 +404,7 @@ static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     if (!scratch || !need || need > gpu_buffer_size(scratch) || gpu_buffer_dtype(dy) != GPU_DTYPE_F32 ||
         gpu_buffer_dtype(x) != GPU_DTYPE_F32)
         return 0;
-    if (!transposes_fit(g, M, N, o[0], lda))
+    if (!transpose_fits(g, M, N, o[0], lda))
         return 0;
     size_t end = (o[0] + (size_t)M * lda) * 4;
     ops_check("matmul_tn", "first input", dy, end);
