@@ -124,16 +124,60 @@ bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off 
 // faster there) and share each fetch of the other side between the rows
 // (CPU devices: a texel fetch costs as much as several multiply-adds;
 // fwd4 was 1.2x faster than two rows at T = 1024 and 2048, eight no
-// faster than four at 1024 and slower at 256). Each row takes the
-// one-row kernel's operations in its order, a step outside its future or document leaving its state
-// as it was (TAKE: a select, not arithmetic), so the bits are the one-row
-// kernel's; with one row the walk covers only the row's steps, and TAKE
-// is no select at all. (The walk ends at the last row's own end, and dkv's
-// starts at the first row's own start: those rows skip the compare.)
+// faster than four at 1024 and slower at 256).
+// Each loop step takes KS = 8 keys (fwd, dq) or query rows (dkv). A key
+// a row may not see (its future, another document, past the walk's end)
+// gets weight 0 (e, P, dS: a select, not arithmetic) and no part in the
+// max, and each accumulator takes the step's terms in one update:
+// llvmpipe blends every value a loop carries under the loop's mask once
+// per step, so with one key per step that blend cost as much as the
+// multiply-adds (texel vec4, bench_attention 1 12 12 64 at T = 1024:
+// forward 67 -> 57 ms, backward 245 -> 217; 2 and 4 keys slower than 8,
+// 16 no faster). The forward's online softmax rescales once per step, by
+// the max over its keys, in steps from the walk's start for every row. A
+// step with nothing for a row leaves its state as it was (a factor of
+// exactly 1, terms of 0), and dq, dk and dv add their terms one by one in
+// the walk's order, so every variant of a width gives each row the same
+// bits whatever NR and family (up to the sign of a zero sum;
+// test_flash_attention checks it).
 #ifndef NR
 #define NR 1u
 #endif
-#define TAKE(ok, x, y) ((NR == 1u || (ok)) ? (x) : (y))
+#define KS 8u
+// The accumulators take the step's key (dkv: query row) vectors, which dq
+// and dkv have fetched for the scores already, and the forward's value
+// vectors: the texel family (CPU devices, where a fetch costs several
+// multiply-adds) keeps them, the storage one (GPUs, where registers are
+// scarce) fetches each where it is used, from the cache.
+#if TEXEL
+#define KEPT(kept, q, c, buf, at) kept[q][c]
+#else
+#define KEPT(kept, q, c, buf, at) FETCH(buf, at)
+#endif
+
+// The rows' masks for the step of KS positions from i0 (keys, or query
+// rows in dkv) in a walk that ends before `end`: pos[q] the position
+// (clamped into the walk), ok[u][q] whether row u takes it (a key in its
+// past, a query row in its future with dkv, in its document); false
+// where no row takes any.
+bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], out uint pos[KS],
+               out bool ok[NR][KS])
+{
+    bool any = false;
+    [[unroll]] for (uint q = 0u; q < KS; q++) {
+        pos[q] = min(i0 + q, end - 1u);
+        [[unroll]] for (uint u = 0u; u < NR; u++) {
+#if STAGE == 3
+            bool seen = pos[q] >= t[u];
+#else
+            bool seen = pos[q] <= t[u];
+#endif
+            ok[u][q] = live[u] && i0 + q < end && seen && same_doc(b, pos[q], d[u]);
+            any = any || ok[u][q];
+        }
+    }
+    return any;
+}
 
 #if STAGE == 0
 void main()
@@ -165,32 +209,49 @@ void main()
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
     }
     uint end = min(last + 1u, p.w1);
-    for (uint s = p.w0; s < end; s++) {
-        bool ok[NR], any = false;
+    for (uint s0 = p.w0; s0 < end; s0 += KS) {
+        uint ks[KS];
+        bool ok[NR][KS];
+        if (!step_mask(b, s0, end, t, live, d, ks, ok)) continue;
+        VT dotv[NR][KS];
+        uint vo[KS];
+        [[unroll]] for (uint q = 0u; q < KS; q++) {
+            uint ko = kidx(b, ks[q], kh);
+            vo[q] = vidx(b, ks[q], kh);
+            [[unroll]] for (uint u = 0u; u < NR; u++) dotv[u][q] = VT(0.0);
+            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                VT kc = FETCH(tk, ko + c * W);
+                [[unroll]] for (uint u = 0u; u < NR; u++) dotv[u][q] += qr[u][c] * kc;
+            }
+        }
+        // each row's new max over its keys of the step, the old state's
+        // factor a (exactly 1 where the max stays) and each key's weight e
+        float a[NR], e[NR][KS];
         [[unroll]] for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && (u + 1u == NR || s <= t[u]) && same_doc(b, s, d[u]);
-            any = any || ok[u];
+            float score[KS], mn = m[u], le = 0.0;
+            [[unroll]] for (uint q = 0u; q < KS; q++) {
+                score[q] = HSUM(dotv[u][q]) * p.scale;
+                mn = ok[u][q] ? max(mn, score[q]) : mn;
+            }
+            a[u] = l[u] > 0.0 ? (mn > m[u] ? exp(m[u] - mn) : 1.0) : 0.0;
+            [[unroll]] for (uint q = 0u; q < KS; q++) {
+                e[u][q] = ok[u][q] ? exp(score[q] - mn) : 0.0;
+                le += e[u][q];
+            }
+            l[u] = l[u] * a[u] + le;
+            m[u] = mn;
         }
-        if (!any) continue;
-        uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT dotv[NR];
-        [[unroll]] for (uint u = 0u; u < NR; u++) dotv[u] = VT(0.0);
-        [[unroll]] for (uint c = 0u; c < HDC; c++) {
-            VT kc = FETCH(tk, ko + c * W);
-            [[unroll]] for (uint u = 0u; u < NR; u++) dotv[u] += qr[u][c] * kc;
-        }
-        float a[NR], e[NR];
-        [[unroll]] for (uint u = 0u; u < NR; u++) {
-            float score = HSUM(dotv[u]) * p.scale;
-            float mn = max(m[u], score);
-            a[u] = l[u] > 0.0 ? exp(m[u] - mn) : 0.0, e[u] = exp(score - mn);
-            l[u] = TAKE(ok[u], l[u] * a[u] + e[u], l[u]);
-            m[u] = TAKE(ok[u], mn, m[u]);
-        }
-        [[unroll]] for (uint c = 0u; c < HDC; c++) {
-            VT vc = FETCH(tv, vo + c * W);
-            [[unroll]] for (uint u = 0u; u < NR; u++) acc[u][c] = TAKE(ok[u], acc[u][c] * a[u] + e[u] * vc, acc[u][c]);
-        }
+        VT vk[KS][HDC];
+#if TEXEL
+        [[unroll]] for (uint q = 0u; q < KS; q++)
+            [[unroll]] for (uint c = 0u; c < HDC; c++) vk[q][c] = FETCH(tv, vo[q] + c * W);
+#endif
+        [[unroll]] for (uint c = 0u; c < HDC; c++)
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
+                VT sum = acc[u][c] * a[u];
+                [[unroll]] for (uint q = 0u; q < KS; q++) sum += e[u][q] * KEPT(vk, q, c, tv, vo[q] + c * W);
+                acc[u][c] = sum;
+            }
     }
     [[unroll]] for (uint u = 0u; u < NR; u++) {
         if (!live[u]) continue;
@@ -226,31 +287,37 @@ void main()
         go[u] = (qo - p.q_off + p.g1_off) / W;
     }
     uint end = min(last + 1u, p.w1);
-    for (uint s = p.w0; s < end; s++) {
-        bool ok[NR], any = false;
-        [[unroll]] for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && (u + 1u == NR || s <= t[u]) && same_doc(b, s, d[u]);
-            any = any || ok[u];
-        }
-        if (!any) continue;
-        uint ko = kidx(b, s, kh), vo = vidx(b, s, kh);
-        VT kt[HDC], sv[NR], dpv[NR];
-        [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
-        [[unroll]] for (uint c = 0u; c < HDC; c++) {
-            kt[c] = FETCH(tk, ko + c * W);
-            VT vc = FETCH(tv, vo + c * W);
-            [[unroll]] for (uint u = 0u; u < NR; u++) {
-                sv[u] += qr[u][c] * kt[c];
-                dpv[u] += dor[u][c] * vc;
-            }
-        }
-        [[unroll]] for (uint u = 0u; u < NR; u++) {
-            float pr = exp(HSUM(sv[u]) * p.scale - lse[u]), ds = pr * (HSUM(dpv[u]) - D[u]);
+    for (uint s0 = p.w0; s0 < end; s0 += KS) {
+        uint ks[KS], ko[KS];
+        bool ok[NR][KS];
+        if (!step_mask(b, s0, end, t, live, d, ks, ok)) continue;
+        // dS of each row and key of the step (0 where not taken)
+        VT kt[KS][HDC];
+        float ds[NR][KS];
+        [[unroll]] for (uint q = 0u; q < KS; q++) {
+            uint vo = vidx(b, ks[q], kh);
+            ko[q] = kidx(b, ks[q], kh);
+            VT sv[NR], dpv[NR];
+            [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                VT an = acc[u][c] + ds * kt[c];
-                acc[u][c] = TAKE(ok[u], an, acc[u][c]);
+                kt[q][c] = FETCH(tk, ko[q] + c * W);
+                VT vc = FETCH(tv, vo + c * W);
+                [[unroll]] for (uint u = 0u; u < NR; u++) {
+                    sv[u] += qr[u][c] * kt[q][c];
+                    dpv[u] += dor[u][c] * vc;
+                }
+            }
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
+                float pr = exp(HSUM(sv[u]) * p.scale - lse[u]);
+                ds[u][q] = ok[u][q] ? pr * (HSUM(dpv[u]) - D[u]) : 0.0;
             }
         }
+        [[unroll]] for (uint c = 0u; c < HDC; c++)
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
+                VT sum = acc[u][c];
+                [[unroll]] for (uint q = 0u; q < KS; q++) sum += ds[u][q] * KEPT(kt, q, c, tk, ko[q] + c * W);
+                acc[u][c] = sum;
+            }
     }
     [[unroll]] for (uint u = 0u; u < NR; u++)
         if (live[u])
@@ -285,33 +352,44 @@ void main()
     uint start = max(NR * j, p.w0);
     for (uint hh = 0u; hh < group; hh++) {
         uint h = kh * group + hh;
-        for (uint t = start; t < p.w1; t++) {
-            bool ok[NR], any = false;
-            [[unroll]] for (uint u = 0u; u < NR; u++) {
-                ok[u] = live[u] && (u == 0u || t >= s[u]) && same_doc(b, t, d[u]);
-                any = any || ok[u];
-            }
-            if (!any) continue;
-            uint qo = qidx(b, t, h), oo = oidx(b, t, h), r = p.x_off + 2u * ridx(b, h, t);
-            VT qt[HDC], dot[HDC], sv[NR], dpv[NR];
-            [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
-            [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                qt[c] = FETCH(tq, qo + c * W);
-                dot[c] = FETCH(tdo, oo + c * W);
-                [[unroll]] for (uint u = 0u; u < NR; u++) {
-                    sv[u] += kr[u][c] * qt[c];
-                    dpv[u] += vr[u][c] * dot[c];
-                }
-            }
-            float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
-            [[unroll]] for (uint u = 0u; u < NR; u++) {
-                float pr = exp(HSUM(sv[u]) * p.scale - lse), ds = pr * (HSUM(dpv[u]) - D);
+        for (uint t0 = start; t0 < p.w1; t0 += KS) {
+            uint ts[KS], qo[KS], oo[KS];
+            bool ok[NR][KS];
+            if (!step_mask(b, t0, p.w1, s, live, d, ts, ok)) continue;
+            // P and dS of each key row and query row of the step (0 where
+            // not taken)
+            VT qt[KS][HDC], dot[KS][HDC];
+            float pr[NR][KS], ds[NR][KS];
+            [[unroll]] for (uint q = 0u; q < KS; q++) {
+                uint r = p.x_off + 2u * ridx(b, h, ts[q]);
+                qo[q] = qidx(b, ts[q], h), oo[q] = oidx(b, ts[q], h);
+                VT sv[NR], dpv[NR];
+                [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
                 [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                    VT kn = dka[u][c] + ds * qt[c], vn = dva[u][c] + pr * dot[c];
-                    dka[u][c] = TAKE(ok[u], kn, dka[u][c]);
-                    dva[u][c] = TAKE(ok[u], vn, dva[u][c]);
+                    qt[q][c] = FETCH(tq, qo[q] + c * W);
+                    dot[q][c] = FETCH(tdo, oo[q] + c * W);
+                    [[unroll]] for (uint u = 0u; u < NR; u++) {
+                        sv[u] += kr[u][c] * qt[q][c];
+                        dpv[u] += vr[u][c] * dot[q][c];
+                    }
+                }
+                float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
+                [[unroll]] for (uint u = 0u; u < NR; u++) {
+                    float pq = exp(HSUM(sv[u]) * p.scale - lse);
+                    pr[u][q] = ok[u][q] ? pq : 0.0;
+                    ds[u][q] = ok[u][q] ? pq * (HSUM(dpv[u]) - D) : 0.0;
                 }
             }
+            [[unroll]] for (uint c = 0u; c < HDC; c++)
+                [[unroll]] for (uint u = 0u; u < NR; u++) {
+                    VT kn = dka[u][c], vn = dva[u][c];
+                    [[unroll]] for (uint q = 0u; q < KS; q++) {
+                        kn += ds[u][q] * KEPT(qt, q, c, tq, qo[q] + c * W);
+                        vn += pr[u][q] * KEPT(dot, q, c, tdo, oo[q] + c * W);
+                    }
+                    dka[u][c] = kn;
+                    dva[u][c] = vn;
+                }
         }
     }
     [[unroll]] for (uint u = 0u; u < NR; u++)

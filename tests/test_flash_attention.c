@@ -246,6 +246,72 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     free(lse), free(o1), free(o2);
 }
 
+/* Whether the profile since gpu_profile_start ran kernel `name`. */
+static int ran(const char *name)
+{
+    const struct gpu_profile_row *rows;
+    int n = gpu_profile_rows(g, &rows);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].kernel, name))
+            return 1;
+    return 0;
+}
+
+/* The texel family's several-row kernels (fwd4, dq2, dkv2: rows that share
+ * each fetch) against the one-row storage kernels on the same inputs, bit
+ * for bit: each row takes its keys in the same steps of eight from the
+ * walk's start and the same operations, whatever rows share its
+ * invocation (texel_elements=64 makes the views too large for texel
+ * bindings). T not a multiple of 8 or of the rows per invocation,
+ * documents and grouped heads put rows at every offset in a step. */
+static void test_rows_same_bits(int B, int T, int H, int KVH, int hd, uint32_t walk)
+{
+    size_t rows = (size_t)B * T, qw = (size_t)H * hd, kw = (size_t)KVH * hd, nq = rows * qw, nk = rows * kw;
+    size_t nr = (size_t)B * H * T;
+    int32_t *doc = vkt_malloc(sizeof(int32_t) * rows, "doc");
+    random_documents(&rng, doc, B, T, 0.1);
+    double *q = rnd(nq, 1), *k = rnd(nk, 1), *v = rnd(nk, 1), *dout = rnd(nq, 1);
+    struct views in = upload(q, k, v, rows, qw, kw, 0, 0, "input");
+    struct views grad = upload(q, k, v, rows, qw, kw, 0, 0, "gradient");
+    struct gpu_buffer *bdoc = gpu_buffer_create(g, sizeof(int32_t) * rows, "doc");
+    gpu_upload(g, bdoc, 0, doc, sizeof(int32_t) * rows);
+    struct gpu_buffer *bo = gpu_buffer_create(g, 4 * nq, "out"), *bl = gpu_buffer_create(g, 4 * nr, "lse");
+    struct gpu_buffer *bst = gpu_buffer_create(g, 8 * nr, "stats"), *bdo = buffer_from_doubles(g, dout, nq, "do");
+    struct op_attention_shape sh = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_stride = qw, .kv_stride = kw};
+    struct snapshot g0 = snapshot_take(&grad), got[2][2];
+    struct views outs = {.q = bo, .k = bo, .v = bo};
+    static const char *want[2][3] = {
+        {"flash_attention_fwd4_texel_vec4", "flash_attention_dq2_texel_vec4", "flash_attention_dkv2_texel_vec4"},
+        {"flash_attention_fwd_storage_vec4", "flash_attention_dq_storage_vec4", "flash_attention_dkv_storage_vec4"}};
+    char what[96];
+    snprintf(what, sizeof what, "rows per invocation B=%d T=%d H=%d KVH=%d hd=%d walk=%u", B, T, H, KVH, hd, walk);
+    op_flash_attention_set_walk(walk);
+    for (int one = 0; one < 2; one++) {
+        gpu_set_limits(g, one ? "texel_elements=64" : NULL);
+        snapshot_put(&g0, &grad);
+        int timed = gpu_profile_start(g);
+        op_flash_attention(g, &sh, in.q, in.k, in.v, bdoc, bl, bo);
+        op_flash_attention_backward(g, &sh, in.q, in.k, in.v, bdoc, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
+        gpu_profile_stop(g);
+        for (int i = 0; timed && i < 3; i++)
+            CHECK(ran(want[one][i]), "%s: %s did not run", what, want[one][i]);
+        got[one][0] = snapshot_take(&outs); /* out, and lse beside it */
+        got[one][0].f[1] = download_floats(g, bl, nr), got[one][0].n[1] = nr;
+        got[one][1] = snapshot_take(&grad);
+    }
+    gpu_set_limits(g, NULL);
+    op_flash_attention_set_walk(0);
+    CHECK(snapshot_same(&got[0][0], &got[1][0]), "%s: out or lse differ from the one-row kernel's", what);
+    CHECK(snapshot_same(&got[0][1], &got[1][1]), "%s: dq, dk or dv differ from the one-row kernels'", what);
+    for (int i = 0; i < 2; i++)
+        snapshot_free(&got[i][0]), snapshot_free(&got[i][1]);
+    snapshot_free(&g0);
+    release(&in), release(&grad);
+    gpu_buffer_destroy(g, bdoc), gpu_buffer_destroy(g, bo), gpu_buffer_destroy(g, bl), gpu_buffer_destroy(g, bst);
+    gpu_buffer_destroy(g, bdo);
+    free(doc), free(q), free(k), free(v), free(dout);
+}
+
 /* A long walk, whole (one dispatch per pass, as llvmpipe's loop limit
  * allows only if the per-head loops unroll) and in parts of 128 keys or
  * query rows (within the limit whatever the compiler does), give the same
@@ -315,6 +381,8 @@ int main(void)
         test_flash(1, 2048, 1, 1, 64, 0, 0, 0);
     }
     gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);
+    test_rows_same_bits(3, 45, 4, 2, 16, 0);
+    test_rows_same_bits(2, 61, 2, 1, 32, 13); /* the walk in parts of 13 */
     test_long_walk(4096, 1, 1, 128, 1); /* scalar: 128 floats per head in registers */
     test_long_walk(4096, 4, 1, 64, 0);  /* vec4; dk, dv walk 4 heads × 4096 rows */
     gpu_destroy(g);
