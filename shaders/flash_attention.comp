@@ -133,13 +133,15 @@ bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off 
 // per step, so with one key per step that blend cost as much as the
 // multiply-adds (texel vec4, bench_attention 1 12 12 64 at T = 1024:
 // forward 67 -> 57 ms, backward 245 -> 217; 2 and 4 keys slower than 8,
-// 16 no faster). The forward's online softmax rescales once per step, by
-// the max over its keys, in steps from the walk's start for every row. A
-// step with nothing for a row leaves its state as it was (a factor of
-// exactly 1, terms of 0), and dq, dk and dv add their terms one by one in
-// the walk's order, so every variant of a width gives each row the same
-// bits whatever NR and family (up to the sign of a zero sum;
-// test_flash_attention checks it).
+// 16 no faster; at hd 32, T = 64 and 128 the backward 3-5% slower, the
+// masked keys of each walk's last step, and the forward 5% faster). The
+// forward's online softmax rescales once per step, by the max over its
+// keys, in steps from the walk's start for every row. A step with nothing
+// for a row leaves its state as it was (a factor of exactly 1, terms of
+// 0), and dq, dk and dv add their terms one by one in the walk's order,
+// so every variant of a width gives each row the same bits whatever NR
+// and family (up to the sign of a zero sum; test_flash_attention checks
+// it).
 #ifndef NR
 #define NR 1u
 #endif
