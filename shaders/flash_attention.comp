@@ -243,8 +243,8 @@ void main()
             l[u] = l[u] * a[u] + le;
             m[u] = mn;
         }
-        VT vk[KS][HDC];
 #if TEXEL
+        VT vk[KS][HDC];
         [[unroll]] for (uint q = 0u; q < KS; q++)
             [[unroll]] for (uint c = 0u; c < HDC; c++) vk[q][c] = FETCH(tv, vo[q] + c * W);
 #endif
