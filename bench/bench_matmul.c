@@ -4,7 +4,10 @@
  * samples > 0: the reproducible profile, tn summing the M rows as that many
  * samples of M / samples rows, as into a parameter gradient). tn runs
  * as training runs it (through transposes and nt where the device takes
- * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel.
+ * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel,
+ * "ntb" nt with a bias added as the outputs are stored (op_matmul_nt_bias)
+ * and "ntp" nt followed by the bias pass (op_bias_add), the path it spares
+ * (their GFLOP/s count the product's operations alone).
  * Prints one line per layout, named by kernel family (VKTRAIN_KERNELS
  * picks it); scripts/bench_matmul.sh runs both families and puts numpy
  * beside them.
@@ -33,6 +36,22 @@ static int names_key(const char *list, const char *key)
         p += len + (p[len] == ',');
     }
     return 0;
+}
+
+static struct gpu_buffer *bias; /* N floats: the layouts "ntb" and "ntp" */
+
+/* nt with the bias added as the outputs are stored (one dispatch of a
+ * texel kernel; a pass after it elsewhere), and nt followed by the pass */
+static void nt_bias(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
+                    uint32_t N, uint32_t K, int accumulate)
+{
+    op_matmul_nt_bias(g, x, w, bias, y, M, N, K, accumulate);
+}
+static void nt_then_bias(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
+                         uint32_t N, uint32_t K, int accumulate)
+{
+    op_matmul_nt(g, x, w, y, M, N, K, accumulate);
+    op_bias_add(g, bias, y, M, N);
 }
 
 typedef void (*matmul_fn)(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t,
@@ -73,26 +92,30 @@ int main(int argc, char **argv)
     }
     size_t tn_scratch = samples ? 0 : op_matmul_tn_scratch(g, M, N, K);
     struct gpu_buffer *scratch = tn_scratch ? gpu_buffer_create(g, tn_scratch, "tn scratch") : NULL;
-    static const char *names[] = {"nt  Y = X.W^T ", "nn  dX = dY.W ", "tn  dW += dY^T.X", "tn  (tn kernel)  "};
-    static const char *keys[] = {"nt", "nn", "tn", "tnk"};
-    matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn, op_matmul_tn};
+    bias = gpu_buffer_create(g, N * sizeof(float), "bias");
+    gpu_upload(g, bias, 0, host, N * sizeof(float));
+    static const char *names[] = {"nt  Y = X.W^T ",    "nn  dX = dY.W ",    "tn  dW += dY^T.X",
+                                  "tn  (tn kernel)  ", "nt  Y = X.W^T + b", "nt, then Y += b"};
+    static const char *keys[] = {"nt", "nn", "tn", "tnk", "ntb", "ntp"};
+    matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn, op_matmul_tn, nt_bias, nt_then_bias};
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
     printf("device: %s (%s kernels%s), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family,
            samples ? ", reproducible" : "", M, N, K, reps);
-    for (int l = 0; l < 4; l++) {
+    for (int l = 0; l < 6; l++) {
         if (!names_key(layouts, keys[l]))
             continue;
         gpu_set_matmul_scratch(g, l == 2 ? scratch : NULL);
-        fns[l](g, a, b, c, M, N, K, l >= 2);
+        fns[l](g, a, b, c, M, N, K, l == 2 || l == 3);
         struct bench_clock clock = bench_begin(g);
         for (int r = 0; r < reps; r++)
-            fns[l](g, a, b, c, M, N, K, l >= 2);
+            fns[l](g, a, b, c, M, N, K, l == 2 || l == 3);
         double secs = bench_end(g, clock) * 1e-3;
         printf("vktrain %-5s %-18s %8.2f GFLOP/s\n", family, names[l], 2.0 * M * N * K * reps / secs * 1e-9);
     }
     gpu_buffer_destroy(g, a);
     gpu_buffer_destroy(g, b);
     gpu_buffer_destroy(g, c);
+    gpu_buffer_destroy(g, bias);
     gpu_set_matmul_scratch(g, NULL);
     gpu_buffer_destroy(g, scratch);
     if (stack)

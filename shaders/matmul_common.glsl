@@ -156,3 +156,13 @@ void store(uint row, uint col, float v)
     uint i = p.c0 + row * p.ldc + col;
     C[i] = p.accumulate != 0u ? C[i] + v : v;
 }
+
+// store, then the bias b added to the stored value: two roundings, as
+// the product and a separate bias pass would give.
+void store_bias(uint row, uint col, float v, float b)
+{
+    uint i = p.c0 + row * p.ldc + col;
+    precise float y = p.accumulate != 0u ? C[i] + v : v;
+    precise float z = y + b;
+    C[i] = z;
+}

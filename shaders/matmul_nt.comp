@@ -3,14 +3,22 @@
 // variant: scalar -DVEC4=0
 // variant: vec4_bf16 -DVEC4=1 -DBF16_B=1
 // variant: scalar_bf16 -DVEC4=0 -DBF16_B=1
+// variant: vec4_bias -DVEC4=1 -DBIAS=1
+// variant: scalar_bias -DVEC4=0 -DBIAS=1
 // Y[M,N] (+)= X[M,K] · W[N,K]^T, texel path (see matmul_common.glsl).
 // A = X, B = W, C = Y. VEC4 needs K % 4 == 0; BF16_B: W holds bf16.
+// BIAS (a dispatch that covers the whole product): each output then adds
+// bias[column] (binding 3, an R32F view) as it is stored, the additions
+// op_bias_add would make after the product, in the same order.
 // Invocation: rows r0..r0+15 of Y, columns c0..c0+15; per step of 4 along
 // K, one vec4 of X per row and one of W per column, and each output adds
 // the dot product of its row's and column's vec4.
 #define LDA_WHOLE p.K
 #define LDB_WHOLE p.K
 #include "matmul_common.glsl"
+#if BIAS
+layout(binding = 3) uniform samplerBuffer Bias;
+#endif
 
 void main()
 {
@@ -39,9 +47,17 @@ void main()
     }
     if (!live)
         return;
+#if BIAS
+    float bias[COLS];
+    [[unroll]] for (uint j = 0u; j < COLS; j++) bias[j] = texelFetch(Bias, int(min(c0 + j, p.N - 1u))).x;
+#endif
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (r0 + i >= p.M) break;
         [[unroll]] for (uint j = 0u; j < COLS; j++)
+#if BIAS
+            if (c0 + j < p.N) store_bias(r0 + i, c0 + j, acc[i * COLS + j], bias[j]);
+#else
             if (c0 + j < p.N) store(r0 + i, c0 + j, acc[i * COLS + j]);
+#endif
     }
 }

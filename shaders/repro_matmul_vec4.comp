@@ -1,5 +1,6 @@
 #version 450
 // variant: nt -DLAYOUT_NT=1
+// variant: nt_bias -DLAYOUT_NT=1 -DBIAS=1
 // variant: nn -DLAYOUT_NN=1
 // variant: tn -DLAYOUT_TN=1
 // variant: tn_seg -DLAYOUT_TN=1 -DSEGMENTS=1
@@ -35,6 +36,9 @@
 // llvmpipe gathers a texel for its 8 lanes, where a storage buffer's vec4
 // is 32 scalar accesses (1.3x faster tn over 16 samples). The variants
 // without SEGMENTS have no stack and no push.
+// BIAS (nt, a dispatch that takes the whole of k): each output then adds
+// bias[column] (binding 3, an R32F view) as it is stored, the addition
+// op_bias_add's reproducible kernel would make after the product.
 // Rows and columns past the edge read clamped (or the rest of a texel)
 // and are not stored. The row loops are spelt out by EACH_ROW (no
 // [[unroll]]: see repro_matmul.glsl) so every accumulator stays a register.
@@ -44,6 +48,9 @@ layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
 #if SEGMENTS
 layout(binding = 3, rgba32f) uniform imageBuffer S4;
+#endif
+#if BIAS
+layout(binding = 3) uniform samplerBuffer Bias;
 #endif
 
 #define EACH_ROW(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
@@ -276,7 +283,23 @@ void main()
 #endif
     }
 #endif
+#if BIAS
+    vec4 bias[NC];
+#define G_BIAS(g)                                                                                       \
+    bias[g] = vec4(texelFetch(Bias, int(jg[g])).x, texelFetch(Bias, int(min(jg[g] + 1u, p.N - 1u))).x,  \
+                   texelFetch(Bias, int(min(jg[g] + 2u, p.N - 1u))).x,                                  \
+                   texelFetch(Bias, int(min(jg[g] + 3u, p.N - 1u))).x);
+    EACH_G1(G_BIAS)
+#define BIASED(r, g)                                                                                    \
+    {                                                                                                   \
+        precise vec4 y = acc[16 * g + r] + bias[g];                                                     \
+        acc[16 * g + r] = y;                                                                            \
+    }
+#else
+#define BIASED(r, g)
+#endif
 #define ROW_STORE(r, g)                                                                                 \
+    BIASED(r, g)                                                                                        \
     if (i0 + r < p.M && live[g])                                                                        \
         for (uint c = 0u; c < 4u; c++)                                                                  \
             if (jg[g] + c < p.N)                                                                        \

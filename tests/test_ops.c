@@ -222,6 +222,62 @@ static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int a
     matmul_case(g, l, M, N, K, accumulate, 0, 0, 0);
 }
 
+/* op_matmul_nt_bias against op_matmul_nt then op_bias_add on the same
+ * inputs, in precision fp32 or reproducible (repro): the same bits, and
+ * within the matmul tolerance of the C reference. The profile must name
+ * the kernel that adds the bias as it stores (one dispatch of a texel
+ * kernel; in the reproducible mode its vec4 kernel, K % 4 == 0) where the
+ * op should take it, and a bias pass elsewhere (the tiled family, or the
+ * product split under `limits`). */
+static void test_matmul_bias(struct gpu *g, int M, int N, int K, int accumulate, int repro, const char *limits)
+{
+    size_t nx = (size_t)M * K, nw = (size_t)N * K, ny = (size_t)M * N;
+    double *x = random_doubles(nx), *w = random_doubles(nw), *b = random_doubles((size_t)N), *y0 = random_doubles(ny);
+    double *ref = vkt_calloc(ny, sizeof *ref, "reference");
+    ref_matmul_forward(ref, x, w, b, M, K, N);
+    for (size_t i = 0; accumulate && i < ny; i++)
+        ref[i] += y0[i];
+    struct gpu_buffer *bx = buffer_from_doubles(g, x, nx, "x"), *bw = buffer_from_doubles(g, w, nw, "w");
+    struct gpu_buffer *bb = buffer_from_doubles(g, b, (size_t)N, "bias");
+    struct gpu_buffer *apart = buffer_from_doubles(g, y0, ny, "y"), *fused = buffer_from_doubles(g, y0, ny, "y");
+    gpu_set_reproducible(g, repro);
+    op_matmul_nt(g, bx, bw, apart, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    op_bias_add(g, bb, apart, (uint32_t)M, (uint32_t)N);
+    gpu_set_limits(g, limits);
+    int timed = gpu_profile_start(g);
+    op_matmul_nt_bias(g, bx, bw, bb, fused, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate);
+    gpu_profile_stop(g);
+    gpu_set_limits(g, NULL);
+    gpu_set_reproducible(g, 0);
+    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+    int expect = texel && !limits && (!repro || K % 4 == 0);
+    uint64_t in_store =
+        repro ? profile_dispatches(g, "repro_matmul_vec4_nt_bias")
+              : profile_dispatches(g, "matmul_nt_vec4_bias") + profile_dispatches(g, "matmul_nt_scalar_bias");
+    uint64_t pass = profile_dispatches(g, "bias_add") + profile_dispatches(g, "repro_elementwise_bias") +
+                    profile_dispatches(g, "repro_elementwise_texel_bias");
+    float *want = download_floats(g, apart, ny), *got = download_floats(g, fused, ny);
+    size_t differ = 0;
+    for (size_t i = 0; i < ny; i++)
+        differ += memcmp(&want[i], &got[i], sizeof *got) != 0;
+    const char *name = texel ? "texel" : "tiled";
+    double err = normalized_error(got, ref, ny);
+    CHECK(differ == 0 && err < 1e-10,
+          "matmul_nt_bias %s%s M=%d N=%d K=%d acc=%d%s%s: %zu of %zu outputs differ from the product and the bias "
+          "pass (bitwise expected), normalized error %.3g",
+          name, repro ? " reproducible" : "", M, N, K, accumulate, limits ? " under " : "", limits ? limits : "",
+          differ, ny, err);
+    CHECK(!timed || (expect ? in_store == 1 && pass == 0 : in_store == 0 && pass > 0),
+          "matmul_nt_bias %s%s M=%d N=%d K=%d%s%s: %llu dispatches adding the bias as they store and %llu bias "
+          "passes, where %s was expected",
+          name, repro ? " reproducible" : "", M, N, K, limits ? " under " : "", limits ? limits : "",
+          (unsigned long long)in_store, (unsigned long long)pass, expect ? "the first alone" : "a pass");
+    struct gpu_buffer *bufs[] = {bx, bw, bb, apart, fused};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        gpu_buffer_destroy(g, bufs[i]);
+    free(x), free(w), free(b), free(y0), free(ref), free(want), free(got);
+}
+
 static void test_elementwise(struct gpu *g, size_t n)
 {
     double *x = random_doubles(n), *y = random_doubles(n);
@@ -346,6 +402,15 @@ int main(void)
             matmul_case(g, (enum layout)l, 37, 20, 12, 1, 1, 0, 0);
             matmul_case(g, (enum layout)l, 37, 20, 12, 0, 4, 0, 0);
         }
+        /* The bias added as the product is stored (vec4 and scalar
+         * views, N not a multiple of the tile or of 4), in both
+         * precisions; and the pass after a product split into blocks. */
+        static const int bias_shapes[][3] = {{130, 37, 68}, {33, 17, 9}, {1, 1, 4}, {5, 259, 12}};
+        for (size_t s = 0; s < sizeof bias_shapes / sizeof bias_shapes[0]; s++)
+            for (int repro = 0; repro < 2; repro++)
+                test_matmul_bias(g, bias_shapes[s][0], bias_shapes[s][1], bias_shapes[s][2], (int)s % 2, repro, NULL);
+        test_matmul_bias(g, 300, 200, 68, 1, 0, "storage_range=20000");
+        test_matmul_bias(g, 300, 20, 68, 0, 1, "storage_range=20000");
         /* The LM head's padded rows: V = 37 in rows of 40 (and 44), and
          * the texel family's transpose path (V = 517 in rows of 520) */
         test_padded_rows(g, 9, 37, 12, 40, 0);

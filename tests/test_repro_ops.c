@@ -181,6 +181,17 @@ static void ref_matmul(float **h, const struct shape *s)
                      s->flag);
 }
 
+/* b[0] = X, b[1] = W, b[2] = bias, b[3] = Y (op_matmul_nt_bias) */
+static void dev_matmul_bias(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
+{
+    op_matmul_nt_bias(g, b[0], b[1], b[2], b[3], s->M, s->N, s->K, s->flag);
+}
+static void ref_matmul_bias(float **h, const struct shape *s)
+{
+    repro_matmul_ref(REPRO_NT, h[0], h[1], h[3], s->M, s->N, s->K, s->flag);
+    repro_bias_add_ref(h[2], h[3], s->M, s->N);
+}
+
 /* Operand sizes (a, b, c) of a layout. */
 static void matmul_sizes(int l, uint32_t M, uint32_t N, uint32_t K, size_t sz[3])
 {
@@ -204,6 +215,22 @@ static void check_matmul(struct gpu *g, int l, uint32_t M, uint32_t N, uint32_t 
     snprintf(name, sizeof name, "matmul_%s%s %ux%ux%u%s", layout_names[l], off ? "_at" : "", M, N, K,
              accumulate ? " accumulate" : "");
     check_op(g, name, &a, dev_matmul, ref_matmul, &s, REL);
+}
+
+/* nt with the bias added as the outputs are stored (the texel family's
+ * vec4 kernel, K % 4 == 0) or by the pass after (the others): the bits
+ * of the product and the bias add. */
+static void check_matmul_bias(struct gpu *g, uint32_t M, uint32_t N, uint32_t K, int accumulate)
+{
+    struct shape s = {.M = M, .N = N, .K = K, .flag = accumulate};
+    struct arrays a = {0};
+    add_array(&a, random_words((size_t)M * K, 1.0), (size_t)M * K, 0);
+    add_array(&a, random_words((size_t)N * K, 1.0), (size_t)N * K, 0);
+    add_array(&a, random_words(N, 1.0), N, 0);
+    add_array(&a, random_words((size_t)M * N, 1.0), (size_t)M * N, 1);
+    char name[64];
+    snprintf(name, sizeof name, "matmul_nt_bias %ux%ux%u%s", M, N, K, accumulate ? " accumulate" : "");
+    check_op(g, name, &a, dev_matmul_bias, ref_matmul_bias, &s, REL);
 }
 
 /* The LM head's row chunks: Y rows (nt), dX rows (nn), dW accumulated over
@@ -749,6 +776,9 @@ int main(int argc, char **argv)
      * over k % 4 == 0, the tail in the R32F kernel */
     check_matmul(g, 2, 37, 20, 12, 1, NULL);
     check_matmul(g, 2, 3, 20, 12, 1, NULL);
+    check_matmul_bias(g, 36, 21, 12, 0);
+    check_matmul_bias(g, 130, 20, 8, 1);
+    check_matmul_bias(g, 17, 70, 13, 1);
     check_matmul_small_bindings(g);
     check_elementwise(g);
     check_norms(g, 5);

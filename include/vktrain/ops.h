@@ -19,6 +19,13 @@
  * accumulate: add into the output instead of overwriting it. */
 void op_matmul_nt(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate);
+/* op_matmul_nt, then Y[r, c] += bias[c] (bias NULL: nothing), the
+ * additions of op_bias_add after the product, in the same order and so
+ * the same bits: where the product is one dispatch of a texel kernel
+ * (either precision) the bias is added as each output is stored, sparing
+ * a pass over Y; elsewhere op_bias_add follows. */
+void op_matmul_nt_bias(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *bias,
+                       struct gpu_buffer *y, uint32_t M, uint32_t N, uint32_t K, int accumulate);
 void op_matmul_nn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate);
 void op_matmul_tn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,

@@ -108,6 +108,12 @@ void repro_matmul(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a,
  * buffers (op_matmul_*_at); NULL: 0. Fatal for a bf16 operand. */
 void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                      struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
+/* REPRO_NT, then C[i, j] = C[i, j] + bias[j], added as each output is
+ * stored where the product is one dispatch of the vec4 texel kernel
+ * (returns 1); elsewhere it records nothing and returns 0 (the caller
+ * runs repro_matmul and the bias pass: the same bits). */
+int repro_matmul_nt_bias(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *bias,
+                         struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate);
 /* tn (layout REPRO_TN's M, N, K, off) into a parameter gradient: its rows
  * per sample with repro_param_rows, row 0 being row off[1] / K of the
  * micro-batch (the LM head's chunks of the forward pass). */

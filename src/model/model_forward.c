@@ -43,6 +43,21 @@ static void lora(struct model *m, const struct layer_run *run, uint32_t l, enum 
         model_lora_forward(m, l, s, x, y, out, in);
 }
 
+/* y (+)= x·Wᵀ (W the parameter w), slot s's adapter where the run
+ * records one, then the bias b (< 0: none). Without an adapter between,
+ * the bias joins the product (op_matmul_nt_bias: the bits of the pass
+ * after it). */
+static void linear(struct model *m, const struct layer_run *run, uint32_t l, enum lora_slot s, struct gpu_buffer *x,
+                   int w, int b, struct gpu_buffer *y, uint32_t out, uint32_t in, int accumulate)
+{
+    struct gpu_buffer *bias = b >= 0 ? weight(m, b) : NULL;
+    int adapted = run->adapters && m->lp[l].lora_a[s] >= 0;
+    op_matmul_nt_bias(m->g, x, weight(m, w), adapted ? NULL : bias, y, run->rows, out, in, accumulate);
+    lora(m, run, l, s, x, y, out, in);
+    if (adapted && bias)
+        op_bias_add(m->g, bias, y, run->rows, out);
+}
+
 /* The residual stream into dst before a sublayer adds to it: a copy of
  * src, or nothing where the sublayer adds in place (dst == src). */
 static void residual(struct gpu *g, struct gpu_buffer *src, struct gpu_buffer *dst, size_t n)
@@ -62,50 +77,29 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
 
     if (c->arch == MODEL_LLAMA) {
         op_rmsnorm(g, a->x, weight(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn, weight(m, p->wq), a->q, R, C, C, 0);
-        op_matmul_nt(g, a->xn, weight(m, p->wk), a->k, R, kv, C, 0);
-        op_matmul_nt(g, a->xn, weight(m, p->wv), a->v, R, kv, C, 0);
-        lora(m, run, l, LS_Q, a->xn, a->q, C, C);
-        lora(m, run, l, LS_K, a->xn, a->k, kv, C);
-        lora(m, run, l, LS_V, a->xn, a->v, kv, C);
-        if (p->bq >= 0) {
-            op_bias_add(g, weight(m, p->bq), a->q, R, C);
-            op_bias_add(g, weight(m, p->bk), a->k, R, kv);
-            op_bias_add(g, weight(m, p->bv), a->v, R, kv);
-        }
+        linear(m, run, l, LS_Q, a->xn, p->wq, p->bq, a->q, C, C, 0);
+        linear(m, run, l, LS_K, a->xn, p->wk, p->bk, a->k, kv, C, 0);
+        linear(m, run, l, LS_V, a->xn, p->wv, p->bv, a->v, kv, C, 0);
         op_rope(g, a->q, run->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
         op_rope(g, a->k, run->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
     } else {
         op_layernorm(g, a->x, weight(m, p->norm1), weight(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn, weight(m, p->wqkv), a->qkv, R, 3 * C, C, 0);
-        lora(m, run, l, LS_QKV, a->xn, a->qkv, 3 * C, C);
-        op_bias_add(g, weight(m, p->bqkv), a->qkv, R, 3 * C);
+        linear(m, run, l, LS_QKV, a->xn, p->wqkv, p->bqkv, a->qkv, 3 * C, C, 0);
     }
     run->attend(m, l, a, run->ctx);
     /* x2 = x + att·Woᵀ (+ b) */
     residual(g, a->x, a->x2, (size_t)R * C);
-    op_matmul_nt(g, a->att, weight(m, p->wo), a->x2, R, C, C, 1);
-    lora(m, run, l, LS_O, a->att, a->x2, C, C);
-    if (p->bo >= 0)
-        op_bias_add(g, weight(m, p->bo), a->x2, R, C);
+    linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, C, 1);
 
     if (c->arch == MODEL_LLAMA) {
         op_rmsnorm(g, a->x2, weight(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
-        op_matmul_nt(g, a->xn2, weight(m, p->gate), a->gate, R, F, C, 0);
-        op_matmul_nt(g, a->xn2, weight(m, p->up), a->up, R, F, C, 0);
-        lora(m, run, l, LS_GATE, a->xn2, a->gate, F, C);
-        lora(m, run, l, LS_UP, a->xn2, a->up, F, C);
-        if (p->bgate >= 0) {
-            op_bias_add(g, weight(m, p->bgate), a->gate, R, F);
-            op_bias_add(g, weight(m, p->bup), a->up, R, F);
-        }
+        linear(m, run, l, LS_GATE, a->xn2, p->gate, p->bgate, a->gate, F, C, 0);
+        linear(m, run, l, LS_UP, a->xn2, p->up, p->bup, a->up, F, C, 0);
         op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
     } else {
         op_layernorm(g, a->x2, weight(m, p->norm2), weight(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C,
                      c->norm_eps);
-        op_matmul_nt(g, a->xn2, weight(m, p->up), a->up, R, F, C, 0);
-        lora(m, run, l, LS_UP, a->xn2, a->up, F, C);
-        op_bias_add(g, weight(m, p->bup), a->up, R, F);
+        linear(m, run, l, LS_UP, a->xn2, p->up, p->bup, a->up, F, C, 0);
         op_gelu(g, a->up, a->h, (size_t)R * F);
     }
     if (!out) { /* the recompute: the backward reads the adapter's u too */
@@ -114,10 +108,7 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
     }
     /* out = x2 + h·Wdownᵀ (+ b) */
     residual(g, a->x2, out, (size_t)R * C);
-    op_matmul_nt(g, a->h, weight(m, p->down), out, R, C, F, 1);
-    lora(m, run, l, LS_DOWN, a->h, out, C, F);
-    if (p->bdown >= 0)
-        op_bias_add(g, weight(m, p->bdown), out, R, C);
+    linear(m, run, l, LS_DOWN, a->h, p->down, p->bdown, out, C, F, 1);
 }
 
 /* The training forward's attention: flash attention over the batch. */

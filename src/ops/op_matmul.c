@@ -137,9 +137,12 @@ static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
 
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
  * off[] their first elements (NULL: 0); ld[] their row strides in
- * elements (NULL or 0: packed rows). */
-static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
-                   uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off, const uint32_t *ld)
+ * elements (NULL or 0: packed rows). bias (nt on packed operands, else
+ * NULL): added to the outputs as they are stored where the product is one
+ * dispatch of a texel kernel on fp32 operands; returns whether it was. */
+static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
+                  uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t *off, const uint32_t *ld,
+                  struct gpu_buffer *bias)
 {
     static const char *names[] = {"matmul_nt", "matmul_nn", "matmul_tn"};
     static const char *roles[] = {"first input", "second input", "output"};
@@ -154,8 +157,10 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                       packed[i]);
     }
     if (l == TN && !gpu_reproducible(g) && tn_transposed(g, a, b, c, M, N, K, accumulate, off, lds[0]))
-        return;
+        return 0;
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
+    if (bias && gpu_reproducible(g) && repro_matmul_nt_bias(g, a, b, bias, c, M, N, K, accumulate))
+        return 1;
     if (gpu_reproducible(g)) {
         static const enum repro_layout repro[] = {[NT] = REPRO_NT, [NN] = REPRO_NN, [TN] = REPRO_TN};
         if (lds[0] != packed[0] || lds[1] != packed[1] || lds[2] != packed[2])
@@ -164,7 +169,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
             repro_matmul_grad(g, a, b, c, M, N, K, accumulate, off);
         else
             repro_matmul_at(g, repro[l], a, b, c, M, N, K, accumulate, off);
-        return;
+        return 0;
     }
     /* C[rows, cols] = sum over red; operands A, B, C as matrices. */
     const size_t size[3] = {l == TN ? N : M, l == NT ? N : K, l == NT ? K : l == NN ? N : M};
@@ -249,6 +254,10 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                       gpu_buffer_name(c), limit);
     }
 
+    /* the bias as the outputs are stored: one dispatch, fp32 weights */
+    int fuse = bias && gpu_buffer_dtype(bias) == GPU_DTYPE_F32 && texel && !bf16 && cap[ROW] == size[ROW] &&
+               cap[COL] == size[COL] && cap[RED] == size[RED] &&
+               gpu_buffer_size(bias) <= gpu_texel_limit(g, GPU_BIND_TEXEL_F32);
     struct gpu_kernel *k;
     if (texel) {
         char shader[32];
@@ -256,7 +265,9 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                  shift     ? "shift"
                  : aligned ? "vec4"
                            : "scalar",
-                 bf16 ? "_bf16" : "");
+                 bf16   ? "_bf16"
+                 : fuse ? "_bias"
+                        : "");
         /* SPLIT (spec constant 0) = 1 when there is more than one block,
          * an input starts past its buffer's first element or its rows are
          * not the kernel's packed width. */
@@ -264,8 +275,8 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                          o[0].ld != (aligned && !shift ? a_whole : a_cols) || o[1].ld != packed[1];
         struct gpu_kernel_desc d = {
             .shader = shader,
-            .n_bindings = 3,
-            .bindings = {tk[0], tk[1], GPU_BIND_STORAGE},
+            .n_bindings = fuse ? 4 : 3,
+            .bindings = {tk[0], tk[1], GPU_BIND_STORAGE, GPU_BIND_TEXEL_F32},
             .push_size = sizeof(struct matmul_push_texel),
             .n_spec = 1,
             .spec = {split},
@@ -308,7 +319,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                     n[d] = min_size(cap[d], size[d] - s[d]);
                 uint32_t acc = s[RED] == 0 ? (uint32_t) !!accumulate : 1;
                 uint32_t gx = (uint32_t)ceil_div(n[COL], tile[COL]), gy = (uint32_t)ceil_div(n[ROW], tile[ROW]);
-                struct gpu_arg args[3];
+                struct gpu_arg args[4] = {[3] = {.buf = bias}};
                 if (texel) {
                     /* Inputs: whole views (bounded by end[] where the buffer is larger). */
                     struct matmul_push_texel p = {
@@ -345,6 +356,7 @@ static void matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gp
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 }
             }
+    return fuse;
 }
 
 /* The copy moves M·N floats for 2·M·N·K flops, and nn needs a grid of
@@ -410,42 +422,51 @@ static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     ops_check("matmul_tn", "first input", dy, end);
     transpose(g, dy, gpu_buffer_size(dy) <= gpu_texel_limit(g, GPU_BIND_TEXEL_VEC4) ? 0 : end, o[0], M, N, lda, scratch,
               need, 0);
-    matmul(g, NN, scratch, x, dw, N, M, K, accumulate, (size_t[3]){0, o[1], o[2]}, NULL);
+    matmul(g, NN, scratch, x, dw, N, M, K, accumulate, (size_t[3]){0, o[1], o[2]}, NULL, NULL);
     return 1;
 }
 
 void op_matmul_nt(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, NT, x, w, y, M, N, K, accumulate, NULL, NULL);
+    matmul(g, NT, x, w, y, M, N, K, accumulate, NULL, NULL, NULL);
+}
+
+void op_matmul_nt_bias(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *bias,
+                       struct gpu_buffer *y, uint32_t M, uint32_t N, uint32_t K, int accumulate)
+{
+    if (bias)
+        ops_check("matmul_nt", "bias", bias, (size_t)N * sizeof(float));
+    if (!matmul(g, NT, x, w, y, M, N, K, accumulate, NULL, NULL, bias) && bias)
+        op_bias_add(g, bias, y, M, N);
 }
 
 void op_matmul_nt_at(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y, uint32_t M,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3])
 {
-    matmul(g, NT, x, w, y, M, N, K, accumulate, off, ld);
+    matmul(g, NT, x, w, y, M, N, K, accumulate, off, ld, NULL);
 }
 
 void op_matmul_nn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, NN, dy, w, dx, M, N, K, accumulate, NULL, NULL);
+    matmul(g, NN, dy, w, dx, M, N, K, accumulate, NULL, NULL, NULL);
 }
 
 void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w, struct gpu_buffer *dx, uint32_t M,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3])
 {
-    matmul(g, NN, dy, w, dx, M, N, K, accumulate, off, ld);
+    matmul(g, NN, dy, w, dx, M, N, K, accumulate, off, ld, NULL);
 }
 
 void op_matmul_tn(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                   uint32_t N, uint32_t K, int accumulate)
 {
-    matmul(g, TN, dy, x, dw, M, N, K, accumulate, NULL, NULL);
+    matmul(g, TN, dy, x, dw, M, N, K, accumulate, NULL, NULL, NULL);
 }
 
 void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3])
 {
-    matmul(g, TN, dy, x, dw, M, N, K, accumulate, off, ld);
+    matmul(g, TN, dy, x, dw, M, N, K, accumulate, off, ld, NULL);
 }

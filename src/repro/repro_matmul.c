@@ -74,10 +74,11 @@ struct segments {
 };
 
 /* repro_matmul_at; with seg, 0 (nothing recorded) where the kernel the
- * product takes has no SEGMENTS (all but the vec4 family's tn), else 1. */
+ * product takes has no SEGMENTS (all but the vec4 family's tn), with bias
+ * (nt) 0 where it is not one dispatch of the vec4 kernel, else 1. */
 static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                      struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3],
-                     const struct segments *seg)
+                     const struct segments *seg, struct gpu_buffer *bias)
 {
     struct product p = product_of(layout, M, N, K);
     struct gpu_buffer *bufs[3] = {a, b, c};
@@ -175,19 +176,23 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     int segments = seg && layout == REPRO_TN && (vec4 || shift) && p.N % 4 == 0 && repro_stack_texels(g);
     if (seg && !segments)
         return 0;
+    if (bias && (layout != REPRO_NT || !vec4 || rows < p.M || chunk < p.K ||
+                 gpu_buffer_size(bias) > gpu_binding_limit(g, GPU_BIND_TEXEL_F32)))
+        return 0;
     static const char *const vec4_shader[] = {
         [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
     static const char *const shift_shader[] = {
         [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
-    struct gpu_kernel_desc d = {.shader = segments
-                                              ? (vec4 ? "repro_matmul_vec4_tn_seg" : "repro_matmul_vec4_tn_shift_seg")
-                                          : vec4  ? vec4_shader[layout]
-                                          : shift ? shift_shader[layout]
-                                          : texel ? "repro_matmul_texel"
-                                                  : "repro_matmul_tiled",
-                                .n_bindings = segments ? 4 : 3,
-                                .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, GPU_BIND_IMAGE_VEC4},
-                                .push_size = segments ? 15 * 4 : 11 * 4};
+    struct gpu_kernel_desc d = {
+        .shader = segments ? (vec4 ? "repro_matmul_vec4_tn_seg" : "repro_matmul_vec4_tn_shift_seg")
+                  : bias   ? "repro_matmul_vec4_nt_bias"
+                  : vec4   ? vec4_shader[layout]
+                  : shift  ? shift_shader[layout]
+                  : texel  ? "repro_matmul_texel"
+                           : "repro_matmul_tiled",
+        .n_bindings = segments || bias ? 4 : 3,
+        .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, bias ? GPU_BIND_TEXEL_F32 : GPU_BIND_IMAGE_VEC4},
+        .push_size = segments ? 15 * 4 : 11 * 4};
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
     /* vec4: 8x8 invocations of 16x8 outputs; texel: of 4x4; tiled: 16x16
      * of one. */
@@ -210,6 +215,8 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             uint32_t push[15] = {
                 mi, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj, base[0], base[1], base[2], 0,
                 0,  0,   0};
+            if (bias)
+                args[3] = (struct gpu_arg){.buf = bias};
             if (segments) {
                 /* the block's first group (o[2] + i0·N, a multiple of 4) at vec4 s0 */
                 size_t L = seg->levels;
@@ -227,7 +234,13 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
 void repro_matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer *a, struct gpu_buffer *b,
                      struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate, const size_t off[3])
 {
-    matmul_at(g, layout, a, b, c, M, N, K, accumulate, off, NULL);
+    matmul_at(g, layout, a, b, c, M, N, K, accumulate, off, NULL, NULL);
+}
+
+int repro_matmul_nt_bias(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *bias,
+                         struct gpu_buffer *c, uint32_t M, uint32_t N, uint32_t K, int accumulate)
+{
+    return matmul_at(g, REPRO_NT, a, b, c, M, N, K, accumulate, NULL, NULL, bias);
 }
 
 /* tn into a parameter gradient, rows [r0, r1) of the product's k. */
@@ -256,7 +269,7 @@ void repro_matmul_grad(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b
             vkt_fatal("repro_matmul_grad: '%s' at float %zu: a gradient summed over samples is a whole buffer",
                       gpu_buffer_name(c), x.off[2]);
         struct segments seg = {rows, first, levels, stack};
-        if (matmul_at(g, REPRO_TN, a, b, c, M, N, K, accumulate, x.off, &seg))
+        if (matmul_at(g, REPRO_TN, a, b, c, M, N, K, accumulate, x.off, &seg, NULL))
             return;
     }
     repro_param_rows(g, c, first, M, grad_rows, &x);
