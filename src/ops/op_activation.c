@@ -23,16 +23,17 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         float unused;
     } push = {0, 0.0f};
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
-    if (gpu_reproducible(g) && texel) {
+    if (texel) {
         /* a, b, c, d, e as texels (d, e: the gradients added to), then c,
-         * d, e as storage (outputs) */
+         * d, e as storage (outputs): activation_texel.comp, or in the
+         * reproducible profile repro_activation_texel.comp */
         struct gpu_arg targs[8] = {{.buf = a}, {.buf = b}, {.buf = c}, {.buf = d},
                                    {.buf = e}, args[2],    args[3],    args[4]};
         enum gpu_binding_kind kinds[8] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
                                           GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE,    GPU_BIND_STORAGE};
         char name[48];
-        snprintf(name, sizeof name, "repro_activation_texel_%s", variant + 11);
+        snprintf(name, sizeof name, "%sactivation_texel_%s", gpu_reproducible(g) ? "repro_" : "", variant + 11);
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[8] = {16, 16, 16, 16, 16, 16, 16, 16};
         ops_elements(g, ops_texel_kernel(g, name, 8, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
@@ -53,20 +54,6 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         const size_t floats[7] = {4, 4, 4, 4, 4, 4, 4};
         ops_elements(g, ops_repro_kernel(g, name, writes_c ? 3 : 7, n_in, sizeof push), rargs, floats, &push, n, 1,
                      1);
-        return;
-    }
-    if (texel) {
-        /* bindings: a, b, c as texels (c is an input for the backward),
-         * then c, d, e as storage (outputs) */
-        struct gpu_arg targs[6] = {{.buf = a}, {.buf = b}, {.buf = c}, args[2], args[3], args[4]};
-        targs[2].write = 0;
-        enum gpu_binding_kind kinds[6] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
-                                          GPU_BIND_STORAGE,    GPU_BIND_STORAGE,    GPU_BIND_STORAGE};
-        char name[48];
-        snprintf(name, sizeof name, "activation_texel_%s", variant + 11);
-        uint32_t wg = gpu_workgroup_1d(g);
-        const size_t vec4[6] = {16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, name, 6, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
         return;
     }
     const size_t floats[5] = {4, 4, 4, 4, 4};
