@@ -15,7 +15,10 @@
 //   rmsback: dx += rstd·w·dy − (rstd³/C)·x·Σ w·dy·x
 //   ln:      y = (x − mean)·rstd·w + b, rstd = (var + eps)^(-1/2)
 //   lnback:  dx += rstd·(w·dy − mean(w·dy) − xhat·mean(w·dy·xhat))
-// Each row's sums run in a fixed order (deterministic).
+// Each row's sums run in a fixed order (deterministic). The backward
+// reads the gradient it adds to (dx) through a view too (each row read,
+// then written, by one invocation): a storage load is a scalar load per
+// lane and component on llvmpipe.
 #include "texel.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push { uint rows; uint C; float eps; } p;
@@ -30,7 +33,8 @@ layout(binding = 0) uniform samplerBuffer tdy;
 layout(binding = 1) uniform samplerBuffer tx;
 layout(binding = 2) uniform samplerBuffer tw;
 layout(binding = 3) uniform samplerBuffer tr; // R32F
-layout(std430, binding = 4) buffer BDX { VT dx[]; };
+layout(binding = 4) uniform samplerBuffer tdx;
+layout(std430, binding = 5) writeonly buffer BDX { VT dx[]; };
 #elif KIND == 2
 layout(binding = 0) uniform samplerBuffer tx;
 layout(binding = 1) uniform samplerBuffer tw;
@@ -44,7 +48,8 @@ layout(binding = 1) uniform samplerBuffer tx;
 layout(binding = 2) uniform samplerBuffer tw;
 layout(binding = 3) uniform samplerBuffer tm; // R32F
 layout(binding = 4) uniform samplerBuffer tr; // R32F
-layout(std430, binding = 5) buffer BDX { VT dx[]; };
+layout(binding = 5) uniform samplerBuffer tdx;
+layout(std430, binding = 6) writeonly buffer BDX { VT dx[]; };
 #endif
 
 void main()
@@ -63,7 +68,7 @@ void main()
     for (uint c = 0u; c < n; c++) d += FETCH(tw, c * W) * FETCH(tdy, base + c * W) * FETCH(tx, base + c * W);
     float s = FETCH1(tr, r), k = s * s * s * HSUM(d) / float(p.C);
     for (uint c = 0u; c < n; c++)
-        dx[o + c] += s * FETCH(tw, c * W) * FETCH(tdy, base + c * W) - k * FETCH(tx, base + c * W);
+        dx[o + c] = FETCH(tdx, base + c * W) + (s * FETCH(tw, c * W) * FETCH(tdy, base + c * W) - k * FETCH(tx, base + c * W));
 #elif KIND == 2
     VT a = VT(0.0);
     for (uint c = 0u; c < n; c++) a += FETCH(tx, base + c * W);
@@ -86,7 +91,7 @@ void main()
     float ma = HSUM(a) / float(p.C), mb = HSUM(b) / float(p.C);
     for (uint c = 0u; c < n; c++) {
         VT xhat = (FETCH(tx, base + c * W) - m) * rs;
-        dx[o + c] += rs * (FETCH(tw, c * W) * FETCH(tdy, base + c * W) - ma - xhat * mb);
+        dx[o + c] = FETCH(tdx, base + c * W) + rs * (FETCH(tw, c * W) * FETCH(tdy, base + c * W) - ma - xhat * mb);
     }
 #endif
 }

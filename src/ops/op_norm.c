@@ -236,9 +236,11 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
     if (gpu_reproducible(g)) {
         repro_rows(g, "rmsback", 5, 4, args, ub, rows, C, 0.0f);
-    } else if (width) {
+    } else if (width) { /* dx read through a view, then written */
+        struct gpu_arg targs[6] = {args[0], args[1], args[2], args[3], {.buf = dx}, args[4]};
+        const size_t tub[6] = {F * C, F * C, 0, F, F * C, F * C};
         struct norm_texel_push tp = {rows, C, 0};
-        ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 4, RMSBACK_STATS, 5, sizeof tp), args, ub, &tp, 1,
+        ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 5, RMSBACK_STATS, 6, sizeof tp), targs, tub, &tp, 1,
                  rows, 64);
     } else {
         uint32_t push = C;
@@ -286,10 +288,12 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
     if (gpu_reproducible(g)) {
         repro_rows(g, "lnback", 6, 5, args, ub, rows, C, 0.0f);
-    } else if (width) {
+    } else if (width) { /* dx read through a view, then written */
+        struct gpu_arg targs[7] = {args[0], args[1], args[2], args[3], args[4], {.buf = dx}, args[5]};
+        const size_t tub[7] = {F * C, F * C, 0, F, F, F * C, F * C};
         struct norm_texel_push tp = {rows, C, 0};
-        ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 5, LNBACK_STATS, 6, sizeof tp), args, ub, &tp, 1, rows,
-                 64);
+        ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 6, LNBACK_STATS, 7, sizeof tp), targs, tub, &tp, 1,
+                 rows, 64);
     } else {
         uint32_t push = C;
         ops_rows(g, ops_kernel(g, "layernorm_back", 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
