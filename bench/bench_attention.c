@@ -3,7 +3,9 @@
  * attention (op_flash_attention, per-row log-sum-exp), and flash attention
  * in the reproducible profile (gpu_set_reproducible: exact per row, own
  * exp and log) against the default one, at T = 64 .. 2048.
- * usage: bench_attention [B H KVH hd [reps]]   (default 1 12 12 64, 5 reps)
+ * usage: bench_attention [B H KVH hd [reps [doc]]]   (default 1 12 12 64, 5 reps)
+ * doc > 0: document ids as training passes them (a packed batch), a new
+ * document every doc tokens; 0 (the default): none.
  * VKTRAIN_KERNELS=texel|tiled picks the family. Each figure is the best of
  * reps single calls, from timestamp queries (wall clock when the queue has
  * none); a first untimed round compiles the shaders. The present kernels are skipped where their (T,T)
@@ -54,11 +56,15 @@ int main(int argc, char **argv)
         hd = (uint32_t)atoi(argv[4]);
     if (argc >= 6)
         reps = atoi(argv[5]);
+    uint32_t doc_len = argc >= 7 ? (uint32_t)atoi(argv[6]) : 0;
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
-    printf("device: %s (%s kernels), B=%u H=%u KVH=%u hd=%u, best of %d, ms per call\n", gpu_info(g)->name, family, B,
-           H, KVH, hd, reps);
+    printf("device: %s (%s kernels), B=%u H=%u KVH=%u hd=%u, best of %d, ms per call", gpu_info(g)->name, family, B, H,
+           KVH, hd, reps);
+    if (doc_len)
+        printf(", a document every %u tokens", doc_len);
+    printf("\n");
     printf("%6s %12s %12s %12s %12s %8s %12s %12s %8s\n", "T", "present fwd", "present bwd", "flash fwd", "flash bwd",
            "speedup", "repro fwd", "repro bwd", "cost");
     for (uint32_t T = 64; T <= 2048; T *= 2) {
@@ -82,6 +88,14 @@ int main(int argc, char **argv)
                          NULL,
                          filled(g, 2 * rows * H, "lse"),
                          filled(g, 2 * rows * H, "stats")};
+        if (doc_len) {
+            int32_t *ids = vkt_malloc(rows * sizeof *ids, "doc ids");
+            for (size_t i = 0; i < rows; i++)
+                ids[i] = (int32_t)(i % T / doc_len);
+            b.doc = gpu_buffer_create(g, rows * sizeof *ids, "doc");
+            gpu_upload(g, b.doc, 0, ids, rows * sizeof *ids);
+            free(ids);
+        }
         if (present) {
             b.probs = gpu_buffer_create(g, np * sizeof(float), "probs");
             b.dscores = gpu_buffer_create(g, np * sizeof(float), "dscores");

@@ -114,9 +114,6 @@ layout(std430, binding = 6) buffer BDK { VT dk[]; };
 layout(std430, binding = 7) buffer BDV { VT dv[]; };
 #endif
 
-// Token s of sequence b is in document d0 (always so without documents).
-bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0; }
-
 // The invocation's rows: NR per invocation, t[u] = NR·j + u (query rows
 // in fwd and dq, key rows in dkv; clamped to the sequence), live[u] where
 // the row is in the sequence and the walk's part reaches it. The texel
@@ -168,13 +165,16 @@ bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], 
     bool any = false;
     [[unroll]] for (uint q = 0u; q < KS; q++) {
         pos[q] = min(i0 + q, end - 1u);
+        // the position's document, loaded once for the NR rows (0, as
+        // every row's, without documents)
+        int dq = p.has_doc != 0u ? doc[p.doc_off + b * p.T + pos[q]] : 0;
         [[unroll]] for (uint u = 0u; u < NR; u++) {
 #if STAGE == 3
             bool seen = pos[q] >= t[u];
 #else
             bool seen = pos[q] <= t[u];
 #endif
-            ok[u][q] = live[u] && i0 + q < end && seen && same_doc(b, pos[q], d[u]);
+            ok[u][q] = live[u] && i0 + q < end && seen && dq == d[u];
             any = any || ok[u][q];
         }
     }

@@ -178,8 +178,9 @@ layout(std430, binding = 7) buffer BG2 { VT g2[]; };
 #endif
 #endif
 
-// Token s of sequence b is in document d0 (always so without documents).
-bool same_doc(uint b, uint s, int d0) { return p.has_doc == 0u || doc[p.doc_off + b * p.T + s] == d0; }
+// The document of token s of sequence b (0, as every row's, without
+// documents): loaded once per key for the invocation's rows.
+int doc_of(uint b, uint s) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + s] : 0; }
 
 #if STAGE != 5
 // The invocation's query rows: t[u] = NR·j + u (clamped to the sequence),
@@ -275,8 +276,9 @@ void main()
         m[u] = p.w0 == 0u ? uintBitsToFloat(0xff800000u) : lse[p.l_off + r[u]];
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], any = false;
+        int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            ok[u] = live[u] && s <= t[u] && ds == d[u];
             any = any || ok[u];
         }
         if (!any)
@@ -300,8 +302,9 @@ void main()
     }
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], push[NR], any = false;
+        int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            ok[u] = live[u] && s <= t[u] && ds == d[u];
             push[u] = live[u] && s <= t[u];
             any = any || ok[u];
         }
@@ -339,8 +342,9 @@ void main()
     }
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], any = false;
+        int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            ok[u] = live[u] && s <= t[u] && ds == d[u];
             any = any || ok[u];
         }
         precise float e[NR];
@@ -424,8 +428,9 @@ void main()
     uint end = min(last + 1u, p.w1);
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], any = false;
+        int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && same_doc(b, s, d[u]);
+            ok[u] = live[u] && s <= t[u] && ds == d[u];
             any = any || ok[u];
         }
         if (!any)
@@ -498,8 +503,9 @@ void main()
         uint lo = max(sr[0], p.w0 > base ? p.w0 - base : 0u), hi = min(p.T, p.w1 - base);
         for (uint t = lo; t < hi; t++) {
             bool ok[NR], any = false;
+            int dt = doc_of(b, t);
             for (uint u = 0u; u < NR; u++) {
-                ok[u] = live[u] && t >= sr[u] && same_doc(b, t, d[u]);
+                ok[u] = live[u] && t >= sr[u] && dt == d[u];
                 any = any || ok[u];
             }
             if (!any)
