@@ -33,7 +33,9 @@ layout(local_size_x_id = 0) in; // a power of two
 layout(push_constant) uniform Push { uint rows; uint C; float eps; uint log_run; } p;
 // The inputs: R32F texel views in the _row variants (CPU devices, where
 // llvmpipe loads them faster than storage), storage otherwise; the
-// outputs (and dx, added into) storage. The _row4 variants (C % 4 == 0)
+// outputs storage; dx, added into, is read as an input (dx_in: the same
+// buffer, each element read, then written, by one invocation: on llvmpipe
+// a storage load is a scalar load per lane). The _row4 variants (C % 4 == 0)
 // read the rows and w, b as RGBA32F texels, four elements a step (a
 // quarter of the gathers; the row's per-row values, mean and rstd, stay
 // R32F) and write vec4s: each component the scalar formula, the tree the
@@ -61,7 +63,8 @@ IN(0, dy)
 IN(1, x)
 IN(2, w)
 IN(3, rstd)
-layout(std430, binding = 4) buffer BDX { OUT_T dx[]; };
+IN(4, dx_in)
+layout(std430, binding = 5) writeonly buffer BDX { OUT_T dx[]; };
 #elif MODE == 2
 IN(0, x)
 IN(1, w)
@@ -75,7 +78,8 @@ IN(1, x)
 IN(2, w)
 IN(3, mean)
 IN(4, rstd)
-layout(std430, binding = 5) buffer BDX { OUT_T dx[]; };
+IN(5, dx_in)
+layout(std430, binding = 6) writeonly buffer BDX { OUT_T dx[]; };
 #endif
 
 uint base;         // the row's first element
@@ -184,7 +188,7 @@ void main()
     float s = LD(rstd, r);
     float k = repro_rms_k(s, row_sum(0u), C);
     for (uint j = 0u; j < n4; j++) {
-        vec4 d = dx[b4 + j], wv = LD4(w, j), gv = LD4(dy, b4 + j), xv = LD4(x, b4 + j);
+        vec4 d = LD4(dx_in, b4 + j), wv = LD4(w, j), gv = LD4(dy, b4 + j), xv = LD4(x, b4 + j);
 #define F(c) repro_rms_dx(d.c, s, wv.c, gv.c, k, xv.c)
         dx[b4 + j] = EACH4(F);
 #undef F
@@ -206,7 +210,7 @@ void main()
     float a = repro_div(row_sum(0u), C);
     float bb = repro_div(row_sum(1u), C);
     for (uint j = 0u; j < n4; j++) {
-        vec4 d = dx[b4 + j], xv = LD4(x, b4 + j);
+        vec4 d = LD4(dx_in, b4 + j), xv = LD4(x, b4 + j);
         precise vec4 g = LD4(w, j) * LD4(dy, b4 + j);
 #define F(c) repro_ln_dx(d.c, g.c, xv.c, m_row, s_row, a, bb)
         dx[b4 + j] = EACH4(F);
@@ -224,7 +228,7 @@ void main()
     float s = LD(rstd, r);
     float k = repro_rms_k(s, row_sum(0u), C);
     for (uint i = t; i < p.C; i += wg)
-        dx[base + i] = repro_rms_dx(dx[base + i], s, LD(w, i), LD(dy, base + i), k, LD(x, base + i));
+        dx[base + i] = repro_rms_dx(LD(dx_in, base + i), s, LD(w, i), LD(dy, base + i), k, LD(x, base + i));
 #elif MODE == 2
     m_row = repro_div(row_sum(0u), C);
     float s = repro_norm_rstd(row_sum(1u), C, p.eps);
@@ -241,7 +245,7 @@ void main()
     float bb = repro_div(row_sum(1u), C);
     for (uint i = t; i < p.C; i += wg) {
         precise float g = LD(w, i) * LD(dy, base + i);
-        dx[base + i] = repro_ln_dx(dx[base + i], g, LD(x, base + i), m_row, s_row, a, bb);
+        dx[base + i] = repro_ln_dx(LD(dx_in, base + i), g, LD(x, base + i), m_row, s_row, a, bb);
     }
 #endif
 #endif

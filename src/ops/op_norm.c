@@ -94,7 +94,7 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in,
         d.bindings[i] = !per_row || i >= n_in     ? GPU_BIND_STORAGE
                         : v4 && row_bytes[i] != F ? GPU_BIND_TEXEL_VEC4
                                                   : GPU_BIND_TEXEL_F32;
-    struct gpu_arg a[6];
+    struct gpu_arg a[GPU_MAX_BINDINGS];
     for (int i = 0; i < n_bind; i++)
         a[i] = args[i], a[i].write = a[i].write && !(per_row && i < n_in);
     ops_rows(g, gpu_kernel_get(g, &d), a, row_bytes, &push, per_row, rows, per_row ? REPRO_WG : 1);
@@ -234,11 +234,12 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = rstd}, {.buf = dx, .write = 1}};
     const size_t ub[5] = {F * C, F * C, 0, F, F * C};
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
+    /* the texel and reproducible kernels read dx as an input, then write it */
+    struct gpu_arg targs[6] = {args[0], args[1], args[2], args[3], {.buf = dx}, args[4]};
+    const size_t tub[6] = {F * C, F * C, 0, F, F * C, F * C};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rmsback", 5, 4, args, ub, rows, C, 0.0f);
-    } else if (width) { /* dx read through a view, then written */
-        struct gpu_arg targs[6] = {args[0], args[1], args[2], args[3], {.buf = dx}, args[4]};
-        const size_t tub[6] = {F * C, F * C, 0, F, F * C, F * C};
+        repro_rows(g, "rmsback", 6, 5, targs, tub, rows, C, 0.0f);
+    } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 5, RMSBACK_STATS, 6, sizeof tp), targs, tub, &tp, 1,
                  rows, 64);
@@ -286,11 +287,12 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
                               {.buf = dx, .write = 1}};
     const size_t ub[6] = {F * C, F * C, 0, F, F, F * C};
     int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
+    /* the texel and reproducible kernels read dx as an input, then write it */
+    struct gpu_arg targs[7] = {args[0], args[1], args[2], args[3], args[4], {.buf = dx}, args[5]};
+    const size_t tub[7] = {F * C, F * C, 0, F, F, F * C, F * C};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "lnback", 6, 5, args, ub, rows, C, 0.0f);
-    } else if (width) { /* dx read through a view, then written */
-        struct gpu_arg targs[7] = {args[0], args[1], args[2], args[3], args[4], {.buf = dx}, args[5]};
-        const size_t tub[7] = {F * C, F * C, 0, F, F, F * C, F * C};
+        repro_rows(g, "lnback", 7, 6, targs, tub, rows, C, 0.0f);
+    } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
         ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 6, LNBACK_STATS, 7, sizeof tp), targs, tub, &tp, 1,
                  rows, 64);
