@@ -201,7 +201,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
                   gx, gpu_info(g)->max_workgroup_count[0]);
     uint32_t base[3];
-    struct gpu_arg args[4];
+    struct gpu_arg args[4] = {[3] = {.buf = bias}}; /* the bias, where there is one (one dispatch) */
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
         uint32_t gy = vec4 || shift ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
@@ -215,8 +215,6 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             uint32_t push[15] = {
                 mi, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj, base[0], base[1], base[2], 0,
                 0,  0,   0};
-            if (bias)
-                args[3] = (struct gpu_arg){.buf = bias};
             if (segments) {
                 /* the block's first group (o[2] + i0·N, a multiple of 4) at vec4 s0 */
                 size_t L = seg->levels;
