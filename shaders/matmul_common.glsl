@@ -60,6 +60,10 @@ layout(push_constant) uniform Push {
 } p;
 
 layout(constant_id = 0) const uint SPLIT = 0u;
+// ACCUMULATE (specialization constant 1): the dispatch adds the product to
+// the output (p.accumulate, as a compile-time fact: where it is 0 no
+// output is read, which on llvmpipe is a per-lane loop per output).
+layout(constant_id = 1) const uint ACCUMULATE = 0u;
 #define A0 (SPLIT != 0u ? p.a0 : 0u)
 #define B0 (SPLIT != 0u ? p.b0 : 0u)
 #define LDA (SPLIT != 0u ? p.lda : LDA_WHOLE)
@@ -77,7 +81,20 @@ layout(binding = 1) uniform usamplerBuffer B;
 #else
 layout(binding = 1) uniform samplerBuffer B;
 #endif
+// IMG_C (VEC4 variants, "_img"): C is an RGBA32F storage texel buffer and
+// each invocation stores its outputs as whole texels (rows of C, its base
+// c0 and its stride ldc are multiples of 4 floats, and so is every output
+// column an invocation's texel starts on). On llvmpipe a storage buffer's
+// float store is a loop over the 8 lanes with a bounds check and a spill
+// of every live vector per lane, per output; an image store is one such
+// loop per component of a texel, without the spills: the stores that took
+// about 40% of the nt kernel's time at K = 128 (12% at K = 768) take a
+// little over half that (perf samples of bench_matmul's JIT code).
+#if IMG_C
+layout(binding = 2, rgba32f) uniform imageBuffer C4;
+#else
 layout(std430, binding = 2) buffer Out { float C[]; };
+#endif
 
 // UNITS(e): e floats (a multiple of 4 with VEC4) as texels of a view;
 // UNITS4(c4): c4 groups of 4 floats as texels. AUNITS, AUNITS4: the same
@@ -151,10 +168,28 @@ vec4 load4a(uint at, uint c, uint cols, uint last)
 #endif
 }
 
+#if IMG_C
+// Outputs (row, col..col+3), col a multiple of 4.
+void store4(uint row, uint col, vec4 v)
+{
+    int t = int((p.c0 + row * p.ldc + col) >> 2);
+    imageStore(C4, t, ACCUMULATE != 0u ? imageLoad(C4, t) + v : v);
+}
+
+// store4, then the bias b added to each stored value: two roundings, as
+// the product and a separate bias pass would give.
+void store4_bias(uint row, uint col, vec4 v, vec4 b)
+{
+    int t = int((p.c0 + row * p.ldc + col) >> 2);
+    precise vec4 y = ACCUMULATE != 0u ? imageLoad(C4, t) + v : v;
+    precise vec4 z = y + b;
+    imageStore(C4, t, z);
+}
+#else
 void store(uint row, uint col, float v)
 {
     uint i = p.c0 + row * p.ldc + col;
-    C[i] = p.accumulate != 0u ? C[i] + v : v;
+    C[i] = ACCUMULATE != 0u ? C[i] + v : v;
 }
 
 // store, then the bias b added to the stored value: two roundings, as
@@ -162,7 +197,8 @@ void store(uint row, uint col, float v)
 void store_bias(uint row, uint col, float v, float b)
 {
     uint i = p.c0 + row * p.ldc + col;
-    precise float y = p.accumulate != 0u ? C[i] + v : v;
+    precise float y = ACCUMULATE != 0u ? C[i] + v : v;
     precise float z = y + b;
     C[i] = z;
 }
+#endif

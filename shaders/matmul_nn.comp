@@ -5,6 +5,10 @@
 // variant: vec4_bf16 -DVEC4=1 -DBF16_B=1
 // variant: shift_bf16 -DVEC4=1 -DSHIFT_A=1 -DBF16_B=1
 // variant: scalar_bf16 -DVEC4=0 -DBF16_B=1
+// variant: vec4_img -DVEC4=1 -DIMG_C=1
+// variant: shift_img -DVEC4=1 -DSHIFT_A=1 -DIMG_C=1
+// variant: vec4_bf16_img -DVEC4=1 -DBF16_B=1 -DIMG_C=1
+// variant: shift_bf16_img -DVEC4=1 -DSHIFT_A=1 -DBF16_B=1 -DIMG_C=1
 // dX[M,K] (+)= dY[M,N] · W[N,K], texel path (see matmul_common.glsl).
 // A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs K % 4 == 0
 // and dY's rows of whole texels: N % 4 == 0, or rows N rounded up to a
@@ -64,7 +68,11 @@ void main()
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (r0 + i >= p.M) break;
         [[unroll]] for (uint v = 0u; v < COLS4; v++)
+#if IMG_C
+            if (4u * (cb + 8u * v) < p.K) store4(r0 + i, 4u * (cb + 8u * v), acc[i * COLS4 + v]);
+#else
             [[unroll]] for (uint j = 0u; j < 4u; j++)
                 if (4u * (cb + 8u * v) + j < p.K) store(r0 + i, 4u * (cb + 8u * v) + j, acc[i * COLS4 + v][j]);
+#endif
     }
 }

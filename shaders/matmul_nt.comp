@@ -5,6 +5,9 @@
 // variant: scalar_bf16 -DVEC4=0 -DBF16_B=1
 // variant: vec4_bias -DVEC4=1 -DBIAS=1
 // variant: scalar_bias -DVEC4=0 -DBIAS=1
+// variant: vec4_img -DVEC4=1 -DIMG_C=1
+// variant: vec4_bf16_img -DVEC4=1 -DBF16_B=1 -DIMG_C=1
+// variant: vec4_bias_img -DVEC4=1 -DBIAS=1 -DIMG_C=1
 // Y[M,N] (+)= X[M,K] · W[N,K]^T, texel path (see matmul_common.glsl).
 // A = X, B = W, C = Y. VEC4 needs K % 4 == 0; BF16_B: W holds bf16.
 // BIAS (a dispatch that covers the whole product): each output then adds
@@ -53,11 +56,22 @@ void main()
 #endif
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (r0 + i >= p.M) break;
+#if IMG_C
+        [[unroll]] for (uint j = 0u; j < COLS; j += 4u) {
+            vec4 v = vec4(acc[i * COLS + j], acc[i * COLS + j + 1u], acc[i * COLS + j + 2u], acc[i * COLS + j + 3u]);
+#if BIAS
+            if (c0 + j < p.N) store4_bias(r0 + i, c0 + j, v, vec4(bias[j], bias[j + 1u], bias[j + 2u], bias[j + 3u]));
+#else
+            if (c0 + j < p.N) store4(r0 + i, c0 + j, v);
+#endif
+        }
+#else
         [[unroll]] for (uint j = 0u; j < COLS; j++)
 #if BIAS
             if (c0 + j < p.N) store_bias(r0 + i, c0 + j, acc[i * COLS + j], bias[j]);
 #else
             if (c0 + j < p.N) store(r0 + i, c0 + j, acc[i * COLS + j]);
+#endif
 #endif
     }
 }

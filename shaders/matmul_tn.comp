@@ -2,6 +2,8 @@
 // variant: vec4 -DVEC4=1
 // variant: shift -DVEC4=1 -DSHIFT_A=1
 // variant: scalar -DVEC4=0
+// variant: vec4_img -DVEC4=1 -DIMG_C=1
+// variant: shift_img -DVEC4=1 -DSHIFT_A=1 -DIMG_C=1
 // dW[N,K] (+)= dY[M,N]^T · X[M,K], texel path (see matmul_common.glsl).
 // A = dY, B = X, C = dW; the reduction runs over the M tokens. VEC4 needs
 // N % 4 == 0 and K % 4 == 0; SHIFT_A only K % 4 == 0. A block of dW rows reads a block of dY
@@ -71,7 +73,11 @@ void main()
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (n0 + i >= p.N) break;
         [[unroll]] for (uint v = 0u; v < COLS4; v++)
+#if IMG_C
+            if (4u * (cb + 8u * v) < p.K) store4(n0 + i, 4u * (cb + 8u * v), acc[i * COLS4 + v]);
+#else
             [[unroll]] for (uint j = 0u; j < 4u; j++)
                 if (4u * (cb + 8u * v) + j < p.K) store(n0 + i, 4u * (cb + 8u * v) + j, acc[i * COLS4 + v][j]);
+#endif
     }
 }

@@ -256,6 +256,9 @@ static void test_matmul_bias(struct gpu *g, int M, int N, int K, int accumulate,
               : profile_dispatches(g, "matmul_nt_vec4_bias") + profile_dispatches(g, "matmul_nt_scalar_bias");
     uint64_t pass = profile_dispatches(g, "bias_add") + profile_dispatches(g, "repro_elementwise_bias") +
                     profile_dispatches(g, "repro_elementwise_texel_bias");
+    /* the fused kernel stores whole texels where the output's rows are */
+    uint64_t img = profile_dispatches(g, "matmul_nt_vec4_bias_img");
+    int expect_img = expect && !repro && N % 4 == 0 && K % 4 == 0 && gpu_info(g)->image_vec4;
     float *want = download_floats(g, apart, ny), *got = download_floats(g, fused, ny);
     size_t differ = 0;
     for (size_t i = 0; i < ny; i++)
@@ -272,6 +275,10 @@ static void test_matmul_bias(struct gpu *g, int M, int N, int K, int accumulate,
           "passes, where %s was expected",
           name, repro ? " reproducible" : "", M, N, K, limits ? " under " : "", limits ? limits : "",
           (unsigned long long)in_store, (unsigned long long)pass, expect ? "the first alone" : "a pass");
+    CHECK(!timed || img == (uint64_t)expect_img,
+          "matmul_nt_bias %s M=%d N=%d K=%d: %llu dispatches of the kernel that "
+          "stores whole texels, expected %d",
+          name, M, N, K, (unsigned long long)img, expect_img);
     struct gpu_buffer *bufs[] = {bx, bw, bb, apart, fused};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         gpu_buffer_destroy(g, bufs[i]);
@@ -405,7 +412,8 @@ int main(void)
         /* The bias added as the product is stored (vec4 and scalar
          * views, N not a multiple of the tile or of 4), in both
          * precisions; and the pass after a product split into blocks. */
-        static const int bias_shapes[][3] = {{130, 37, 68}, {33, 17, 9}, {1, 1, 4}, {5, 259, 12}};
+        static const int bias_shapes[][3] = {{130, 37, 68}, {33, 17, 9},  {1, 1, 4},
+                                             {5, 259, 12},  {70, 36, 20}, {130, 132, 68}};
         for (size_t s = 0; s < sizeof bias_shapes / sizeof bias_shapes[0]; s++)
             for (int repro = 0; repro < 2; repro++)
                 test_matmul_bias(g, bias_shapes[s][0], bias_shapes[s][1], bias_shapes[s][2], (int)s % 2, repro, NULL);

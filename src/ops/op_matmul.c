@@ -117,6 +117,15 @@ static size_t block_extent(const struct operand *o, const size_t *n)
     return (n[o->outer] - 1) * o->ld + n[o->inner];
 }
 
+/* The offset alignment of an RGBA32F storage texel view whose first
+ * element must stay on a texel: a multiple of 16 bytes; 0 if none fits
+ * (an alignment that is neither a multiple nor a divisor of 16). */
+static size_t image_alignment(const struct gpu *g)
+{
+    size_t a = gpu_binding_alignment(g, GPU_BIND_IMAGE_VEC4);
+    return a % 16 == 0 ? a : 16 % a == 0 ? 16 : 0;
+}
+
 /* The storage binding of operand o's block, of elements of `elem` bytes:
  * from the aligned offset at or before its first element to its last (to
  * the end of its last 4 bytes, which a bf16 operand's kernel reads as a
@@ -130,6 +139,15 @@ static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct 
     size_t off = first - first % align;
     *base = (uint32_t)((first - off) / elem);
     return (struct gpu_arg){.buf = b, .write = write, .offset = off, .range = end - off};
+}
+
+/* The RGBA32F storage texel view of output block c (fp32, its first
+ * element on a texel), from the view-aligned offset at or before that
+ * element; *base = the element's index within the view. */
+static struct gpu_arg image_arg(struct gpu *g, struct gpu_buffer *b, const struct operand *o, const size_t *s,
+                                const size_t *n, uint32_t *base)
+{
+    return storage_arg(b, 1, o, s, n, image_alignment(g), sizeof(float), base);
 }
 
 static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
@@ -258,16 +276,24 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     int fuse = bias && gpu_buffer_dtype(bias) == GPU_DTYPE_F32 && texel && !bf16 && cap[ROW] == size[ROW] &&
                cap[COL] == size[COL] && cap[RED] == size[RED] &&
                gpu_buffer_size(bias) <= gpu_texel_limit(g, GPU_BIND_TEXEL_F32);
-    struct gpu_kernel *k;
+    /* the output as an image (its stores whole texels): vec4 variants,
+     * rows and the first element on texels, nt's N whole texels (nn's and
+     * tn's K is), every block's view within the device's limit */
+    size_t ia = image_alignment(g);
+    int img = texel && aligned && info->image_vec4 && ia && o[2].ld % 4 == 0 && o[2].off % 4 == 0 &&
+              (l != NT || N % 4 == 0) &&
+              block_extent(&o[2], cap) * sizeof(float) + ia <= gpu_texel_limit(g, GPU_BIND_IMAGE_VEC4);
+    struct gpu_kernel *k = NULL, *k_acc = NULL;
     if (texel) {
-        char shader[32];
-        snprintf(shader, sizeof shader, "%s_%s%s", names[l],
+        char shader[40];
+        snprintf(shader, sizeof shader, "%s_%s%s%s", names[l],
                  shift     ? "shift"
                  : aligned ? "vec4"
                            : "scalar",
                  bf16   ? "_bf16"
                  : fuse ? "_bias"
-                        : "");
+                        : "",
+                 img ? "_img" : "");
         /* SPLIT (spec constant 0) = 1 when there is more than one block,
          * an input starts past its buffer's first element or its rows are
          * not the kernel's packed width. */
@@ -276,12 +302,19 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = fuse ? 4 : 3,
-            .bindings = {tk[0], tk[1], GPU_BIND_STORAGE, GPU_BIND_TEXEL_F32},
+            .bindings = {tk[0], tk[1], img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE, GPU_BIND_TEXEL_F32},
             .push_size = sizeof(struct matmul_push_texel),
-            .n_spec = 1,
-            .spec = {split},
+            .n_spec = 2,
+            .spec = {split, 0},
         };
-        k = gpu_kernel_get(g, &d);
+        /* ACCUMULATE (spec constant 1): the block adds into the output,
+         * as every block past the first along the reduction does */
+        if (!accumulate)
+            k = gpu_kernel_get(g, &d);
+        if (accumulate || cap[RED] < size[RED]) {
+            d.spec[1] = 1;
+            k_acc = gpu_kernel_get(g, &d);
+        }
     } else {
         /* vec4 loads of an operand whose rows, first element and
          * contiguous extent are whole vec4, in every block (blocks start
@@ -336,8 +369,9 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                     for (int i = 0; i < 2; i++)
                         args[i] = (struct gpu_arg){.buf = bufs[i],
                                                    .range = gpu_buffer_size(bufs[i]) <= tlimit[i] ? 0 : end[i]};
-                    args[2] = storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
-                    gpu_dispatch(g, k, args, &p, gx, gy, 1);
+                    args[2] = img ? image_arg(g, c, &o[2], s, n, &p.c0)
+                                  : storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
+                    gpu_dispatch(g, acc ? k_acc : k, args, &p, gx, gy, 1);
                 } else {
                     /* A, B, C by rows ld apart (the layout fixes which
                      * dimension runs along them). */
