@@ -169,34 +169,29 @@ vec4 load4a(uint at, uint c, uint cols, uint last)
 }
 
 #if IMG_C
-// Outputs (row, col..col+3), col a multiple of 4.
-void store4(uint row, uint col, vec4 v)
-{
-    int t = int((p.c0 + row * p.ldc + col) >> 2);
-    imageStore(C4, t, ACCUMULATE != 0u ? imageLoad(C4, t) + v : v);
-}
+// Outputs of texel t of C. The caller computes t from push constants it
+// read before its store loop: a push constant first read inside a branch
+// that not every lane takes is a per-lane gather on llvmpipe (seen in the
+// JIT code: two 8-lane gathers per store until hoisted).
+void store4(int t, vec4 v) { imageStore(C4, t, ACCUMULATE != 0u ? imageLoad(C4, t) + v : v); }
 
 // store4, then the bias b added to each stored value: two roundings, as
 // the product and a separate bias pass would give.
-void store4_bias(uint row, uint col, vec4 v, vec4 b)
+void store4_bias(int t, vec4 v, vec4 b)
 {
-    int t = int((p.c0 + row * p.ldc + col) >> 2);
     precise vec4 y = ACCUMULATE != 0u ? imageLoad(C4, t) + v : v;
     precise vec4 z = y + b;
     imageStore(C4, t, z);
 }
 #else
-void store(uint row, uint col, float v)
-{
-    uint i = p.c0 + row * p.ldc + col;
-    C[i] = ACCUMULATE != 0u ? C[i] + v : v;
-}
+// Output element i of C (from push constants read before the store loop,
+// as for store4).
+void store(uint i, float v) { C[i] = ACCUMULATE != 0u ? C[i] + v : v; }
 
 // store, then the bias b added to the stored value: two roundings, as
 // the product and a separate bias pass would give.
-void store_bias(uint row, uint col, float v, float b)
+void store_bias(uint i, float v, float b)
 {
-    uint i = p.c0 + row * p.ldc + col;
     precise float y = ACCUMULATE != 0u ? C[i] + v : v;
     precise float z = y + b;
     C[i] = z;

@@ -63,16 +63,20 @@ void main()
         }
         barrier();
     }
+    uint e0 = p.c0 + r0 * p.ldc + 4u * cb, ldc = p.ldc; /* element of output (r0, 4 cb); elements per row */
+#if IMG_C
+    uint t0 = e0 >> 2, ld4 = ldc >> 2;
+#endif
     if (!live)
         return;
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (r0 + i >= p.M) break;
         [[unroll]] for (uint v = 0u; v < COLS4; v++)
 #if IMG_C
-            if (4u * (cb + 8u * v) < p.K) store4(r0 + i, 4u * (cb + 8u * v), acc[i * COLS4 + v]);
+            if (4u * (cb + 8u * v) < p.K) store4(int(t0 + i * ld4 + 8u * v), acc[i * COLS4 + v]);
 #else
             [[unroll]] for (uint j = 0u; j < 4u; j++)
-                if (4u * (cb + 8u * v) + j < p.K) store(r0 + i, 4u * (cb + 8u * v) + j, acc[i * COLS4 + v][j]);
+                if (4u * (cb + 8u * v) + j < p.K) store(e0 + i * ldc + 32u * v + j, acc[i * COLS4 + v][j]);
 #endif
     }
 }

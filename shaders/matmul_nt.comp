@@ -48,6 +48,10 @@ void main()
         }
         barrier();
     }
+    uint e0 = p.c0 + r0 * p.ldc + c0, ldc = p.ldc; /* element of output (r0, c0); elements per row */
+#if IMG_C
+    uint t0 = e0 >> 2, ld4 = ldc >> 2;
+#endif
     if (!live)
         return;
 #if BIAS
@@ -60,17 +64,17 @@ void main()
         [[unroll]] for (uint j = 0u; j < COLS; j += 4u) {
             vec4 v = vec4(acc[i * COLS + j], acc[i * COLS + j + 1u], acc[i * COLS + j + 2u], acc[i * COLS + j + 3u]);
 #if BIAS
-            if (c0 + j < p.N) store4_bias(r0 + i, c0 + j, v, vec4(bias[j], bias[j + 1u], bias[j + 2u], bias[j + 3u]));
+            if (c0 + j < p.N) store4_bias(int(t0 + i * ld4 + j / 4u), v, vec4(bias[j], bias[j + 1u], bias[j + 2u], bias[j + 3u]));
 #else
-            if (c0 + j < p.N) store4(r0 + i, c0 + j, v);
+            if (c0 + j < p.N) store4(int(t0 + i * ld4 + j / 4u), v);
 #endif
         }
 #else
         [[unroll]] for (uint j = 0u; j < COLS; j++)
 #if BIAS
-            if (c0 + j < p.N) store_bias(r0 + i, c0 + j, acc[i * COLS + j], bias[j]);
+            if (c0 + j < p.N) store_bias(e0 + i * ldc + j, acc[i * COLS + j], bias[j]);
 #else
-            if (c0 + j < p.N) store(r0 + i, c0 + j, acc[i * COLS + j]);
+            if (c0 + j < p.N) store(e0 + i * ldc + j, acc[i * COLS + j]);
 #endif
 #endif
     }

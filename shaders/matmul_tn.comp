@@ -68,16 +68,20 @@ void main()
     }
     for (uint m = 4u * M4; live && m < p.M; m++, xt += UNITS(LDB), yt += AUNITS(LDA))
         TN_STEP(1u)
+    uint e0 = p.c0 + n0 * p.ldc + 4u * cb, ldc = p.ldc; /* element of output (n0, 4 cb); elements per row */
+#if IMG_C
+    uint t0 = e0 >> 2, ld4 = ldc >> 2;
+#endif
     if (!live)
         return;
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         if (n0 + i >= p.N) break;
         [[unroll]] for (uint v = 0u; v < COLS4; v++)
 #if IMG_C
-            if (4u * (cb + 8u * v) < p.K) store4(n0 + i, 4u * (cb + 8u * v), acc[i * COLS4 + v]);
+            if (4u * (cb + 8u * v) < p.K) store4(int(t0 + i * ld4 + 8u * v), acc[i * COLS4 + v]);
 #else
             [[unroll]] for (uint j = 0u; j < 4u; j++)
-                if (4u * (cb + 8u * v) + j < p.K) store(n0 + i, 4u * (cb + 8u * v) + j, acc[i * COLS4 + v][j]);
+                if (4u * (cb + 8u * v) + j < p.K) store(e0 + i * ldc + 32u * v + j, acc[i * COLS4 + v][j]);
 #endif
     }
 }
