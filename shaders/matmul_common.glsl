@@ -53,16 +53,16 @@
 #define COLS4 (COLS / 4u)
 layout(local_size_x = 8, local_size_y = 8) in;
 
-// accumulate != 0: add the product to the output instead of overwriting it.
+// (whether the product adds into the output: ACCUMULATE below)
 layout(push_constant) uniform Push {
-    uint M; uint N; uint K; uint accumulate;
+    uint M; uint N; uint K;
     uint a0; uint lda; uint b0; uint ldb; uint c0; uint ldc;
 } p;
 
 layout(constant_id = 0) const uint SPLIT = 0u;
 // ACCUMULATE (specialization constant 1): the dispatch adds the product to
-// the output (p.accumulate, as a compile-time fact: where it is 0 no
-// output is read, which on llvmpipe is a per-lane loop per output).
+// the output. A compile-time fact: where it is 0 no output is read, which
+// on llvmpipe is a per-lane loop per output.
 layout(constant_id = 1) const uint ACCUMULATE = 0u;
 #define A0 (SPLIT != 0u ? p.a0 : 0u)
 #define B0 (SPLIT != 0u ? p.b0 : 0u)

@@ -53,8 +53,8 @@ struct operand {
     size_t off;
 };
 
-struct matmul_push_texel {
-    uint32_t M, N, K, accumulate;
+struct matmul_push_texel { /* accumulate: the kernel's spec constant 1 */
+    uint32_t M, N, K;
     uint32_t a0, lda, b0, ldb, c0, ldc;
 };
 struct matmul_push_tiled {
@@ -356,7 +356,6 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                 if (texel) {
                     /* Inputs: whole views (bounded by end[] where the buffer is larger). */
                     struct matmul_push_texel p = {
-                        .accumulate = acc,
                         .a0 = (uint32_t)block_first(&o[0], s),
                         .lda = o[0].ld,
                         .b0 = (uint32_t)block_first(&o[1], s),
