@@ -1,8 +1,12 @@
 /* bench_matmul: GFLOP/s of the three matmul layouts on the chosen device.
- * usage: bench_matmul [M N K [reps [layouts [samples]]]]   (default 4096 768
+ * usage: bench_matmul [M N K [reps [layouts [samples [compare]]]]]   (default 4096 768
  * 768, 5 reps, layouts "nt,nn,tn"; name a subset to time only those;
  * samples > 0: the reproducible profile, tn summing the M rows as that many
- * samples of M / samples rows, as into a parameter gradient). tn runs
+ * samples of M / samples rows, as into a parameter gradient; then compare
+ * = 1 alternates single calls of the reproducible and the default profile
+ * in the one process and prints the best call of each and their ratio,
+ * which the bursts of other work on a shared machine disturb far less
+ * than separate runs). tn runs
  * as training runs it (through transposes and nt where the device takes
  * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel,
  * "ntb" nt with a bias added as the outputs are stored (op_matmul_nt_bias)
@@ -67,6 +71,7 @@ int main(int argc, char **argv)
         reps = atoi(argv[4]);
     const char *layouts = argc >= 6 ? argv[5] : "nt,nn,tn";
     uint32_t samples = argc >= 7 ? (uint32_t)atoi(argv[6]) : 0;
+    int compare = argc >= 8 && atoi(argv[7]) && samples > 0;
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
     gpu_set_reproducible(g, samples > 0);
@@ -106,6 +111,21 @@ int main(int argc, char **argv)
             continue;
         gpu_set_matmul_scratch(g, l == 2 ? scratch : NULL);
         fns[l](g, a, b, c, M, N, K, l == 2 || l == 3);
+        if (compare) { /* reps of each profile, alternated: the best of each */
+            double best[2] = {0, 0};
+            for (int r = 0; r < 2 * reps; r++) {
+                gpu_set_reproducible(g, r % 2 == 0);
+                struct bench_clock clock = bench_begin(g);
+                fns[l](g, a, b, c, M, N, K, l == 2 || l == 3);
+                double ms = bench_end(g, clock);
+                if (r < 2 || ms < best[r % 2])
+                    best[r % 2] = ms;
+            }
+            gpu_set_reproducible(g, 1);
+            printf("vktrain %-5s %-18s %8.2f GFLOP/s reproducible, %8.2f default, ratio %.3f\n", family, names[l],
+                   2.0 * M * N * K / best[0] * 1e-6, 2.0 * M * N * K / best[1] * 1e-6, best[1] / best[0]);
+            continue;
+        }
         struct bench_clock clock = bench_begin(g);
         for (int r = 0; r < reps; r++)
             fns[l](g, a, b, c, M, N, K, l == 2 || l == 3);

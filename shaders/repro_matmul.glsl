@@ -26,4 +26,6 @@ layout(push_constant) uniform Push {
 // No [[unroll]] here: spirv-opt's unroller drops NoContraction from the
 // copies it makes (scripts/repro_lint.py caught it); the driver unrolls
 // the small constant loops itself.
+#if !IMG_C
 layout(std430, binding = 2) buffer Out { float C[]; };
+#endif

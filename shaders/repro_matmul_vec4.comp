@@ -2,6 +2,9 @@
 // variant: nt -DLAYOUT_NT=1
 // variant: nt_bias -DLAYOUT_NT=1 -DBIAS=1
 // variant: nn -DLAYOUT_NN=1
+// variant: nt_img -DLAYOUT_NT=1 -DIMG_C=1
+// variant: nt_bias_img -DLAYOUT_NT=1 -DBIAS=1 -DIMG_C=1
+// variant: nn_img -DLAYOUT_NN=1 -DIMG_C=1
 // variant: tn -DLAYOUT_TN=1
 // variant: tn_seg -DLAYOUT_TN=1 -DSEGMENTS=1
 // variant: nn_shift -DLAYOUT_NN=1 -DSHIFT_A=1
@@ -39,10 +42,22 @@
 // BIAS (nt, a dispatch that takes the whole of k): each output then adds
 // bias[column] (binding 3, an R32F view) as it is stored, the addition
 // op_bias_add's reproducible kernel would make after the product.
+// IMG_C (nt, nt with BIAS, nn; "_img"): C is an RGBA32F storage texel
+// buffer (binding 2; N, C's base and the offset of every stored group
+// multiples of 4), each output group loaded and stored as one texel, and
+// accumulate is specialization constant 0 (ACCUMULATE), so a product that
+// overwrites reads no output; the output's size and base are read before
+// the first branch (on llvmpipe a push constant first read inside a
+// branch that not every lane takes is a per-lane gather, each time). The
+// same operations, the same bits; in-process alternation on lavapipe
+// (bench_matmul ... compare): nt, nt with bias and nn 1.05-1.15x.
 // Rows and columns past the edge read clamped (or the rest of a texel)
 // and are not stored. The row loops are spelt out by EACH_ROW (no
 // [[unroll]]: see repro_matmul.glsl) so every accumulator stays a register.
 #include "repro_matmul.glsl"
+#if IMG_C
+layout(binding = 2, rgba32f) uniform imageBuffer C4;
+#endif
 layout(local_size_x = 8, local_size_y = 8) in;
 layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
@@ -78,42 +93,63 @@ vec4 a_at(uint f, uint last)
 // AVX-512 and with AVX2 only).
 // Past N, a group reads the first group's columns and is not stored.
 // (NC 4, 16x16 per invocation as the default kernels: slower at the
-// default recipe's sizes, which then leave too few workgroups.)
+// default recipe's sizes, which then leave too few workgroups; measured
+// again by in-process alternation, bench_matmul 2048 512 128: nt 0.74x,
+// nn 0.94x, nt with bias 0.82x of NC 2.)
 #define NC 2u
 #define EACH_G1(X) X(0) X(1)
 #define EACH_G(X, r) X(r, 0) X(r, 1)
 #define EACH_G2(X, r, q) X(r, q, 0) X(r, q, 1)
+#if IMG_C
+layout(constant_id = 0) const uint ACCUMULATE = 0u;
+#define ACC_ON (ACCUMULATE != 0u)
+#else
+#define ACC_ON (p.accumulate != 0u)
+#endif
 
 void main()
 {
+#if IMG_C
+    uint m_rows = p.M, n_cols = p.N, c_base = p.c0; // (IMG_C above)
+#else
+#define m_rows p.M
+#define n_cols p.N
+#define c_base p.c0
+#endif
     uint i0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * 16u;
     uint j0 = (gl_WorkGroupID.x * 8u * NC + gl_LocalInvocationID.x) * 4u;
-    if (i0 >= p.M || j0 >= p.N)
+    if (i0 >= m_rows || j0 >= n_cols)
         return;
     // jg: group g's first column (j0 where it is past N: not stored)
     uint jg[NC];
     bool live[NC];
 #define G_INIT(g)                                                                                       \
-    live[g] = j0 + 32u * g < p.N;                                                                       \
+    live[g] = j0 + 32u * g < n_cols;                                                                       \
     jg[g] = live[g] ? j0 + 32u * g : j0;
     EACH_G1(G_INIT)
     precise vec4 acc[16 * NC];
+#if IMG_C
+#define ROW_INIT(r, g)                                                                                  \
+    acc[16 * g + r] = ACC_ON && live[g] ? imageLoad(C4, int((c_base + min(i0 + r, m_rows - 1u) * n_cols + jg[g]) >> 2)) \
+                                        : vec4(0.0f);
+#else
 #define ROW_INIT(r, g)                                                                                  \
     {                                                                                                   \
-        uint ci = p.c0 + min(i0 + r, p.M - 1u) * p.N, jj = jg[g];                                       \
-        acc[16 * g + r] = p.accumulate != 0u && live[g]                                                 \
-                              ? vec4(C[ci + jj], C[ci + min(jj + 1u, p.N - 1u)], C[ci + min(jj + 2u, p.N - 1u)], \
-                                     C[ci + min(jj + 3u, p.N - 1u)])                                    \
+        uint ci = c_base + min(i0 + r, m_rows - 1u) * n_cols, jj = jg[g];                                       \
+        acc[16 * g + r] = ACC_ON && live[g]                                                 \
+                              ? vec4(C[ci + jj], C[ci + min(jj + 1u, n_cols - 1u)], C[ci + min(jj + 2u, n_cols - 1u)], \
+                                     C[ci + min(jj + 3u, n_cols - 1u)])                                    \
                               : vec4(0.0f);                                                             \
     }
+#endif
 #define ROW_INIT_G(r) EACH_G(ROW_INIT, r)
     EACH_ROW(ROW_INIT_G)
 #if LAYOUT_NT
     // Per 4 k: a vec4 along k of each row of A and of each column of B;
     // step q takes component q of each.
     uint ar[16], bc[4 * NC];
-#define NT_AR(r) ar[r] = (p.a0 + min(i0 + r, p.M - 1u) * p.sai) >> 2;
-#define NT_BC(c, g) bc[4 * g + c] = (p.b0 + min(jg[g] + c, p.N - 1u) * p.sbj) >> 2;
+#define NT_AR(r) ar[r] = (p.a0 + min(i0 + r, m_rows - 1u) * p.sai) >> 2;
+#define NT_BC(c, g) bc[4 * g + c] = (p.b0 + min(jg[g] + c, n_cols - 1u) * p.sbj) >> 2;
 #define NT_BC_G(c) EACH_G(NT_BC, c)
     EACH_ROW(NT_AR)
     EACH_C(NT_BC_G)
@@ -136,7 +172,7 @@ void main()
     // Per 4 k: a vec4 along k of each row of A, the vec4 of columns of 4
     // rows of B; step q takes component q of A's and row q of B's.
     uint ar[16], alast = uint(textureSize(A)) - 1u, bt[NC], sbk = p.sbk >> 2;
-#define NN_AR(r) ar[r] = p.a0 + min(i0 + r, p.M - 1u) * p.sai;
+#define NN_AR(r) ar[r] = p.a0 + min(i0 + r, m_rows - 1u) * p.sai;
 #define NN_BT(g) bt[g] = (p.b0 + jg[g]) >> 2;
     EACH_ROW(NN_AR)
     EACH_G1(NN_BT)
@@ -186,7 +222,7 @@ void main()
 #define TN_A4(h, kk) A4(fa + 4u * h + (kk) * p.sak)
 #else
     uint ah[4], sak = p.sak >> 2;
-#define TN_AH(h) ah[h] = (p.a0 >> 2) + min((i0 >> 2) + h, (p.M - 1u) >> 2);
+#define TN_AH(h) ah[h] = (p.a0 >> 2) + min((i0 >> 2) + h, (m_rows - 1u) >> 2);
     EACH_C(TN_AH)
 #define TN_A4(h, kk) texelFetch(A, int(ah[h] + (kk) * sak))
 #endif
@@ -239,14 +275,14 @@ void main()
     // turn as S + acc; then, below the top, the sum stored at level n and
     // the accumulator back to +0.
 #if SEGMENTS
-#define TN_AT(r, g) (p.s0 + (((i0 + r) * p.N + jg[g]) >> 2) * p.levels)
+#define TN_AT(r, g) (p.s0 + (((i0 + r) * n_cols + jg[g]) >> 2) * p.levels)
 #define POP_G(r, g)                                                                                     \
     if (live[g]) {                                                                                      \
         precise vec4 s = imageLoad(S4, int(TN_AT(r, g) + l)) + acc[16 * g + r];                         \
         acc[16 * g + r] = s;                                                                            \
     }
 #define POP_ROW(r)                                                                                      \
-    if (i0 + r < p.M) {                                                                                 \
+    if (i0 + r < m_rows) {                                                                                 \
         EACH_G(POP_G, r)                                                                                \
     }
 #define PUT_G(r, g)                                                                                     \
@@ -254,7 +290,7 @@ void main()
         imageStore(S4, int(TN_AT(r, g) + n), acc[16 * g + r]);                                          \
     acc[16 * g + r] = vec4(0.0f);
 #define PUT_ROW(r)                                                                                      \
-    if (i0 + r < p.M) {                                                                                 \
+    if (i0 + r < m_rows) {                                                                                 \
         EACH_G(PUT_G, r)                                                                                \
     }
 #endif
@@ -286,9 +322,9 @@ void main()
 #if BIAS
     vec4 bias[NC];
 #define G_BIAS(g)                                                                                       \
-    bias[g] = vec4(texelFetch(Bias, int(jg[g])).x, texelFetch(Bias, int(min(jg[g] + 1u, p.N - 1u))).x,  \
-                   texelFetch(Bias, int(min(jg[g] + 2u, p.N - 1u))).x,                                  \
-                   texelFetch(Bias, int(min(jg[g] + 3u, p.N - 1u))).x);
+    bias[g] = vec4(texelFetch(Bias, int(jg[g])).x, texelFetch(Bias, int(min(jg[g] + 1u, n_cols - 1u))).x,  \
+                   texelFetch(Bias, int(min(jg[g] + 2u, n_cols - 1u))).x,                                  \
+                   texelFetch(Bias, int(min(jg[g] + 3u, n_cols - 1u))).x);
     EACH_G1(G_BIAS)
 #define BIASED(r, g)                                                                                    \
     {                                                                                                   \
@@ -298,12 +334,19 @@ void main()
 #else
 #define BIASED(r, g)
 #endif
+#if IMG_C
 #define ROW_STORE(r, g)                                                                                 \
     BIASED(r, g)                                                                                        \
-    if (i0 + r < p.M && live[g])                                                                        \
+    if (i0 + r < m_rows && live[g])                                                                        \
+        imageStore(C4, int((c_base + (i0 + r) * n_cols + jg[g]) >> 2), acc[16 * g + r]);
+#else
+#define ROW_STORE(r, g)                                                                                 \
+    BIASED(r, g)                                                                                        \
+    if (i0 + r < m_rows && live[g])                                                                        \
         for (uint c = 0u; c < 4u; c++)                                                                  \
-            if (jg[g] + c < p.N)                                                                        \
-                C[p.c0 + (i0 + r) * p.N + jg[g] + c] = acc[16 * g + r][c];
+            if (jg[g] + c < n_cols)                                                                        \
+                C[c_base + (i0 + r) * n_cols + jg[g] + c] = acc[16 * g + r][c];
+#endif
 #define ROW_STORE_G(r) EACH_G(ROW_STORE, r)
     EACH_ROW(ROW_STORE_G)
 }

@@ -179,21 +179,41 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     if (bias && (layout != REPRO_NT || !vec4 || rows < p.M || chunk < p.K ||
                  gpu_buffer_size(bias) > gpu_binding_limit(g, GPU_BIND_TEXEL_F32)))
         return 0;
+    /* img: nt and nn of the vec4 kernel with C bound as an RGBA32F storage
+     * texel buffer, whole rows of texels (N and C's first float multiples
+     * of 4, an offset alignment that keeps texels whole, every block's
+     * view within the device's limit): each output texel stored at once,
+     * and a product that overwrites reads no output (specialization
+     * constant 0). Elsewhere (the LM head's rows of V floats, tight
+     * limits) the storage variants, with the same bits. */
+    size_t ia = gpu_binding_alignment(g, GPU_BIND_IMAGE_VEC4);
+    int img = vec4 && !segments && layout != REPRO_TN && gpu_info(g)->image_vec4 && (ia % 16 == 0 || 16 % ia == 0) &&
+              p.N % 4 == 0 && o[2] % 4 == 0 &&
+              rows * p.N * 4 + (ia > 16 ? ia : 16) <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4);
     static const char *const vec4_shader[] = {
         [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
+    static const char *const img_shader[] = {
+        [REPRO_NT] = "repro_matmul_vec4_nt_img", [REPRO_NN] = "repro_matmul_vec4_nn_img"};
     static const char *const shift_shader[] = {
         [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
-    struct gpu_kernel_desc d = {
-        .shader = segments ? (vec4 ? "repro_matmul_vec4_tn_seg" : "repro_matmul_vec4_tn_shift_seg")
-                  : bias   ? "repro_matmul_vec4_nt_bias"
-                  : vec4   ? vec4_shader[layout]
-                  : shift  ? shift_shader[layout]
-                  : texel  ? "repro_matmul_texel"
-                           : "repro_matmul_tiled",
-        .n_bindings = segments || bias ? 4 : 3,
-        .bindings = {in_kind, in_kind, GPU_BIND_STORAGE, bias ? GPU_BIND_TEXEL_F32 : GPU_BIND_IMAGE_VEC4},
-        .push_size = segments ? 15 * 4 : 11 * 4};
-    struct gpu_kernel *kernel = gpu_kernel_get(g, &d);
+    const char *shader = segments ? (vec4 ? "repro_matmul_vec4_tn_seg" : "repro_matmul_vec4_tn_shift_seg")
+                         : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
+                         : img    ? img_shader[layout]
+                         : vec4   ? vec4_shader[layout]
+                         : shift  ? shift_shader[layout]
+                         : texel  ? "repro_matmul_texel"
+                                  : "repro_matmul_tiled";
+    struct gpu_kernel_desc d = {.shader = shader,
+                                .n_bindings = segments || bias ? 4 : 3,
+                                .bindings = {in_kind, in_kind, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE,
+                                             bias ? GPU_BIND_TEXEL_F32 : GPU_BIND_IMAGE_VEC4},
+                                .push_size = segments ? 15 * 4 : 11 * 4};
+    d.n_spec = img; /* img: ACCUMULATE, 0 and 1 */
+    struct gpu_kernel *kernel = gpu_kernel_get(g, &d), *kernel_acc = kernel;
+    if (img) {
+        d.spec[0] = 1;
+        kernel_acc = gpu_kernel_get(g, &d);
+    }
     /* vec4: 8x8 invocations of 16x8 outputs; texel: of 4x4; tiled: 16x16
      * of one. */
     uint32_t gx = vec4 || shift ? (p.N + 63) / 64 : texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
@@ -205,7 +225,8 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
         uint32_t gy = vec4 || shift ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
-        args[2] = operand_arg(g, GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N, (size_t)mi * p.N * 4, &base[2]);
+        args[2] = operand_arg(g, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N,
+                              (size_t)mi * p.N * 4, &base[2]);
         for (size_t k0 = 0; k0 < p.K; k0 += chunk) {
             uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);
             args[0] = operand_arg(g, in_kind, a, 0, o[0] + i0 * p.sai + k0 * p.sak,
@@ -223,7 +244,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                                       (size_t)mi * p.N * L * 4, &s0);
                 push[11] = seg->rows, push[12] = seg->first + (uint32_t)k0, push[13] = seg->levels, push[14] = s0 / 4;
             }
-            gpu_dispatch(g, kernel, args, push, gx, gy, 1);
+            gpu_dispatch(g, accumulate || k0 > 0 ? kernel_acc : kernel, args, push, gx, gy, 1);
         }
     }
     return 1;
