@@ -124,22 +124,23 @@ void main()
     uint jg[NC];
     bool live[NC];
 #define G_INIT(g)                                                                                       \
-    live[g] = j0 + 32u * g < n_cols;                                                                       \
+    live[g] = j0 + 32u * g < n_cols;                                                                    \
     jg[g] = live[g] ? j0 + 32u * g : j0;
     EACH_G1(G_INIT)
     precise vec4 acc[16 * NC];
 #if IMG_C
 #define ROW_INIT(r, g)                                                                                  \
-    acc[16 * g + r] = ACC_ON && live[g] ? imageLoad(C4, int((c_base + min(i0 + r, m_rows - 1u) * n_cols + jg[g]) >> 2)) \
-                                        : vec4(0.0f);
+    {                                                                                                   \
+        uint ct = (c_base + min(i0 + r, m_rows - 1u) * n_cols + jg[g]) >> 2;                            \
+        acc[16 * g + r] = ACC_ON && live[g] ? imageLoad(C4, int(ct)) : vec4(0.0f);                      \
+    }
 #else
 #define ROW_INIT(r, g)                                                                                  \
     {                                                                                                   \
-        uint ci = c_base + min(i0 + r, m_rows - 1u) * n_cols, jj = jg[g];                                       \
-        acc[16 * g + r] = ACC_ON && live[g]                                                 \
-                              ? vec4(C[ci + jj], C[ci + min(jj + 1u, n_cols - 1u)], C[ci + min(jj + 2u, n_cols - 1u)], \
-                                     C[ci + min(jj + 3u, n_cols - 1u)])                                    \
-                              : vec4(0.0f);                                                             \
+        uint ci = c_base + min(i0 + r, m_rows - 1u) * n_cols, jj = jg[g], nl = n_cols - 1u;             \
+        acc[16 * g + r] = ACC_ON && live[g] ? vec4(C[ci + jj], C[ci + min(jj + 1u, nl)],                \
+                                                   C[ci + min(jj + 2u, nl)], C[ci + min(jj + 3u, nl)])  \
+                                            : vec4(0.0f);                                               \
     }
 #endif
 #define ROW_INIT_G(r) EACH_G(ROW_INIT, r)
@@ -284,7 +285,7 @@ void main()
         acc[16 * g + r] = s;                                                                            \
     }
 #define POP_ROW(r)                                                                                      \
-    if (i0 + r < m_rows) {                                                                                 \
+    if (i0 + r < m_rows) {                                                                              \
         EACH_G(POP_G, r)                                                                                \
     }
 #define PUT_G(r, g)                                                                                     \
@@ -292,7 +293,7 @@ void main()
         imageStore(S4, int(TN_AT(r, g) + n), acc[16 * g + r]);                                          \
     acc[16 * g + r] = vec4(0.0f);
 #define PUT_ROW(r)                                                                                      \
-    if (i0 + r < m_rows) {                                                                                 \
+    if (i0 + r < m_rows) {                                                                              \
         EACH_G(PUT_G, r)                                                                                \
     }
 #endif
@@ -324,8 +325,8 @@ void main()
 #if BIAS
     vec4 bias[NC];
 #define G_BIAS(g)                                                                                       \
-    bias[g] = vec4(texelFetch(Bias, int(jg[g])).x, texelFetch(Bias, int(min(jg[g] + 1u, n_cols - 1u))).x,  \
-                   texelFetch(Bias, int(min(jg[g] + 2u, n_cols - 1u))).x,                                  \
+    bias[g] = vec4(texelFetch(Bias, int(jg[g])).x, texelFetch(Bias, int(min(jg[g] + 1u, n_cols - 1u))).x,\
+                   texelFetch(Bias, int(min(jg[g] + 2u, n_cols - 1u))).x,                               \
                    texelFetch(Bias, int(min(jg[g] + 3u, n_cols - 1u))).x);
     EACH_G1(G_BIAS)
 #define BIASED(r, g)                                                                                    \
@@ -339,14 +340,14 @@ void main()
 #if IMG_C
 #define ROW_STORE(r, g)                                                                                 \
     BIASED(r, g)                                                                                        \
-    if (i0 + r < m_rows && live[g])                                                                        \
+    if (i0 + r < m_rows && live[g])                                                                     \
         imageStore(C4, int((c_base + (i0 + r) * n_cols + jg[g]) >> 2), acc[16 * g + r]);
 #else
 #define ROW_STORE(r, g)                                                                                 \
     BIASED(r, g)                                                                                        \
-    if (i0 + r < m_rows && live[g])                                                                        \
+    if (i0 + r < m_rows && live[g])                                                                     \
         for (uint c = 0u; c < 4u; c++)                                                                  \
-            if (jg[g] + c < n_cols)                                                                        \
+            if (jg[g] + c < n_cols)                                                                     \
                 C[c_base + (i0 + r) * n_cols + jg[g] + c] = acc[16 * g + r][c];
 #endif
 #define ROW_STORE_G(r) EACH_G(ROW_STORE, r)
