@@ -27,21 +27,26 @@ heads = [l for l in log if l.startswith("profile: device time of ")]
 if len(heads) != 1 or not heads[0].startswith("profile: device time of steps " + steps + " "):
     sys.exit("expected one table for steps %s, got %s" % (steps, heads))
 start = log.index(heads[0]) + 2  # past the column titles
-kernels, phases, matmuls = 0.0, {}, []
+kernels, phases, matmuls, rows = 0.0, {}, [], 0
 for line in log[start:]:
     f = line.split()
-    if not line.startswith("  ") or len(f) < 5:
-        break
-    share = float(f[2].rstrip("%")) if f[1] != "(kernels" else None
-    if f[0] == "total":
+    # Under mpirun the log holds every rank's output, and a line of
+    # another rank (or of mpirun) can land between the table's rows: only
+    # the rows count, up to the last one, "total (kernels with FLOP counts)".
+    if not line.startswith("  ") or len(f) < 5 or f[0] not in ("forward", "backward", "optimizer", "total"):
         continue
+    rows += 1
+    if f[0] == "total":
+        if f[1] == "(kernels":
+            break
+        continue
+    share = float(f[2].rstrip("%"))
     if f[1] == "(all)":
         phases[f[0]] = share
         continue
     kernels += share
     if f[1].startswith("matmul"):
         matmuls.append(float(f[5]) if len(f) > 5 else 0.0)
-rows = sum(1 for l in log[start:] if l.startswith("  "))
 print("  phases", phases, "kernel shares sum %.1f%%" % kernels, "matmul GFLOP/s", matmuls)
 if not {"forward", "backward", "optimizer"} <= set(phases):
     sys.exit("phases missing: %s" % phases)
