@@ -232,6 +232,10 @@ size_t gpu_texel_limit(const struct gpu *g, enum gpu_binding_kind kind);
  * or the texel limit), and the alignment its offset needs. */
 size_t gpu_binding_limit(const struct gpu *g, enum gpu_binding_kind kind);
 size_t gpu_binding_alignment(const struct gpu *g, enum gpu_binding_kind kind);
+/* The offset alignment of an RGBA32F storage texel view whose first
+ * element must stay on a texel: a multiple of 16 bytes; 0 if none fits
+ * (an alignment that is neither a multiple nor a divisor of 16). */
+size_t gpu_image_vec4_alignment(const struct gpu *g);
 /* What kernel k was made with: its shader's name, its bindings, binding
  * i's kind. */
 const char *gpu_kernel_name(const struct gpu_kernel *k);

@@ -147,6 +147,12 @@ size_t gpu_binding_alignment(const struct gpu *g, enum gpu_binding_kind kind)
     return a ? a : 1;
 }
 
+size_t gpu_image_vec4_alignment(const struct gpu *g)
+{
+    size_t a = gpu_binding_alignment(g, GPU_BIND_IMAGE_VEC4);
+    return a % 16 == 0 ? a : 16 % a == 0 ? 16 : 0;
+}
+
 const char *gpu_kernel_name(const struct gpu_kernel *k) { return k->shader; }
 int gpu_kernel_binding_count(const struct gpu_kernel *k) { return k->n_bindings; }
 enum gpu_binding_kind gpu_kernel_binding(const struct gpu_kernel *k, int i) { return k->bindings[i]; }

@@ -117,15 +117,6 @@ static size_t block_extent(const struct operand *o, const size_t *n)
     return (n[o->outer] - 1) * o->ld + n[o->inner];
 }
 
-/* The offset alignment of an RGBA32F storage texel view whose first
- * element must stay on a texel: a multiple of 16 bytes; 0 if none fits
- * (an alignment that is neither a multiple nor a divisor of 16). */
-static size_t image_alignment(const struct gpu *g)
-{
-    size_t a = gpu_binding_alignment(g, GPU_BIND_IMAGE_VEC4);
-    return a % 16 == 0 ? a : 16 % a == 0 ? 16 : 0;
-}
-
 /* The storage binding of operand o's block, of elements of `elem` bytes:
  * from the aligned offset at or before its first element to its last (to
  * the end of its last 4 bytes, which a bf16 operand's kernel reads as a
@@ -147,7 +138,7 @@ static struct gpu_arg storage_arg(struct gpu_buffer *b, int write, const struct 
 static struct gpu_arg image_arg(struct gpu *g, struct gpu_buffer *b, const struct operand *o, const size_t *s,
                                 const size_t *n, uint32_t *base)
 {
-    return storage_arg(b, 1, o, s, n, image_alignment(g), sizeof(float), base);
+    return storage_arg(b, 1, o, s, n, gpu_image_vec4_alignment(g), sizeof(float), base);
 }
 
 static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
@@ -279,7 +270,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     /* the output as an image (its stores whole texels): vec4 variants,
      * rows and the first element on texels, nt's N whole texels (nn's and
      * tn's K is), every block's view within the device's limit */
-    size_t ia = image_alignment(g);
+    size_t ia = gpu_image_vec4_alignment(g);
     int img = texel && aligned && info->image_vec4 && ia && o[2].ld % 4 == 0 && o[2].off % 4 == 0 &&
               (l != NT || N % 4 == 0) &&
               block_extent(&o[2], cap) * sizeof(float) + ia <= gpu_texel_limit(g, GPU_BIND_IMAGE_VEC4);

@@ -186,10 +186,9 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
      * and a product that overwrites reads no output (specialization
      * constant 0). Elsewhere (the LM head's rows of V floats, tight
      * limits) the storage variants, with the same bits. */
-    size_t ia = gpu_binding_alignment(g, GPU_BIND_IMAGE_VEC4);
-    int img = vec4 && !segments && layout != REPRO_TN && gpu_info(g)->image_vec4 && (ia % 16 == 0 || 16 % ia == 0) &&
-              p.N % 4 == 0 && o[2] % 4 == 0 &&
-              rows * p.N * 4 + (ia > 16 ? ia : 16) <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4);
+    size_t ia = gpu_image_vec4_alignment(g);
+    int img = vec4 && !segments && layout != REPRO_TN && gpu_info(g)->image_vec4 && ia && p.N % 4 == 0 &&
+              o[2] % 4 == 0 && rows * p.N * 4 + ia <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4);
     static const char *const vec4_shader[] = {
         [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
     static const char *const img_shader[] = {
