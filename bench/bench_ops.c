@@ -1,5 +1,6 @@
 /* bench_ops: milliseconds per call of the elementwise kernels of a model
- * step (GELU and SwiGLU forward and backward, the bias add), in the
+ * step (GELU and SwiGLU forward and backward, the bias add, an AdamW step
+ * over rows · hidden parameters), in the
  * default profile and in the reproducible one (gpu_set_reproducible), on
  * the default recipe's shapes (rows = 16 · 128, hidden 352, width 384).
  * usage: bench_ops [rows hidden width [reps]]   (default 2048 352 384, 15)
@@ -15,17 +16,18 @@
 
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
+#include "vktrain/ops_optim.h"
 #include "vktrain/util.h"
 
 #include "bench_util.h"
 
 struct bufs {
-    struct gpu_buffer *a, *b, *c, *d, *e, *bias;
+    struct gpu_buffer *a, *b, *c, *d, *e, *bias, *v;
     uint32_t rows, hidden, width;
 };
 
-enum { GELU, GELU_BACK, SWIGLU, SWIGLU_BACK, BIAS, N_OPS };
-static const char *names[N_OPS] = {"gelu", "gelu backward", "swiglu", "swiglu backward", "bias add"};
+enum { GELU, GELU_BACK, SWIGLU, SWIGLU_BACK, BIAS, ADAMW, N_OPS };
+static const char *names[N_OPS] = {"gelu", "gelu backward", "swiglu", "swiglu backward", "bias add", "adamw"};
 
 static void call(struct gpu *g, struct bufs *b, int op)
 {
@@ -43,9 +45,15 @@ static void call(struct gpu *g, struct bufs *b, int op)
     case SWIGLU_BACK:
         op_swiglu_backward(g, b->a, b->b, b->c, b->d, b->e, n);
         break;
-    default:
+    case BIAS:
         op_bias_add(g, b->bias, b->c, b->rows, b->width);
         break;
+    default: { /* θ in c, the gradient in a, m in d, v (non-negative) in v */
+        struct op_adamw_step st = {
+            .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .t = 10, .grad_scale = 1.0};
+        op_adamw(g, b->c, b->a, b->d, b->v, n, &st);
+        break;
+    }
     }
 }
 
@@ -78,6 +86,12 @@ int main(int argc, char **argv)
     size_t n = (size_t)b.rows * (b.hidden > b.width ? b.hidden : b.width);
     b.a = filled(g, n, "a"), b.b = filled(g, n, "b"), b.c = filled(g, n, "c"), b.d = filled(g, n, "d");
     b.e = filled(g, n, "e"), b.bias = filled(g, b.width, "bias");
+    float *sq = vkt_malloc(n * sizeof *sq, "v");
+    for (size_t i = 0; i < n; i++)
+        sq[i] = (float)((i * 2654435761u) % 1000) * 1e-6f; /* AdamW's second moment: non-negative */
+    b.v = gpu_buffer_create(g, n * sizeof *sq, "v");
+    gpu_upload(g, b.v, 0, sq, n * sizeof *sq);
+    free(sq);
     printf("%-18s %10s %13s %8s\n", "op", "default", "reproducible", "ratio");
     for (int op = 0; op < N_OPS; op++) {
         double best[2] = {1e30, 1e30};
@@ -90,7 +104,7 @@ int main(int argc, char **argv)
             }
         printf("%-18s %10.3f %13.3f %8.2f\n", names[op], best[0], best[1], best[0] / best[1]);
     }
-    struct gpu_buffer *all[] = {b.a, b.b, b.c, b.d, b.e, b.bias};
+    struct gpu_buffer *all[] = {b.a, b.b, b.c, b.d, b.e, b.bias, b.v};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gpu_buffer_destroy(g, all[i]);
     gpu_destroy(g);
