@@ -3,7 +3,8 @@
  * over rows · hidden parameters), in the
  * default profile and in the reproducible one (gpu_set_reproducible), on
  * the default recipe's shapes (rows = 16 · 128, hidden 352, width 384).
- * usage: bench_ops [rows hidden width [reps]]   (default 2048 352 384, 15)
+ * usage: bench_ops [rows hidden width [reps [op]]]   (default 2048 352 384, 15, all)
+ * (op: one of the names printed, e.g. adamw, to time that one alone)
  * Each figure is the best of reps calls, the profiles alternated call by
  * call, each first in turn, so that load from other processes and the
  * caches touch both alike (timestamp
@@ -13,6 +14,7 @@
  * gives it for whole steps. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
@@ -78,6 +80,13 @@ int main(int argc, char **argv)
         b.rows = (uint32_t)atoi(argv[1]), b.hidden = (uint32_t)atoi(argv[2]), b.width = (uint32_t)atoi(argv[3]);
     if (argc >= 5)
         reps = atoi(argv[4]);
+    const char *only = argc >= 6 ? argv[5] : NULL;
+    int known = !only;
+    for (int op = 0; op < N_OPS && !known; op++)
+        known = !strcmp(only, names[op]);
+    if (!known)
+        vkt_fatal("bench_ops: no op named '%s' (gelu, 'gelu backward', swiglu, 'swiglu backward', 'bias add', adamw)",
+                  only);
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
@@ -94,6 +103,8 @@ int main(int argc, char **argv)
     free(sq);
     printf("%-18s %10s %13s %8s\n", "op", "default", "reproducible", "ratio");
     for (int op = 0; op < N_OPS; op++) {
+        if (only && strcmp(only, names[op]))
+            continue;
         double best[2] = {1e30, 1e30};
         for (int r = -1; r < reps; r++)
             for (int i = 0; i < 2; i++) {

@@ -34,11 +34,29 @@ shared float repro_tree_s[gl_WorkGroupSize.x];
     }
 
 // The tree over elements first .. first + 2^log_run − 1 (+0 past n);
-// log_run <= REPRO_TREE_MAX_LOG.
+// log_run <= REPRO_TREE_MAX_LOG. Runs of 4 or more (first is then a
+// multiple of 4) take four leaves per step as the tree's two lowest
+// levels, ((a + b) + (c + d)), and push one subtree where the leaf-by-leaf
+// loop pushes four: the same additions, a quarter of the stack's traffic
+// (indexed by a variable level, which a CPU device serves lane by lane).
 float repro_tree_run(uint first, uint log_run, uint n)
 {
     precise float stack[REPRO_TREE_MAX_LOG + 1];
     uint run = 1u << log_run;
+    if (log_run >= 2u) {
+        for (uint j = 0u; j < run; j += 4u) {
+            uint i = first + j;
+            precise float a = i < n ? REPRO_TREE_LOAD(i) : 0.0f;
+            precise float b = i + 1u < n ? REPRO_TREE_LOAD(i + 1u) : 0.0f;
+            precise float c = i + 2u < n ? REPRO_TREE_LOAD(i + 2u) : 0.0f;
+            precise float d = i + 3u < n ? REPRO_TREE_LOAD(i + 3u) : 0.0f;
+            precise float ab = a + b;
+            precise float cd = c + d;
+            precise float v = ab + cd;
+            REPRO_TREE_PUSH(stack, j, 2u, v)
+        }
+        return stack[log_run];
+    }
     for (uint j = 0u; j < run; j++) {
         uint i = first + j;
         precise float v = i < n ? REPRO_TREE_LOAD(i) : 0.0f;

@@ -30,19 +30,25 @@ float repro_sum_ref(const float *x, size_t n)
     return total;
 }
 
-/* The workgroup size and run: given, or 256 and 4 (a power of two within
- * the device's workgroup limit); smaller where a block would not fit a
- * binding. Neither changes the bits. */
+/* The workgroup size and run: given, or blocks of 4096 elements: 256
+ * invocations of 16 on GPUs, one subgroup of longer runs on CPU devices
+ * (the texel family), which run a workgroup's subgroups one after the
+ * other at each of its barriers (a power of two within the device's
+ * workgroup limit); smaller where a block would not fit a binding.
+ * Neither changes the bits. */
 static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
 {
     uint32_t most = gpu_info(g)->max_workgroup_invocations;
+    int cpu = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     if (!*wg) {
-        *wg = 256;
+        uint32_t sub = gpu_info(g)->subgroup_size;
+        *wg = cpu && sub > 0 && !(sub & (sub - 1)) && sub <= 256 ? sub : 256;
         while (*wg > most)
             *wg /= 2;
     }
     if (!*log_run)
-        *log_run = 4;
+        for (*log_run = 4; cpu && ((size_t)*wg << *log_run) < 4096 && *log_run < 10;)
+            ++*log_run;
     if (*wg & (*wg - 1) || *wg > most || *log_run > 10)
         vkt_fatal("repro_sum: workgroup size %u (a power of two up to %u) or run 2^%u (at most 2^10) not possible", *wg,
                   most, *log_run);
