@@ -340,6 +340,59 @@ void main()
         for (uint c = 0u; c < HDC; c++)
             acc[u][c] = p.w0 == 0u ? VT(0.0f) : o[oo[u] / W + c];
     }
+#if STAGE == 6
+    // Keys in aligned groups of four (w0 = 0: the fused walk is never
+    // cut): each row's four leaves e (+0 for a key not allowed or past
+    // the walk) make the tree's two lowest levels, ((e0 + e1) + (e2 + e3)),
+    // pushed as one subtree of the binary counter over groups; a row's
+    // last group, partly past its query, pushes +0 leaves, which change
+    // no bit of a sum of non-negative terms. The additions of the
+    // key-by-key counter, a quarter of its stack traffic.
+    for (uint s4 = p.w0; s4 < end; s4 += 4u) {
+        precise float e4[NR][4];
+        for (uint q = 0u; q < 4u; q++) {
+            uint s = s4 + q;
+            bool ok[NR], any = false;
+            int ds = s < end ? doc_of(b, s) : 0;
+            for (uint u = 0u; u < NR; u++) {
+                ok[u] = s < end && live[u] && s <= t[u] && ds == d[u];
+                any = any || ok[u];
+            }
+            precise float e[NR];
+            for (uint u = 0u; u < NR; u++)
+                e[u] = 0.0f;
+            if (any) {
+                float sc[NR];
+                scores(kidx(b, s, kh), sc);
+                for (uint u = 0u; u < NR; u++)
+                    if (ok[u]) {
+                        precise float dd = sc[u] - m[u];
+                        e[u] = repro_exp(dd);
+                    }
+                uint vo = vidx(b, s, kh);
+                for (uint c = 0u; c < HDC; c++) {
+                    VT vc = FETCH(tv, vo + c * W);
+                    for (uint u = 0u; u < NR; u++) {
+                        precise VT x = e[u] * vc;
+                        precise VT an = acc[u][c] + x;
+                        acc[u][c] = ok[u] ? an : acc[u][c];
+                    }
+                }
+            }
+            for (uint u = 0u; u < NR; u++)
+                e4[u][q] = e[u];
+        }
+        bool push[NR];
+        precise float v[NR];
+        for (uint u = 0u; u < NR; u++) {
+            push[u] = live[u] && s4 <= t[u];
+            precise float ab = e4[u][0] + e4[u][1];
+            precise float cd = e4[u][2] + e4[u][3];
+            v[u] = ab + cd;
+        }
+        TREE_PUSH(s4 >> 2, v, push)
+    }
+#else
     for (uint s = p.w0; s < end; s++) {
         bool ok[NR], any = false;
         int ds = doc_of(b, s);
@@ -368,19 +421,14 @@ void main()
                 }
             }
         }
-#if STAGE == 6
-        bool push[NR];
-        for (uint u = 0u; u < NR; u++)
-            push[u] = live[u] && s <= t[u];
-        TREE_PUSH(s, e, push)
-#endif
     }
+#endif
     for (uint u = 0u; u < NR; u++) {
         if (!live[u])
             continue;
         if (t[u] < p.w1) {
 #if STAGE == 6
-            float l = tree_total(u, t[u]);
+            float l = tree_total(u, t[u] >> 2); // over groups of four keys
 #else
             float l = ls[p.x_off + r[u]];
 #endif
