@@ -30,16 +30,17 @@ float repro_sum_ref(const float *x, size_t n)
     return total;
 }
 
-/* The workgroup size and run: given, or blocks of 4096 elements: 256
- * invocations of 16 on GPUs, one subgroup of longer runs on CPU devices
- * (the texel family), which run a workgroup's subgroups one after the
- * other at each of its barriers (a power of two within the device's
- * workgroup limit); smaller where a block would not fit a binding.
- * Neither changes the bits. */
-static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
+/* The workgroup size and run: given, or 256 invocations of runs of 16
+ * (within the device's workgroup limit), or for a vector's sum on CPU
+ * devices (the texel family, which run a workgroup's subgroups one after
+ * the other at each of its barriers) the same blocks of 4096 elements as
+ * one subgroup of longer runs; smaller where a block would not fit a
+ * binding. Neither changes the bits. (The row sums keep 256 invocations:
+ * rows up to 2^18.) */
+static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run, int vector)
 {
     uint32_t most = gpu_info(g)->max_workgroup_invocations;
-    int cpu = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
+    int cpu = vector && gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     if (!*wg) {
         uint32_t sub = gpu_info(g)->subgroup_size;
         *wg = cpu && sub > 0 && !(sub & (sub - 1)) && sub <= 256 ? sub : 256;
@@ -63,7 +64,7 @@ static void shape(const struct gpu *g, uint32_t *wg, uint32_t *log_run)
 
 size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run)
 {
-    shape(g, &wg, &log_run);
+    shape(g, &wg, &log_run, 1);
     size_t block = (size_t)wg << log_run, floats = 0;
     for (size_t m = n; m > block; m = (m + block - 1) / block)
         floats += (m + block - 1) / block;
@@ -78,7 +79,7 @@ size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t lo
 static void sum_passes(struct gpu *g, const char *what, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch,
                        struct gpu_buffer *out, size_t out_index, uint32_t wg, uint32_t log_run, int square)
 {
-    shape(g, &wg, &log_run);
+    shape(g, &wg, &log_run, 1);
     size_t need = repro_sum_scratch(g, n, wg, log_run);
     if (n == 0 || gpu_buffer_size(x) < n * 4 || gpu_buffer_size(out) < (out_index + 1) * 4 ||
         (need && (!scratch || gpu_buffer_size(scratch) < need * 4)))
@@ -151,7 +152,7 @@ void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uin
                   uint32_t log_run)
 {
     uint32_t run = 0;
-    shape(g, &wg, &run);
+    shape(g, &wg, &run, 0);
     if (!log_run)
         while (((size_t)wg << log_run) < n)
             log_run++;
