@@ -37,6 +37,20 @@ static float device_sum(struct gpu *g, const float *x, size_t n, uint32_t wg, ui
     return out[1];
 }
 
+/* How many of the rows' sums (at most 13 rows of n) differ from C's. */
+static int rows_differ(struct gpu *g, struct gpu_buffer *bx, struct gpu_buffer *by, const float *x, uint32_t rows,
+                       uint32_t n, uint32_t wg, uint32_t log_run)
+{
+    repro_rowsum(g, bx, by, rows, n, wg, log_run);
+    gpu_submit(g);
+    float y[13];
+    gpu_download(g, by, 0, y, sizeof(float) * rows);
+    int bad = 0;
+    for (uint32_t r = 0; r < rows; r++)
+        bad += !same(y[r], repro_sum_ref(x + (size_t)r * n, n));
+    return bad;
+}
+
 static void check_rows(struct gpu *g, const float *x)
 {
     const uint32_t lengths[] = {1, 7, 768, 50257}, rows = 13;
@@ -53,20 +67,10 @@ static void check_rows(struct gpu *g, const float *x)
                     log_run++;
                 if (log_run + extra > 10)
                     continue;
-                repro_rowsum(g, bx, by, rows, n, wg, log_run + extra);
-                gpu_submit(g);
-                float y[13];
-                gpu_download(g, by, 0, y, sizeof y);
-                for (uint32_t r = 0; r < rows; r++)
-                    bad += !same(y[r], repro_sum_ref(x + (size_t)r * n, n));
+                bad += rows_differ(g, bx, by, x, rows, n, wg, log_run + extra);
                 shapes++;
             }
-        repro_rowsum(g, bx, by, rows, n, 0, 0); /* the default shape, as the model calls it */
-        gpu_submit(g);
-        float y[13];
-        gpu_download(g, by, 0, y, sizeof y);
-        for (uint32_t r = 0; r < rows; r++)
-            bad += !same(y[r], repro_sum_ref(x + (size_t)r * n, n));
+        bad += rows_differ(g, bx, by, x, rows, n, 0, 0); /* the default shape, as the model calls it */
         shapes++;
         printf("rows of %u: %u rows x %d shapes, %d sums differ from C\n", n, rows, shapes, bad);
         CHECK(bad == 0, "rows of %u: %d sums differ from C", n, bad);
