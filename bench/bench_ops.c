@@ -84,9 +84,12 @@ int main(int argc, char **argv)
     int known = !only;
     for (int op = 0; op < N_OPS && !known; op++)
         known = !strcmp(only, names[op]);
-    if (!known)
-        vkt_fatal("bench_ops: no op named '%s' (gelu, 'gelu backward', swiglu, 'swiglu backward', 'bias add', adamw)",
-                  only);
+    if (!known) {
+        char list[256] = "";
+        for (int op = 0; op < N_OPS; op++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", op ? ", " : "", names[op]);
+        vkt_fatal("bench_ops: no op named '%s' (%s)", only, list);
+    }
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
     const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";

@@ -340,6 +340,38 @@ void main()
         for (uint c = 0u; c < HDC; c++)
             acc[u][c] = p.w0 == 0u ? VT(0.0f) : o[oo[u] / W + c];
     }
+    // Key s (none past the walk's end) for the invocation's rows: e[u] =
+    // repro_exp(s_j − m) where the key is allowed for row u, else +0, and
+    // acc += e·v_j over those rows.
+#define KEY_STEP(s, e)                                                                                  \
+    {                                                                                                   \
+        bool ok[NR], any = false;                                                                       \
+        int ds = (s) < end ? doc_of(b, s) : 0;                                                          \
+        for (uint u = 0u; u < NR; u++) {                                                                \
+            ok[u] = (s) < end && live[u] && (s) <= t[u] && ds == d[u];                                  \
+            any = any || ok[u];                                                                         \
+        }                                                                                               \
+        for (uint u = 0u; u < NR; u++)                                                                  \
+            e[u] = 0.0f;                                                                                \
+        if (any) {                                                                                      \
+            float sc[NR];                                                                               \
+            scores(kidx(b, s, kh), sc);                                                                 \
+            for (uint u = 0u; u < NR; u++)                                                              \
+                if (ok[u]) {                                                                            \
+                    precise float dd = sc[u] - m[u];                                                    \
+                    e[u] = repro_exp(dd);                                                               \
+                }                                                                                       \
+            uint vo = vidx(b, s, kh);                                                                   \
+            for (uint c = 0u; c < HDC; c++) {                                                           \
+                VT vc = FETCH(tv, vo + c * W);                                                          \
+                for (uint u = 0u; u < NR; u++) {                                                        \
+                    precise VT x = e[u] * vc;                                                           \
+                    precise VT an = acc[u][c] + x;                                                      \
+                    acc[u][c] = ok[u] ? an : acc[u][c];                                                 \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }
 #if STAGE == 6
     // Keys in aligned groups of four (w0 = 0: the fused walk is never
     // cut): each row's four leaves e (+0 for a key not allowed or past
@@ -351,34 +383,8 @@ void main()
     for (uint s4 = p.w0; s4 < end; s4 += 4u) {
         precise float e4[NR][4];
         for (uint q = 0u; q < 4u; q++) {
-            uint s = s4 + q;
-            bool ok[NR], any = false;
-            int ds = s < end ? doc_of(b, s) : 0;
-            for (uint u = 0u; u < NR; u++) {
-                ok[u] = s < end && live[u] && s <= t[u] && ds == d[u];
-                any = any || ok[u];
-            }
             precise float e[NR];
-            for (uint u = 0u; u < NR; u++)
-                e[u] = 0.0f;
-            if (any) {
-                float sc[NR];
-                scores(kidx(b, s, kh), sc);
-                for (uint u = 0u; u < NR; u++)
-                    if (ok[u]) {
-                        precise float dd = sc[u] - m[u];
-                        e[u] = repro_exp(dd);
-                    }
-                uint vo = vidx(b, s, kh);
-                for (uint c = 0u; c < HDC; c++) {
-                    VT vc = FETCH(tv, vo + c * W);
-                    for (uint u = 0u; u < NR; u++) {
-                        precise VT x = e[u] * vc;
-                        precise VT an = acc[u][c] + x;
-                        acc[u][c] = ok[u] ? an : acc[u][c];
-                    }
-                }
-            }
+            KEY_STEP(s4 + q, e)
             for (uint u = 0u; u < NR; u++)
                 e4[u][q] = e[u];
         }
@@ -394,33 +400,8 @@ void main()
     }
 #else
     for (uint s = p.w0; s < end; s++) {
-        bool ok[NR], any = false;
-        int ds = doc_of(b, s);
-        for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && ds == d[u];
-            any = any || ok[u];
-        }
         precise float e[NR];
-        for (uint u = 0u; u < NR; u++)
-            e[u] = 0.0f;
-        if (any) {
-            float sc[NR];
-            scores(kidx(b, s, kh), sc);
-            for (uint u = 0u; u < NR; u++)
-                if (ok[u]) {
-                    precise float dd = sc[u] - m[u];
-                    e[u] = repro_exp(dd);
-                }
-            uint vo = vidx(b, s, kh);
-            for (uint c = 0u; c < HDC; c++) {
-                VT vc = FETCH(tv, vo + c * W);
-                for (uint u = 0u; u < NR; u++) {
-                    precise VT x = e[u] * vc;
-                    precise VT an = acc[u][c] + x;
-                    acc[u][c] = ok[u] ? an : acc[u][c];
-                }
-            }
-        }
+        KEY_STEP(s, e)
     }
 #endif
     for (uint u = 0u; u < NR; u++) {
