@@ -49,3 +49,10 @@ if [ "${1:-build}" = test ]; then
     "$venv/bin/python" -m pip install --quiet --no-deps peft==0.12.0 accelerate==0.33.0
   fi
 fi
+
+# A second lavapipe (this release's backports Mesa, unpacked into a cache
+# folder, the system's driver untouched) for the reproducible mode's
+# cross-driver tests: scripts/lavapipe2.sh.
+if [ "${1:-build}" = test ]; then
+  "$(dirname "$0")/lavapipe2.sh" fetch
+fi
