@@ -79,7 +79,10 @@ for line in open(f"{d}/jit.asm"):
 # Call sites per function: llvmpipe loads a helper's address into a
 # register (movabs) and calls through it, often many times; a scan in
 # code order credits each `call *%reg` to the last address loaded there.
-calls, held = {}, {}
+# Newer Mesa (24 and later) calls its texel fetches through a table in
+# memory (`call *0x120(%rax)`), whose targets are set at run time: those
+# sites are counted apart, per operand, and not credited to a function.
+calls, held, indirect = {}, {}, {}
 for line in lines:
     m = re.search(r"movabs \$0x([0-9a-f]+),%(\w+)", line)
     if m:
@@ -87,6 +90,10 @@ for line in lines:
     m = re.search(r"call\s+\*%(\w+)$", line)
     if m and m.group(1) in held:
         calls[held[m.group(1)]] = calls.get(held[m.group(1)], 0) + 1
+    m = re.search(r"call\s+\*(-?0x[0-9a-f]+)?\((%\w+)\)$", line)
+    if m:
+        key = f"{m.group(1) or ''}({m.group(2)})"
+        indirect[key] = indirect.get(key, 0) + 1
 samples, total = {}, 0
 for line in open(f"{d}/ips.txt"):
     c, ip = line.split()
@@ -108,9 +115,17 @@ for f, c in ranked[:top]:
     if f is None:
         print(f"{100.0 * c / total:6.1f}% {c:8d}  (outside the JIT code: the driver, the kernel, the command)")
         continue
-    i = starts.index(f)
-    end = starts[i + 1] if i + 1 < len(starts) else addrs[-1]
+    # its end: the next function, or the end of its run of code (the
+    # dumps of several mappings follow one another with gaps between)
+    i, j = starts.index(f), bisect.bisect_left(addrs, f)
+    nxt = starts[i + 1] if i + 1 < len(starts) else None
+    while j + 1 < len(addrs) and addrs[j + 1] - addrs[j] < 64 and (nxt is None or addrs[j + 1] < nxt):
+        j += 1
+    end = addrs[j + 1] if j + 1 < len(addrs) and addrs[j + 1] - addrs[j] < 64 else addrs[j] + 1
     print(f"{100.0 * c / total:6.1f}% {c:8d}  {f:#x}  {end - f:6d}  {calls.get(f, 0)}")
+if indirect:
+    print("calls through memory (targets set at run time, not in the column above): " +
+          ", ".join(f"{n} x call *{k}" for k, n in sorted(indirect.items(), key=lambda x: -x[1])))
 for f, c in ranked[:3]:
     if f is None:
         continue
