@@ -58,6 +58,16 @@ struct gpu_device_info {
      * llvmpipe ends any loop after 65,535 iterations (a guard against
      * endless shaders), so ops split longer walks into several dispatches. */
     uint32_t max_loop_iterations;
+    /* Whether a workgroup-per-row kernel may read a row through a texel
+     * view while it writes the row in place through a storage binding (the
+     * cross-entropy over GPT-2's vocabulary on CPU devices). 0 on lavapipe
+     * newer than Mesa 22: Mesa 25.0's computed wrong cross-entropies that
+     * way (its storage kernels are right; docs/devices.md, "Newer Mesa").
+     * VKTRAIN_TEXEL_ROWS_WG=0|1 overrides it (tests). */
+    int texel_rows_wg;
+    /* lavapipe (llvmpipe) of a Mesa newer than 22, the tested one: its
+     * major version (25 for 25.0.7), else 0. Training warns about it. */
+    unsigned newer_lavapipe;
     /* GPU_LIMIT_* bits of the limits above that VKTRAIN_DEVICE_LIMITS made
      * smaller than the device's own (see gpu_limits_apply). */
     unsigned tightened;

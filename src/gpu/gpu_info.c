@@ -112,6 +112,15 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     }
 
     d->max_loop_iterations = drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;
+    unsigned mesa_major = 0;
+    const char *mesa = strstr(d->driver_info, "Mesa ");
+    if (mesa)
+        sscanf(mesa, "Mesa %u", &mesa_major);
+    d->newer_lavapipe = drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE && mesa_major > 22 ? mesa_major : 0;
+    d->texel_rows_wg = !d->newer_lavapipe;
+    const char *rows_wg = getenv("VKTRAIN_TEXEL_ROWS_WG");
+    if (rows_wg && (!strcmp(rows_wg, "0") || !strcmp(rows_wg, "1")))
+        d->texel_rows_wg = rows_wg[0] == '1';
     gpu_limits_apply(d, NULL);
     d->usable = 1;
     if (d->api_version < VK_API_VERSION_1_2) {

@@ -58,11 +58,13 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     /* The texel family reads the logits through an R32F view: one
      * invocation per row (three passes over it: 3V loop iterations) where
      * the row fits llvmpipe's loop limit, else a workgroup per row (the
-     * GPT-2 vocabulary: 3V/WG iterations per invocation). */
-    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes)) {
+     * GPT-2 vocabulary: 3V/WG iterations per invocation), except on a
+     * device whose texel_rows_wg is 0 (newer lavapipe), where such rows
+     * take the storage kernel. */
+    int per_row = (size_t)3 * V + 1 <= ops_loop_chunk(g);
+    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) && (per_row || gpu_info(g)->texel_rows_wg)) {
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
-        int per_row = (size_t)3 * V + 1 <= ops_loop_chunk(g);
         uint32_t wg = gpu_workgroup_1d(g);
         struct gpu_kernel *k = per_row ? ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof push, 0, NULL)
                                        : ops_texel_kernel(g, "cross_entropy_texel_wg", 5, kinds, sizeof push, 1, &wg);

@@ -60,7 +60,8 @@ void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     struct gpu_arg lab = {.buf = labels, .offset = first, .range = end - first};
     struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
-    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes)) {
+    /* (not where the device's texel_rows_wg is 0: newer lavapipe) */
+    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) && gpu_info(g)->texel_rows_wg) {
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
         struct gpu_kernel *k = ops_texel_kernel(g, "repro_cross_entropy_texel", 5, kinds, sizeof push, 1, &wg);

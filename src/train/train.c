@@ -293,6 +293,11 @@ static void print_rank_map(struct trainer *t)
     snprintf(mine.device, sizeof mine.device, "%s", gpu_info(t->g)->name);
     mine.index = gpu_info(t->g)->index;
     mine.texel = gpu_kernel_class(t->g) == GPU_KERNELS_TEXEL;
+    if (gpu_info(t->g)->newer_lavapipe)
+        vkt_warn("rank %d runs on lavapipe of %s, not the tested Mesa 22.3: Mesa 25.0 computed wrong results in "
+                 "some of vktrain's kernels, worked around where found but not everywhere (docs/devices.md, "
+                 "\"Newer Mesa\"); compare a short run against Mesa 22.3 or a GPU",
+                 t->dist->rank, gpu_info(t->g)->driver_info);
     dist_allgather(&mine, all, sizeof mine);
     if (t->dist->rank == 0)
         for (int r = 0; r < t->dist->world; r++)
