@@ -51,8 +51,8 @@ if [ "${1:-build}" = test ]; then
 fi
 
 # A second lavapipe (this release's backports Mesa, unpacked into a cache
-# folder, the system's driver untouched) for the reproducible mode's
-# cross-driver tests: scripts/lavapipe2.sh.
+# folder, the system's driver untouched) for the tests that run vktrain on
+# a second driver (test_lavapipe2, test_repro_train): scripts/lavapipe2.sh.
 if [ "${1:-build}" = test ]; then
   "$(dirname "$0")/lavapipe2.sh" fetch
 fi

@@ -2,11 +2,12 @@
 # A second lavapipe for the tests: Debian bookworm-backports' Mesa (25.x
 # when this was written; bookworm itself has 22.3), unpacked into a cache
 # folder beside the system's driver, never installed over it. Its
-# compiler front end and shader lowering are two years newer, so the
-# reproducible profile's claim (the same bits on every device that passes
-# the start-up probe) meets a driver it was not developed on
-# (tests/test_repro_train.sh and tests/test_repro_lavapipe.sh run it as
-# one more configuration).
+# compiler front end and shader lowering are two years newer: vktrain's
+# kernels and the reproducible profile's claim (the same bits on every
+# device that passes the start-up probe) meet a driver they were not
+# developed on (tests/test_lavapipe2.sh; tests/test_repro_train.sh runs
+# it as one more configuration; docs/devices.md, "Newer Mesa", says what
+# it found).
 #   scripts/lavapipe2.sh fetch   unpack it if it is not there (scripts/deps.sh test)
 #   scripts/lavapipe2.sh env     print the VAR=value words that select it
 #                                (exit 1, naming the fix, if it is not there)

@@ -61,8 +61,9 @@ struct gpu_device_info {
     /* Whether a workgroup-per-row kernel may read a row through a texel
      * view while it writes the row in place through a storage binding (the
      * cross-entropy over GPT-2's vocabulary on CPU devices). 0 on lavapipe
-     * newer than Mesa 22: Mesa 25.0's computed wrong cross-entropies that
-     * way (its storage kernels are right; docs/devices.md, "Newer Mesa").
+     * newer than Mesa 22: Mesa 25.0's lavapipe computed wrong
+     * cross-entropies that way (its storage kernels are right;
+     * docs/devices.md, "Newer Mesa").
      * VKTRAIN_TEXEL_ROWS_WG=0|1 overrides it (tests). */
     int texel_rows_wg;
     /* lavapipe (llvmpipe) of a Mesa newer than 22, the tested one: its
