@@ -6,7 +6,8 @@
  * = 1 alternates single calls of the reproducible and the default profile
  * in the one process and prints the best call of each and their ratio,
  * which the bursts of other work on a shared machine disturb far less
- * than separate runs). tn runs
+ * than separate runs; compare = 2 alternates the reproducible tn's narrow
+ * and wide tiles, VKTRAIN_TN_WIDE=0 and 1, the ratio wide / narrow speed). tn runs
  * as training runs it (through transposes and nt where the device takes
  * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel,
  * "ntb" nt with a bias added as the outputs are stored (op_matmul_nt_bias)
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
         reps = atoi(argv[4]);
     const char *layouts = argc >= 6 ? argv[5] : "nt,nn,tn";
     uint32_t samples = argc >= 7 ? (uint32_t)atoi(argv[6]) : 0;
-    int compare = argc >= 8 && atoi(argv[7]) && samples > 0;
+    int compare = argc >= 8 && samples > 0 ? atoi(argv[7]) : 0;
     struct gpu_options opt = {.device_index = -1, .quiet = 1};
     struct gpu *g = gpu_create(&opt);
     gpu_set_reproducible(g, samples > 0);
@@ -114,7 +115,10 @@ int main(int argc, char **argv)
         if (compare) { /* reps of each profile, alternated: the best of each */
             double best[2] = {0, 0};
             for (int r = 0; r < 2 * reps; r++) {
-                gpu_set_reproducible(g, r % 2 == 0);
+                if (compare == 2) /* the reproducible tn's tiles: narrow, wide */
+                    setenv("VKTRAIN_TN_WIDE", r % 2 ? "1" : "0", 1);
+                else
+                    gpu_set_reproducible(g, r % 2 == 0);
                 struct bench_clock clock = bench_begin(g);
                 fns[l](g, a, b, c, M, N, K, l == 2 || l == 3);
                 double ms = bench_end(g, clock);
@@ -122,6 +126,12 @@ int main(int argc, char **argv)
                     best[r % 2] = ms;
             }
             gpu_set_reproducible(g, 1);
+            if (compare == 2) {
+                unsetenv("VKTRAIN_TN_WIDE");
+                printf("vktrain %-5s %-18s %8.2f GFLOP/s narrow tiles, %8.2f wide, ratio %.3f\n", family, names[l],
+                       2.0 * M * N * K / best[0] * 1e-6, 2.0 * M * N * K / best[1] * 1e-6, best[0] / best[1]);
+                continue;
+            }
             printf("vktrain %-5s %-18s %8.2f GFLOP/s reproducible, %8.2f default, ratio %.3f\n", family, names[l],
                    2.0 * M * N * K / best[0] * 1e-6, 2.0 * M * N * K / best[1] * 1e-6, best[1] / best[0]);
             continue;

@@ -10,6 +10,10 @@
 // variant: nn_shift -DLAYOUT_NN=1 -DSHIFT_A=1
 // variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1
 // variant: tn_shift_seg -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1
+// variant: tn_wide -DLAYOUT_TN=1 -DWIDE=1
+// variant: tn_shift_wide -DLAYOUT_TN=1 -DSHIFT_A=1 -DWIDE=1
+// variant: tn_seg_wide -DLAYOUT_TN=1 -DSEGMENTS=1 -DWIDE=1
+// variant: tn_shift_seg_wide -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1 -DWIDE=1
 // repro_matmul_vec4: the reproducible matmul for CPU devices (the texel
 // family) where the operands' rows are whole RGBA32F texels: each
 // invocation owns 16 rows x two vec4 of columns of C (NC below), 8x8
@@ -95,11 +99,23 @@ vec4 a_at(uint f, uint last)
 // (NC 4, 16x16 per invocation as the default kernels: slower at the
 // default recipe's sizes, which then leave too few workgroups; measured
 // again by in-process alternation, bench_matmul 2048 512 128: nt 0.74x,
-// nn 0.94x, nt with bias 0.82x of NC 2.)
+// nn 0.94x, nt with bias 0.82x of NC 2.) WIDE (tn only): NC 4, a
+// workgroup 128 x 128, which src/repro/repro_matmul.c picks where that
+// leaves a workgroup for each thread of the CPU device: each fetch of A
+// then serves 16 columns (tn over 16 samples, 2048 rows, in-process
+// alternation on lavapipe: 1.1-1.8x faster at 352 x 128, 128 x 352 and
+// GPT-2's 768 x 768; slower where it leaves one workgroup).
+#if WIDE
+#define NC 4u
+#define EACH_G1(X) X(0) X(1) X(2) X(3)
+#define EACH_G(X, r) X(r, 0) X(r, 1) X(r, 2) X(r, 3)
+#define EACH_G2(X, r, q) X(r, q, 0) X(r, q, 1) X(r, q, 2) X(r, q, 3)
+#else
 #define NC 2u
 #define EACH_G1(X) X(0) X(1)
 #define EACH_G(X, r) X(r, 0) X(r, 1)
 #define EACH_G2(X, r, q) X(r, q, 0) X(r, q, 1)
+#endif
 #if IMG_C
 layout(constant_id = 0) const uint ACCUMULATE = 0u;
 #define ACC_ON (ACCUMULATE != 0u)

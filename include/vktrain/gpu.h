@@ -69,6 +69,10 @@ struct gpu_device_info {
     /* lavapipe (llvmpipe) of a Mesa newer than 22, the tested one: its
      * major version (25 for 25.0.7), else 0. Training warns about it. */
     unsigned newer_lavapipe;
+    /* llvmpipe: the threads its workgroups run on (LP_NUM_THREADS, else
+     * the online CPUs; at least 1), else 0. A kernel with a choice of tile
+     * sizes keeps enough workgroups to busy them (repro_matmul's tn). */
+    unsigned cpu_threads;
     /* GPU_LIMIT_* bits of the limits above that VKTRAIN_DEVICE_LIMITS made
      * smaller than the device's own (see gpu_limits_apply). */
     unsigned tightened;

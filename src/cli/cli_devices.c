@@ -75,6 +75,8 @@ int cli_devices(int argc, char **argv)
             printf("    memory heap %u        %.1f GiB%s\n", h, (double)x->heap_size[h] / (1 << 30),
                    x->heap_device_local[h] ? " device-local" : "");
         printf("    kernels              %s\n", strcmp(x->type, "cpu") ? "tiled (shared memory)" : "texel (CPU driver)");
+        if (x->cpu_threads)
+            printf("    threads              %u (LP_NUM_THREADS, else the online CPUs)\n", x->cpu_threads);
         if (!x->texel_rows_wg)
             printf("    workaround           rows written in place by a workgroup (the cross-entropy over a large\n"
                    "                         vocabulary) read through storage, not a texel view: this lavapipe\n"

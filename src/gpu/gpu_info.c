@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_internal.h"
 #include "vktrain/util.h"
@@ -118,6 +119,11 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
         sscanf(mesa, "Mesa %u", &mesa_major);
     d->newer_lavapipe = drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE && mesa_major > 22 ? mesa_major : 0;
     d->texel_rows_wg = !d->newer_lavapipe;
+    if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {
+        const char *lp_threads = getenv("LP_NUM_THREADS");
+        long n = lp_threads ? strtol(lp_threads, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+        d->cpu_threads = n > 1 ? (unsigned)n : 1; /* LP_NUM_THREADS=0: the calling thread */
+    }
     const char *rows_wg = getenv("VKTRAIN_TEXEL_ROWS_WG");
     if (rows_wg && (!strcmp(rows_wg, "0") || !strcmp(rows_wg, "1")))
         d->texel_rows_wg = rows_wg[0] == '1';

@@ -3,6 +3,9 @@
  * operation rounded on its own), on the device in either kernel family and
  * on the host as the C reference. It records dispatches and never submits.
  * op_matmul_* record it when gpu_reproducible(g). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
@@ -195,13 +198,30 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         [REPRO_NT] = "repro_matmul_vec4_nt_img", [REPRO_NN] = "repro_matmul_vec4_nn_img"};
     static const char *const shift_shader[] = {
         [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
-    const char *shader = segments ? (vec4 ? "repro_matmul_vec4_tn_seg" : "repro_matmul_vec4_tn_shift_seg")
-                         : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
-                         : img    ? img_shader[layout]
-                         : vec4   ? vec4_shader[layout]
-                         : shift  ? shift_shader[layout]
-                         : texel  ? "repro_matmul_texel"
-                                  : "repro_matmul_tiled";
+    /* wide: tn's 16x16 outputs per invocation, 128x128 per workgroup (the
+     * same bits), where that leaves at least two workgroups and one per
+     * thread of a CPU device: fewer fetches per product (on lavapipe
+     * with two threads, in-process alternation: 1.1-1.8x faster at the
+     * default recipe's and GPT-2's weight gradients with two or more wide
+     * workgroups, 0.7-0.9x with one). VKTRAIN_TN_WIDE=0|1 forces it
+     * (tests: both give the bits of the C reference). */
+    size_t wide_groups = (size_t)((p.M + 127) / 128) * ((p.N + 127) / 128);
+    unsigned threads = gpu_info(g)->cpu_threads;
+    const char *force_wide = getenv("VKTRAIN_TN_WIDE");
+    int wide = (vec4 || shift) && layout == REPRO_TN &&
+               (force_wide && (!strcmp(force_wide, "0") || !strcmp(force_wide, "1"))
+                    ? force_wide[0] == '1'
+                    : wide_groups >= 2 && wide_groups >= threads);
+    const char *shader =
+        segments ? (vec4 ? (wide ? "repro_matmul_vec4_tn_seg_wide" : "repro_matmul_vec4_tn_seg")
+                         : (wide ? "repro_matmul_vec4_tn_shift_seg_wide" : "repro_matmul_vec4_tn_shift_seg"))
+        : wide   ? (vec4 ? "repro_matmul_vec4_tn_wide" : "repro_matmul_vec4_tn_shift_wide")
+        : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
+        : img    ? img_shader[layout]
+        : vec4   ? vec4_shader[layout]
+        : shift  ? shift_shader[layout]
+        : texel  ? "repro_matmul_texel"
+                 : "repro_matmul_tiled";
     struct gpu_kernel_desc d = {.shader = shader,
                                 .n_bindings = segments || bias ? 4 : 3,
                                 .bindings = {in_kind, in_kind, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE,
@@ -213,9 +233,12 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         d.spec[0] = 1;
         kernel_acc = gpu_kernel_get(g, &d);
     }
-    /* vec4: 8x8 invocations of 16x8 outputs; texel: of 4x4; tiled: 16x16
-     * of one. */
-    uint32_t gx = vec4 || shift ? (p.N + 63) / 64 : texel ? (p.N + 31) / 32 : (p.N + 15) / 16;
+    /* vec4: 8x8 invocations of 16x8 outputs (wide: 16x16); texel: of 4x4;
+     * tiled: 16x16 of one. */
+    uint32_t gx = wide            ? (p.N + 127) / 128
+                  : vec4 || shift ? (p.N + 63) / 64
+                  : texel         ? (p.N + 31) / 32
+                                  : (p.N + 15) / 16;
     if (gx > gpu_info(g)->max_workgroup_count[0])
         vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
                   gx, gpu_info(g)->max_workgroup_count[0]);
