@@ -10,7 +10,9 @@
 #     workgroup per row trains to the same model.safetensors bytes on both
 #     drivers (the default mode; the reproducible mode at this shape meets
 #     another fault of Mesa 25.0, not worked around: a NaN gradient), and
-#     the run on Mesa 25.0 warns that it is not the tested driver;
+#     the run on Mesa 25.0 warns that it is not the tested driver; the
+#     storage kernels (VKTRAIN_KERNELS=tiled), which it offers, train the
+#     reproducible mode there to Mesa 22.3's bytes;
 #  3. a control, reported and not failed (a later Mesa may fix the fault):
 #     the texel kernel forced back on Mesa 25.0 (VKTRAIN_TEXEL_ROWS_WG=1).
 # The second driver runs without the validation layer: Debian 12's layer
@@ -29,7 +31,7 @@ check "vktrain devices names the workaround on the second lavapipe" \
   'env $lp2 "$VKTRAIN" devices | grep -q "^ *workaround  *rows written in place"'
 check "and not on the system's lavapipe" '! "$VKTRAIN" devices | grep -q "workaround"'
 
-# 2. Both drivers, both modes.
+# 2. Both drivers, the default mode (the header says why not the other).
 for i in $(seq 1 200); do
   echo "document $i: the $((i % 7)) quick brown foxes jump over $((i * 13 % 11)) lazy dogs"
   echo "%"
@@ -57,6 +59,13 @@ check "the same bytes on Mesa 22.3 and Mesa 25.0" 'cmp "$work/sys-fp32/model.saf
 grep "^step 1/" "$work/sys-fp32.log" "$work/lp2-fp32.log"
 check "the run on Mesa 25.0 warns that it is not the tested driver, the one on 22.3 does not" \
   'grep -q "warning: rank 0 runs on lavapipe of Mesa 25" "$work/lp2-fp32.log" && ! grep -q "lavapipe of" "$work/sys-fp32.log"'
+
+# The storage kernels, which the warning offers, in the reproducible mode
+# that the texel kernels get wrong at this shape on Mesa 25.0.
+train sys-repro reproducible
+train lp2-tiled-repro reproducible $lp2 VKTRAIN_KERNELS=tiled
+check "the storage kernels on Mesa 25.0 train the reproducible mode to Mesa 22.3's bytes" \
+  'cmp "$work/sys-repro/model.safetensors" "$work/lp2-tiled-repro/model.safetensors"'
 
 # 3. The control.
 train lp2-texel fp32 $lp2 VKTRAIN_TEXEL_ROWS_WG=1

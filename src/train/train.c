@@ -295,9 +295,11 @@ static void print_rank_map(struct trainer *t)
     mine.texel = gpu_kernel_class(t->g) == GPU_KERNELS_TEXEL;
     if (gpu_info(t->g)->newer_lavapipe)
         vkt_warn("rank %d runs on lavapipe of %s, not the tested Mesa 22.3: Mesa 25.0 computed wrong results in "
-                 "some of vktrain's kernels, worked around where found but not everywhere (docs/devices.md, "
-                 "\"Newer Mesa\"); compare a short run against Mesa 22.3 or a GPU",
-                 t->dist->rank, gpu_info(t->g)->driver_info);
+                 "some of vktrain's texel kernels, worked around where found but not everywhere (docs/devices.md, "
+                 "\"Newer Mesa\"); compare a short run against Mesa 22.3 or a GPU%s",
+                 t->dist->rank, gpu_info(t->g)->driver_info,
+                 mine.texel ? ", or take the storage kernels (VKTRAIN_KERNELS=tiled: right there, about 15x slower)"
+                            : "");
     dist_allgather(&mine, all, sizeof mine);
     if (t->dist->rank == 0)
         for (int r = 0; r < t->dist->world; r++)
