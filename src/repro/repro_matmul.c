@@ -199,19 +199,21 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     static const char *const shift_shader[] = {
         [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
     /* wide: tn's 16x16 outputs per invocation, 128x128 per workgroup (the
-     * same bits), where that leaves at least two workgroups and one per
-     * thread of a CPU device: fewer fetches per product (on lavapipe
-     * with two threads, in-process alternation: 1.1-1.8x faster at the
-     * default recipe's and GPT-2's weight gradients with two or more wide
-     * workgroups, 0.7-0.9x with one). VKTRAIN_TN_WIDE=0|1 forces it
-     * (tests: both give the bits of the C reference). */
+     * same bits), where the columns fill more than the narrow tile's 64
+     * (a column group past N still computes, unstored) and that leaves at
+     * least two workgroups and one per thread of a CPU device: fewer
+     * fetches per product (on lavapipe with two threads, in-process
+     * alternation: 1.1-1.8x faster at the default recipe's and GPT-2's
+     * weight gradients with two or more wide workgroups, 0.7-0.9x with
+     * one). VKTRAIN_TN_WIDE=0|1 forces it (tests: both give the bits of
+     * the C reference). */
     size_t wide_groups = (size_t)((p.M + 127) / 128) * ((p.N + 127) / 128);
     unsigned threads = gpu_info(g)->cpu_threads;
     const char *force_wide = getenv("VKTRAIN_TN_WIDE");
     int wide = (vec4 || shift) && layout == REPRO_TN &&
                (force_wide && (!strcmp(force_wide, "0") || !strcmp(force_wide, "1"))
                     ? force_wide[0] == '1'
-                    : wide_groups >= 2 && wide_groups >= threads);
+                    : p.N > 64 && wide_groups >= 2 && wide_groups >= threads);
     const char *shader =
         segments ? (vec4 ? (wide ? "repro_matmul_vec4_tn_seg_wide" : "repro_matmul_vec4_tn_seg")
                          : (wide ? "repro_matmul_vec4_tn_shift_seg_wide" : "repro_matmul_vec4_tn_shift_seg"))
