@@ -66,6 +66,13 @@ struct gpu_device_info {
      * docs/devices.md, "Newer Mesa").
      * VKTRAIN_TEXEL_ROWS_WG=0|1 overrides it (tests). */
     int texel_rows_wg;
+    /* Whether the reproducible attention may read a head of 16 floats as
+     * four RGBA32F texels (its vec4 texel kernels). 0 on lavapipe newer
+     * than Mesa 22: Mesa 25.0's lavapipe computed every output of those
+     * kernels wrong at that head size alone (4-128 otherwise right), and
+     * their R32F variants right; docs/devices.md, "Newer Mesa".
+     * VKTRAIN_REPRO_HD16_VEC4=0|1 overrides it (tests). */
+    int repro_hd16_vec4;
     /* lavapipe (llvmpipe) of a Mesa newer than 22, the tested one: its
      * major version (25 for 25.0.7), else 0. Training warns about it. */
     unsigned newer_lavapipe;

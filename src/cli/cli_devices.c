@@ -81,6 +81,9 @@ int cli_devices(int argc, char **argv)
             printf("    workaround           rows written in place by a workgroup (the cross-entropy over a large\n"
                    "                         vocabulary) read through storage, not a texel view: this lavapipe\n"
                    "                         computed them wrong that way (docs/devices.md, \"Newer Mesa\")\n");
+        if (!x->repro_hd16_vec4)
+            printf("    workaround           the reproducible attention reads heads of 16 floats as R32F, not\n"
+                   "                         RGBA32F texels: this lavapipe computed them wrong that way\n");
         if (!x->usable)
             printf("    unusable: it %s\n", x->unusable_reason);
     }

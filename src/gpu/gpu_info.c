@@ -32,6 +32,14 @@ static const char *type_name(VkPhysicalDeviceType t, int *rank)
     }
 }
 
+/* A 0|1 environment switch over a device default (the workarounds'
+ * overrides, for tests); anything else leaves the default. */
+static int env_flag(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : fallback;
+}
+
 int gpu_compute_queue_family(VkPhysicalDevice p)
 {
     uint32_t n = 0;
@@ -124,9 +132,8 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
         long n = lp_threads ? strtol(lp_threads, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
         d->cpu_threads = n > 1 ? (unsigned)n : 1; /* LP_NUM_THREADS=0: the calling thread */
     }
-    const char *rows_wg = getenv("VKTRAIN_TEXEL_ROWS_WG");
-    if (rows_wg && (!strcmp(rows_wg, "0") || !strcmp(rows_wg, "1")))
-        d->texel_rows_wg = rows_wg[0] == '1';
+    d->texel_rows_wg = env_flag("VKTRAIN_TEXEL_ROWS_WG", d->texel_rows_wg);
+    d->repro_hd16_vec4 = env_flag("VKTRAIN_REPRO_HD16_VEC4", !d->newer_lavapipe);
     gpu_limits_apply(d, NULL);
     d->usable = 1;
     if (d->api_version < VK_API_VERSION_1_2) {

@@ -106,6 +106,10 @@ static int flash_width(const struct gpu *g, const char *op, const struct attenti
         vkt_fatal("%s: head size %u is over the %d this kernel keeps in registers", op, p->hd, FLASH_MAX_HD);
     int v4 = p->hd % 4 == 0 && p->q_off % 4 == 0 && p->k_off % 4 == 0 && p->v_off % 4 == 0 &&
              p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
+    /* the reproducible kernels' head of 16 floats as R32F where the
+     * device's RGBA32F reads of it were wrong (gpu_device_info) */
+    if (p->hd == 16 && gpu_reproducible(g) && !gpu_info(g)->repro_hd16_vec4)
+        v4 = 0;
     *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
     if (*texel)
         return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
