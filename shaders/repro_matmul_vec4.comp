@@ -11,6 +11,7 @@
 // variant: tn_shift -DLAYOUT_TN=1 -DSHIFT_A=1
 // variant: tn_shift_seg -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1
 // variant: tn_wide -DLAYOUT_TN=1 -DWIDE=1
+// variant: nn_img_wide -DLAYOUT_NN=1 -DIMG_C=1 -DWIDE=1
 // variant: tn_shift_wide -DLAYOUT_TN=1 -DSHIFT_A=1 -DWIDE=1
 // variant: tn_seg_wide -DLAYOUT_TN=1 -DSEGMENTS=1 -DWIDE=1
 // variant: tn_shift_seg_wide -DLAYOUT_TN=1 -DSHIFT_A=1 -DSEGMENTS=1 -DWIDE=1
@@ -99,12 +100,13 @@ vec4 a_at(uint f, uint last)
 // (NC 4, 16x16 per invocation as the default kernels: slower at the
 // default recipe's sizes, which then leave too few workgroups; measured
 // again by in-process alternation, bench_matmul 2048 512 128: nt 0.74x,
-// nn 0.94x, nt with bias 0.82x of NC 2.) WIDE (tn only): NC 4, a
-// workgroup 128 x 128, which src/repro/repro_matmul.c picks where that
-// leaves a workgroup for each thread of the CPU device: each fetch of A
-// then serves 16 columns (tn over 16 samples, 2048 rows, in-process
-// alternation on lavapipe: 1.1-1.8x faster at 352 x 128, 128 x 352 and
-// GPT-2's 768 x 768; slower where it leaves one workgroup).
+// nn 0.94x, nt with bias 0.82x of NC 2.) WIDE (tn, and nn with IMG_C):
+// NC 4, a workgroup 128 x 128, which src/repro/repro_matmul.c picks where
+// that leaves a workgroup for each thread of the CPU device: each fetch
+// of A then serves 16 columns (2048 rows, in-process alternation on
+// lavapipe, this build: tn over 16 samples
+// 1.1-1.8x faster at 352 x 128, 128 x 352 and GPT-2's 768 x 768, slower
+// where it leaves one workgroup; nn 1.0-1.3x; nt 0.45-0.9x, not used).
 #if WIDE
 #define NC 4u
 #define EACH_G1(X) X(0) X(1) X(2) X(3)

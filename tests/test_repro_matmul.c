@@ -58,14 +58,15 @@ static void four_accumulators_nt(const float *x, const float *w, float *y, uint3
         }
 }
 
-/* The texel family's tn tiles: 0 narrow, 1 wide (VKTRAIN_TN_WIDE), -1
- * chosen by shape. Both must give the C reference's bits. */
-static void set_tn_wide(int wide)
+/* The texel family's tn and nn tiles: 0 narrow, 1 wide
+ * (VKTRAIN_REPRO_WIDE), -1 chosen by shape. Both must give the C
+ * reference's bits. */
+static void set_wide(int wide)
 {
     if (wide < 0)
-        unsetenv("VKTRAIN_TN_WIDE");
+        unsetenv("VKTRAIN_REPRO_WIDE");
     else
-        setenv("VKTRAIN_TN_WIDE", wide ? "1" : "0", 1);
+        setenv("VKTRAIN_REPRO_WIDE", wide ? "1" : "0", 1);
 }
 
 static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, uint32_t M, uint32_t N, uint32_t K,
@@ -82,11 +83,12 @@ static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, 
     struct gpu_buffer *bc = gpu_buffer_create(g, s[2] * 4, "repro c");
     gpu_upload(g, ba, 0, a, s[0] * 4);
     gpu_upload(g, bb, 0, b, s[1] * 4);
-    /* texel, tiled; tn: the texel family's narrow and wide tiles */
-    for (int run = 0; run < (l == REPRO_TN ? 3 : 2); run++) {
+    /* texel, tiled; tn and nn: the texel family's narrow and wide tiles */
+    int tiles = l != REPRO_NT;
+    for (int run = 0; run < (tiles ? 3 : 2); run++) {
         int family = run & 1;
-        const char *kind = family ? "tiled" : l != REPRO_TN ? "texel" : run ? "texel, wide" : "texel, narrow";
-        set_tn_wide(l == REPRO_TN && !family ? run >> 1 : -1);
+        const char *kind = family ? "tiled" : !tiles ? "texel" : run ? "texel, wide" : "texel, narrow";
+        set_wide(tiles && !family ? run >> 1 : -1);
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_upload(g, bc, 0, c0, s[2] * 4);
         repro_matmul(g, l, ba, bb, bc, M, N, K, accumulate);
@@ -98,7 +100,7 @@ static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, 
         CHECK(d == 0, "%s %ux%ux%u %s: %zu outputs differ", layout_names[l], M, N, K, kind, d);
         free(out);
     }
-    set_tn_wide(-1);
+    set_wide(-1);
     if (l == REPRO_NT && !accumulate && K >= 64) {
         float *other = vkt_malloc(s[2] * sizeof *other, "other order");
         four_accumulators_nt(a, b, other, M, N, K);
@@ -164,7 +166,7 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
         /* texel narrow, tiled, texel wide; then the same, cut later */
         int family = run % 3 == 1, wide = run % 3 == 2;
         uint32_t cut = run < 3 ? T + T / 2 : 3 * T + T / 2;
-        set_tn_wide(family ? -1 : wide);
+        set_wide(family ? -1 : wide);
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_zero(g, bw);
         gpu_upload(g, bs, 0, junk, stack_floats * 4);
@@ -182,7 +184,7 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
         CHECK(d == 0, "tn over samples %ux%u %s: %zu outputs differ", N, K, kind, d);
         free(out);
     }
-    set_tn_wide(-1);
+    set_wide(-1);
     /* negative control: one sum over all the rows is another order */
     float *flat = vkt_calloc((size_t)N * K, sizeof(float), "one sum");
     repro_matmul_ref(REPRO_TN, dy, x, flat, R, N, K, 1);

@@ -198,26 +198,29 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         [REPRO_NT] = "repro_matmul_vec4_nt_img", [REPRO_NN] = "repro_matmul_vec4_nn_img"};
     static const char *const shift_shader[] = {
         [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
-    /* wide: tn's 16x16 outputs per invocation, 128x128 per workgroup (the
-     * same bits), where the columns fill more than the narrow tile's 64
-     * (a column group past N still computes, unstored) and that leaves at
-     * least two workgroups and one per thread of a CPU device: fewer
-     * fetches per product (on lavapipe with two threads, in-process
-     * alternation: 1.1-1.8x faster at the default recipe's and GPT-2's
-     * weight gradients with two or more wide workgroups, 0.7-0.9x with
-     * one). VKTRAIN_TN_WIDE=0|1 forces it (tests: both give the bits of
-     * the C reference). */
+    /* wide: 16x16 outputs per invocation, 128x128 per workgroup (the same
+     * bits), for tn and for nn with C as texels, where the columns fill
+     * more than the narrow tile's 64 (a column group past N still
+     * computes, unstored) and that leaves at least two workgroups and one
+     * per thread of a CPU device: fewer fetches per product. On lavapipe
+     * with two threads, in-process alternation at the default recipe's and
+     * GPT-2's shapes: tn 1.1-1.8x faster with two or more wide workgroups
+     * (0.7-0.9x with one), nn 1.0-1.3x; nt was slower (0.45-0.9x), so it
+     * keeps the narrow tiles. VKTRAIN_REPRO_WIDE=0|1 forces it (tests:
+     * both give the bits of the C reference). */
     size_t wide_groups = (size_t)((p.M + 127) / 128) * ((p.N + 127) / 128);
     unsigned threads = gpu_info(g)->cpu_threads;
-    const char *force_wide = getenv("VKTRAIN_TN_WIDE");
-    int wide = (vec4 || shift) && layout == REPRO_TN &&
+    const char *force_wide = getenv("VKTRAIN_REPRO_WIDE");
+    int wide = (((vec4 || shift) && layout == REPRO_TN) || (img && layout == REPRO_NN)) &&
                (force_wide && (!strcmp(force_wide, "0") || !strcmp(force_wide, "1"))
                     ? force_wide[0] == '1'
                     : p.N > 64 && wide_groups >= 2 && wide_groups >= threads);
     const char *shader =
         segments ? (vec4 ? (wide ? "repro_matmul_vec4_tn_seg_wide" : "repro_matmul_vec4_tn_seg")
                          : (wide ? "repro_matmul_vec4_tn_shift_seg_wide" : "repro_matmul_vec4_tn_shift_seg"))
-        : wide   ? (vec4 ? "repro_matmul_vec4_tn_wide" : "repro_matmul_vec4_tn_shift_wide")
+        : wide   ? (layout == REPRO_NN ? "repro_matmul_vec4_nn_img_wide"
+                    : vec4             ? "repro_matmul_vec4_tn_wide"
+                                       : "repro_matmul_vec4_tn_shift_wide")
         : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
         : img    ? img_shader[layout]
         : vec4   ? vec4_shader[layout]
