@@ -78,7 +78,8 @@ struct gpu_device_info {
     unsigned newer_lavapipe;
     /* llvmpipe: the threads its workgroups run on (LP_NUM_THREADS, else
      * the online CPUs; at least 1), else 0. A kernel with a choice of tile
-     * sizes keeps enough workgroups to busy them (repro_matmul's tn). */
+     * sizes keeps enough workgroups to busy them (the reproducible
+     * matmul's tn and nn tiles). */
     unsigned cpu_threads;
     /* GPU_LIMIT_* bits of the limits above that VKTRAIN_DEVICE_LIMITS made
      * smaller than the device's own (see gpu_limits_apply). */

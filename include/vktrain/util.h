@@ -36,6 +36,10 @@ void *vkt_calloc(size_t count, size_t size, const char *what);
 void *vkt_realloc(void *p, size_t n, const char *what);
 char *vkt_strdup(const char *s);
 
+/* A 0|1 switch from the environment (tests' overrides of a device
+ * default): 1 or 0 where name is exactly "1" or "0", else fallback. */
+int vkt_env_flag(const char *name, int fallback);
+
 /* Formats a message into err (for functions that report errors to their
  * caller rather than ending the process) and returns -1. */
 int vkt_error(char *err, size_t errlen, const char *fmt, ...) VKT_PRINTF(3, 4);

@@ -32,14 +32,6 @@ static const char *type_name(VkPhysicalDeviceType t, int *rank)
     }
 }
 
-/* A 0|1 environment switch over a device default (the workarounds'
- * overrides, for tests); anything else leaves the default. */
-static int env_flag(const char *name, int fallback)
-{
-    const char *v = getenv(name);
-    return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : fallback;
-}
-
 int gpu_compute_queue_family(VkPhysicalDevice p)
 {
     uint32_t n = 0;
@@ -126,14 +118,13 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     if (mesa)
         sscanf(mesa, "Mesa %u", &mesa_major);
     d->newer_lavapipe = drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE && mesa_major > 22 ? mesa_major : 0;
-    d->texel_rows_wg = !d->newer_lavapipe;
     if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {
         const char *lp_threads = getenv("LP_NUM_THREADS");
         long n = lp_threads ? strtol(lp_threads, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
         d->cpu_threads = n > 1 ? (unsigned)n : 1; /* LP_NUM_THREADS=0: the calling thread */
     }
-    d->texel_rows_wg = env_flag("VKTRAIN_TEXEL_ROWS_WG", d->texel_rows_wg);
-    d->repro_hd16_vec4 = env_flag("VKTRAIN_REPRO_HD16_VEC4", !d->newer_lavapipe);
+    d->texel_rows_wg = vkt_env_flag("VKTRAIN_TEXEL_ROWS_WG", !d->newer_lavapipe);
+    d->repro_hd16_vec4 = vkt_env_flag("VKTRAIN_REPRO_HD16_VEC4", !d->newer_lavapipe);
     gpu_limits_apply(d, NULL);
     d->usable = 1;
     if (d->api_version < VK_API_VERSION_1_2) {

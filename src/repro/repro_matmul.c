@@ -3,9 +3,6 @@
  * operation rounded on its own), on the device in either kernel family and
  * on the host as the C reference. It records dispatches and never submits.
  * op_matmul_* record it when gpu_reproducible(g). */
-#include <stdlib.h>
-#include <string.h>
-
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
@@ -210,11 +207,8 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
      * both give the bits of the C reference). */
     size_t wide_groups = (size_t)((p.M + 127) / 128) * ((p.N + 127) / 128);
     unsigned threads = gpu_info(g)->cpu_threads;
-    const char *force_wide = getenv("VKTRAIN_REPRO_WIDE");
     int wide = (((vec4 || shift) && layout == REPRO_TN) || (img && layout == REPRO_NN)) &&
-               (force_wide && (!strcmp(force_wide, "0") || !strcmp(force_wide, "1"))
-                    ? force_wide[0] == '1'
-                    : p.N > 64 && wide_groups >= 2 && wide_groups >= threads);
+               vkt_env_flag("VKTRAIN_REPRO_WIDE", p.N > 64 && wide_groups >= 2 && wide_groups >= threads);
     const char *shader =
         segments ? (vec4 ? (wide ? "repro_matmul_vec4_tn_seg_wide" : "repro_matmul_vec4_tn_seg")
                          : (wide ? "repro_matmul_vec4_tn_shift_seg_wide" : "repro_matmul_vec4_tn_shift_seg"))

@@ -106,6 +106,12 @@ char *vkt_strdup(const char *s)
     return memcpy(vkt_malloc(n, "a string"), s, n);
 }
 
+int vkt_env_flag(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "0") || !strcmp(v, "1")) ? v[0] == '1' : fallback;
+}
+
 double vkt_now(void)
 {
     struct timespec ts;
