@@ -3,7 +3,9 @@
  * families as the C reference repro_matmul_ref, in the three layouts, with
  * and without accumulate, at shapes that are not multiples of any tile
  * (edges), with a reduction longer than lavapipe lets one invocation loop
- * (cut into dispatches), and with signed zeros in the data.
+ * (cut into dispatches), and with signed zeros in the data; the texel
+ * family's tn and nn with both their tile sizes (narrow and wide,
+ * VKTRAIN_REPRO_WIDE=0|1), which a shape rule chooses between.
  * Negative control: the same C sum with four interleaved accumulators (the
  * order of a vectorized kernel) must differ on many outputs, so a bitwise
  * match is a statement about the order, not luck.
