@@ -77,7 +77,7 @@ struct gpu_device_info {
      * major version (25 for 25.0.7), else 0. Training warns about it. */
     unsigned newer_lavapipe;
     /* llvmpipe: the threads its workgroups run on (LP_NUM_THREADS, else
-     * the online CPUs; at least 1), else 0. A kernel with a choice of tile
+     * the online CPUs; 1 to 32), else 0. A kernel with a choice of tile
      * sizes keeps enough workgroups to busy them (the reproducible
      * matmul's tn and nn tiles). */
     unsigned cpu_threads;

@@ -121,7 +121,9 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {
         const char *lp_threads = getenv("LP_NUM_THREADS");
         long n = lp_threads ? strtol(lp_threads, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-        d->cpu_threads = n > 1 ? (unsigned)n : 1; /* LP_NUM_THREADS=0: the calling thread */
+        /* LP_NUM_THREADS=0: the calling thread; llvmpipe runs 32 at most
+         * (16 in some releases) */
+        d->cpu_threads = n < 1 ? 1 : n > 32 ? 32 : (unsigned)n;
     }
     d->texel_rows_wg = vkt_env_flag("VKTRAIN_TEXEL_ROWS_WG", !d->newer_lavapipe);
     d->repro_hd16_vec4 = vkt_env_flag("VKTRAIN_REPRO_HD16_VEC4", !d->newer_lavapipe);
