@@ -298,7 +298,7 @@ static void print_rank_map(struct trainer *t)
                  "some of vktrain's texel kernels, worked around where found but not everywhere (docs/devices.md, "
                  "\"Newer Mesa\"); compare a short run against Mesa 22.3 or a GPU%s",
                  t->dist->rank, gpu_info(t->g)->driver_info,
-                 mine.texel ? ", or take the storage kernels (VKTRAIN_KERNELS=tiled: right there, about 15x slower)"
+                 mine.texel ? ", or take the storage kernels (VKTRAIN_KERNELS=tiled: right there, but 30-70x slower)"
                             : "");
     dist_allgather(&mine, all, sizeof mine);
     if (t->dist->rank == 0)
