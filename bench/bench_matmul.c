@@ -115,7 +115,7 @@ int main(int argc, char **argv)
         if (compare) { /* reps of each profile, alternated: the best of each */
             double best[2] = {0, 0};
             for (int r = 0; r < 2 * reps; r++) {
-                if (compare == 2) /* the reproducible tn's tiles: narrow, wide */
+                if (compare == 2) /* the reproducible tn and nn tiles: narrow, wide */
                     setenv("VKTRAIN_REPRO_WIDE", r % 2 ? "1" : "0", 1);
                 else
                     gpu_set_reproducible(g, r % 2 == 0);
