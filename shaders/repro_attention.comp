@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : enable
 // variant: max_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1
 // variant: max_texel_scalar -DSTAGE=0 -DTEXEL=1 -DVEC4=0
 // variant: max_storage_vec4 -DSTAGE=0 -DTEXEL=0 -DVEC4=1
@@ -94,6 +95,7 @@
 #ifndef NR
 #define NR 1u // rows per invocation
 #endif
+#define RK 8u // keys per loop step of the fused walk (its tree's lowest three levels)
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HDC = 16;
 layout(push_constant) uniform Push {
@@ -373,30 +375,80 @@ void main()
         }                                                                                               \
     }
 #if STAGE == 6
-    // Keys in aligned groups of four (w0 = 0: the fused walk is never
-    // cut): each row's four leaves e (+0 for a key not allowed or past
-    // the walk) make the tree's two lowest levels, ((e0 + e1) + (e2 + e3)),
-    // pushed as one subtree of the binary counter over groups; a row's
-    // last group, partly past its query, pushes +0 leaves, which change
-    // no bit of a sum of non-negative terms. The additions of the
-    // key-by-key counter, a quarter of its stack traffic.
-    for (uint s4 = p.w0; s4 < end; s4 += 4u) {
-        precise float e4[NR][4];
-        for (uint q = 0u; q < 4u; q++) {
-            precise float e[NR];
-            KEY_STEP(s4 + q, e)
-            for (uint u = 0u; u < NR; u++)
-                e4[u][q] = e[u];
+    // Keys in aligned groups of RK = 8 (w0 = 0: the fused walk is never
+    // cut), one loop step each: each row's eight leaves e (+0 for a key
+    // not allowed or past the walk) make the tree's three lowest levels,
+    // (((e0 + e1) + (e2 + e3)) + ((e4 + e5) + (e6 + e7))), pushed as one
+    // subtree of the binary counter over groups; a row's last group, partly
+    // past its query, pushes +0 leaves, which change no bit of a sum of
+    // non-negative terms. Each score, weight and accumulator takes the
+    // same operations in the same order as key by key (the eight scores
+    // are eight accumulators side by side, each in d order; every element
+    // of a takes the group's keys in order), so the bits are the one-key
+    // walk's. Eight keys a step, the loops unrolled: llvmpipe blends the
+    // values a loop carries once per step, and eight independent chains
+    // of scores and of repro_exp fill the CPU's pipelines where one chain
+    // waited on each operation's latency.
+    for (uint s8 = p.w0; s8 < end; s8 += RK) {
+        bool ok[NR][RK], any = false;
+        uint ks[RK];
+        [[unroll]] for (uint q = 0u; q < RK; q++) {
+            ks[q] = min(s8 + q, end - 1u);
+            int ds = doc_of(b, ks[q]);
+            [[unroll]] for (uint u = 0u; u < NR; u++) {
+                ok[u][q] = s8 + q < end && live[u] && s8 + q <= t[u] && ds == d[u];
+                any = any || ok[u][q];
+            }
+        }
+        precise float e[NR][RK];
+        [[unroll]] for (uint u = 0u; u < NR; u++)
+            [[unroll]] for (uint q = 0u; q < RK; q++) e[u][q] = 0.0f;
+        if (any) {
+            precise float sa[NR][RK];
+            [[unroll]] for (uint u = 0u; u < NR; u++)
+                [[unroll]] for (uint q = 0u; q < RK; q++) sa[u][q] = 0.0f;
+            [[unroll]] for (uint c = 0u; c < HDC; c++)
+                [[unroll]] for (uint q = 0u; q < RK; q++) {
+                    VT kc = FETCH(tk, kidx(b, ks[q], kh) + c * W);
+                    [[unroll]] for (uint u = 0u; u < NR; u++) {
+                        precise float n = dot_step(sa[u][q], qr[u][c], kc);
+                        sa[u][q] = n;
+                    }
+                }
+            [[unroll]] for (uint u = 0u; u < NR; u++)
+                [[unroll]] for (uint q = 0u; q < RK; q++) {
+                    precise float sc = sa[u][q] * p.scale;
+                    precise float dd = sc - m[u];
+                    precise float x = repro_exp(dd);
+                    e[u][q] = ok[u][q] ? x : 0.0f;
+                }
+            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+                VT vc[RK];
+                [[unroll]] for (uint q = 0u; q < RK; q++) vc[q] = FETCH(tv, vidx(b, ks[q], kh) + c * W);
+                [[unroll]] for (uint u = 0u; u < NR; u++) {
+                    precise VT a = acc[u][c];
+                    [[unroll]] for (uint q = 0u; q < RK; q++) {
+                        precise VT x = e[u][q] * vc[q];
+                        precise VT an = a + x;
+                        a = ok[u][q] ? an : a;
+                    }
+                    acc[u][c] = a;
+                }
+            }
         }
         bool push[NR];
         precise float v[NR];
-        for (uint u = 0u; u < NR; u++) {
-            push[u] = live[u] && s4 <= t[u];
-            precise float ab = e4[u][0] + e4[u][1];
-            precise float cd = e4[u][2] + e4[u][3];
-            v[u] = ab + cd;
+        [[unroll]] for (uint u = 0u; u < NR; u++) {
+            push[u] = live[u] && s8 <= t[u];
+            precise float ab = e[u][0] + e[u][1];
+            precise float cd = e[u][2] + e[u][3];
+            precise float ef = e[u][4] + e[u][5];
+            precise float gh = e[u][6] + e[u][7];
+            precise float lo = ab + cd;
+            precise float hi = ef + gh;
+            v[u] = lo + hi;
         }
-        TREE_PUSH(s4 >> 2, v, push)
+        TREE_PUSH(s8 >> 3, v, push)
     }
 #else
     for (uint s = p.w0; s < end; s++) {
@@ -409,7 +461,7 @@ void main()
             continue;
         if (t[u] < p.w1) {
 #if STAGE == 6
-            float l = tree_total(u, t[u] >> 2); // over groups of four keys
+            float l = tree_total(u, t[u] >> 3); // over groups of RK keys
 #else
             float l = ls[p.x_off + r[u]];
 #endif
