@@ -5,7 +5,8 @@
 # first in odd rounds, reproducible first in even ones) so both see the
 # same machine, and reports the tokens/s of each (the median over the
 # steps after the first, which builds the pipelines, of all rounds) and
-# the ratio reproducible / fp32 (the target: >= 0.8).
+# the ratio reproducible / fp32 (the target: >= 0.8), and the ratio of
+# each mode's fastest step.
 # usage: scripts/bench_repro.sh [steps [rounds [archs]]]   (default 6 2 "llama gpt2")
 # VKTRAIN=path/to/vktrain skips the build; LP_NUM_THREADS as for any run.
 # Then bench_ops: the elementwise kernels of both modes, one by one.
@@ -45,13 +46,17 @@ def median(xs):
     xs = sorted(xs)
     return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
 print(f"configs/default.yaml, {rounds} round(s) of each mode, tokens/s after the first step: the median of the "
-      f"steps (bursts of other work on a shared machine slow some steps), and each round's mean")
+      f"steps (bursts of other work on a shared machine slow some steps), and each round's mean; 'fastest': "
+      f"each mode's fastest step (other work only ever slows a step, so their ratio compares the two at the "
+      f"machine's own speed)")
 for arch in archs:
     fp32 = [steps(f"{arch}-fp32-{r}") for r in range(1, rounds + 1)]
     repro = [steps(f"{arch}-reproducible-{r}") for r in range(1, rounds + 1)]
     f, p = median(sum(fp32, [])), median(sum(repro, []))
     rounds_of = lambda runs: " ".join(f"{sum(x) / len(x):.0f}" for x in runs)
+    ff, pf = max(sum(fp32, [])), max(sum(repro, []))
     print(f"{arch:5s}  fp32 {f:8.0f} tok/s  reproducible {p:8.0f} tok/s  ratio {p / f:5.2f}  "
+          f"fastest {ff:.0f} / {pf:.0f}  ratio {pf / ff:5.2f}  "
           f"(round means: {rounds_of(fp32)}; {rounds_of(repro)})")
 PY
 # The elementwise kernels alone, both modes alternated call by call
