@@ -1,5 +1,4 @@
 #version 450
-#extension GL_EXT_control_flow_attributes : enable
 // variant: max_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1
 // variant: max_texel_scalar -DSTAGE=0 -DTEXEL=1 -DVEC4=0
 // variant: max_storage_vec4 -DSTAGE=0 -DTEXEL=0 -DVEC4=1
@@ -387,49 +386,51 @@ void main()
     // same operations in the same order as key by key (the eight scores
     // are eight accumulators side by side, each in d order; every element
     // of a takes the group's keys in order), so the bits are the one-key
-    // walk's. Eight keys a step, the loops unrolled: llvmpipe blends the
-    // values a loop carries once per step, and eight independent chains
-    // of scores and of repro_exp fill the CPU's pipelines where one chain
-    // waited on each operation's latency.
+    // walk's. Eight keys a step: llvmpipe blends the values a loop
+    // carries once per step, and eight independent chains of scores and of
+    // repro_exp fill the CPU's pipelines where one chain waited on each
+    // operation's latency. No [[unroll]] here: glslc's unrolling copied the
+    // loops' float operations without their NoContraction (test_repro_lint
+    // caught it), and llvmpipe unrolls these constant loops as fast itself.
     for (uint s8 = p.w0; s8 < end; s8 += RK) {
         bool ok[NR][RK], any = false;
         uint ks[RK];
-        [[unroll]] for (uint q = 0u; q < RK; q++) {
+        for (uint q = 0u; q < RK; q++) {
             ks[q] = min(s8 + q, end - 1u);
             int ds = doc_of(b, ks[q]);
-            [[unroll]] for (uint u = 0u; u < NR; u++) {
+            for (uint u = 0u; u < NR; u++) {
                 ok[u][q] = s8 + q < end && live[u] && s8 + q <= t[u] && ds == d[u];
                 any = any || ok[u][q];
             }
         }
         precise float e[NR][RK];
-        [[unroll]] for (uint u = 0u; u < NR; u++)
-            [[unroll]] for (uint q = 0u; q < RK; q++) e[u][q] = 0.0f;
+        for (uint u = 0u; u < NR; u++)
+            for (uint q = 0u; q < RK; q++) e[u][q] = 0.0f;
         if (any) {
             precise float sa[NR][RK];
-            [[unroll]] for (uint u = 0u; u < NR; u++)
-                [[unroll]] for (uint q = 0u; q < RK; q++) sa[u][q] = 0.0f;
-            [[unroll]] for (uint c = 0u; c < HDC; c++)
-                [[unroll]] for (uint q = 0u; q < RK; q++) {
+            for (uint u = 0u; u < NR; u++)
+                for (uint q = 0u; q < RK; q++) sa[u][q] = 0.0f;
+            for (uint c = 0u; c < HDC; c++)
+                for (uint q = 0u; q < RK; q++) {
                     VT kc = FETCH(tk, kidx(b, ks[q], kh) + c * W);
-                    [[unroll]] for (uint u = 0u; u < NR; u++) {
+                    for (uint u = 0u; u < NR; u++) {
                         precise float n = dot_step(sa[u][q], qr[u][c], kc);
                         sa[u][q] = n;
                     }
                 }
-            [[unroll]] for (uint u = 0u; u < NR; u++)
-                [[unroll]] for (uint q = 0u; q < RK; q++) {
+            for (uint u = 0u; u < NR; u++)
+                for (uint q = 0u; q < RK; q++) {
                     precise float sc = sa[u][q] * p.scale;
                     precise float dd = sc - m[u];
                     precise float x = repro_exp(dd);
                     e[u][q] = ok[u][q] ? x : 0.0f;
                 }
-            [[unroll]] for (uint c = 0u; c < HDC; c++) {
+            for (uint c = 0u; c < HDC; c++) {
                 VT vc[RK];
-                [[unroll]] for (uint q = 0u; q < RK; q++) vc[q] = FETCH(tv, vidx(b, ks[q], kh) + c * W);
-                [[unroll]] for (uint u = 0u; u < NR; u++) {
+                for (uint q = 0u; q < RK; q++) vc[q] = FETCH(tv, vidx(b, ks[q], kh) + c * W);
+                for (uint u = 0u; u < NR; u++) {
                     precise VT a = acc[u][c];
-                    [[unroll]] for (uint q = 0u; q < RK; q++) {
+                    for (uint q = 0u; q < RK; q++) {
                         precise VT x = e[u][q] * vc[q];
                         precise VT an = a + x;
                         a = ok[u][q] ? an : a;
@@ -440,7 +441,7 @@ void main()
         }
         bool push[NR];
         precise float v[NR];
-        [[unroll]] for (uint u = 0u; u < NR; u++) {
+        for (uint u = 0u; u < NR; u++) {
             push[u] = live[u] && s8 <= t[u];
             precise float ab = e[u][0] + e[u][1];
             precise float cd = e[u][2] + e[u][3];
