@@ -15,7 +15,8 @@
 #      vktrain and in PyTorch eager on the same GPU;
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
-#      ratios to PyTorch, and what was skipped and why.
+#      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
+#      (a .tgz path) keeps every step's log as well.
 # Exit status 1 when a test failed or a step could not run.
 #
 # On a CPU device (lavapipe, CI) the GPU-only parts are skipped and the
@@ -26,13 +27,16 @@
 # A GPU machine with only a driver and Python with PyTorch (no compiler for
 # shaders, no Vulkan loader): on a Debian 12 machine run
 #   scripts/gpu_check.sh --pack
-# which builds build-gpucheck/ and downloads the Debian packages of the
-# Vulkan loader and the validation layer into .gl/; carry both folders to
-# the GPU machine (same repository checkout) and there, as root, run
+# which builds build-gpucheck/ and puts into .gl/ an archive of what the
+# check runs from it (build-gpucheck.tar.xz, a few MB) and the Debian
+# packages of the Vulkan loader, the validation layer and the libraries
+# vktrain and NVIDIA's Vulkan driver load; carry .gl to the GPU machine
+# (same repository checkout) and there, as root, run
 #   scripts/gpu_check.sh
-# It unpacks .gl/*.deb into / when no Vulkan loader is installed, and points
-# the loader at NVIDIA's driver in /usr/local/nvidia when it finds no
-# device otherwise. GPU_CHECK_PYTHON names the Python with PyTorch
+# It unpacks the archive when build-gpucheck/ has no vktrain, .gl/*.deb
+# into / when a library is missing or no device is found, and points the
+# loader at NVIDIA's driver in /usr/local/nvidia when it finds no device
+# otherwise. GPU_CHECK_PYTHON names the Python with PyTorch
 # (default: python3 or /usr/bin/python3, whichever has it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +53,11 @@ if [ -z "$py" ]; then
   done
 fi
 started=$SECONDS
+# The test programs run on the device, and what --pack's archive holds.
+device_tests=(test_ops test_ops_nn test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops
+  test_repro_attention)
+packed=(vktrain repro_reference.txt bench/bench_matmul bench/bench_model tests/tools/parity_driver
+  "${device_tests[@]/#/tests/}")
 
 configure_and_build() {
   mkdir -p "$build"
@@ -84,16 +93,20 @@ if [ "${1:-}" = --pack ]; then
   scripts/deps.sh test
   configure_and_build
   mkdir -p .gl
-  # The loader, the validation layer, and the libraries vktrain links that
-  # a machine with only a driver and Python may lack.
-  (cd .gl && apt-get download libvulkan1 vulkan-validationlayers libyaml-0-2 libjansson4)
+  # The loader, the validation layer, the libraries vktrain links, and the
+  # GL dispatch libraries NVIDIA's Vulkan driver loads, which a machine with
+  # only a driver and Python may lack.
+  (cd .gl && apt-get download libvulkan1 vulkan-validationlayers libyaml-0-2 libjansson4 \
+    libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0)
   # The bytes a reproducible training writes here, for the GPU to match.
   ref=$(mktemp -d)
   sum=$(repro_train "$build/vktrain" "$ref")
   echo "$sum $("$build/vktrain" devices 2>&1 | sed -n 's/^\* device [0-9]*: //p' | head -1)" > "$build/repro_reference.txt"
   rm -rf "$ref"
-  echo "gpu_check: built $build/ and fetched .gl/$(cd .gl && ls | tr '\n' ' ')"
-  echo "gpu_check: carry $build and .gl to the GPU machine and run scripts/gpu_check.sh there"
+  # What the check runs, a few MB (the build folder is hundreds).
+  tar cJf .gl/build-gpucheck.tar.xz -C "$build" "${packed[@]}"
+  echo "gpu_check: built $build/ and put in .gl/: $(cd .gl && ls | tr '\n' ' ')"
+  echo "gpu_check: carry .gl to the GPU machine (same checkout) and run scripts/gpu_check.sh there"
   exit 0
 elif [ $# -gt 0 ]; then
   echo "usage: scripts/gpu_check.sh [--pack]" >&2
@@ -101,7 +114,8 @@ elif [ $# -gt 0 ]; then
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# GPU_CHECK_LOGS=FILE.tgz keeps every step's log in one archive.
+trap '[ -n "${GPU_CHECK_LOGS:-}" ] && tar czf "$GPU_CHECK_LOGS" -C "$work" $(cd "$work" && find . -name "*.log" -o -name "metrics.jsonl"); rm -rf "$work"' EXIT
 skipped=()
 failed=0
 note() { echo "gpu_check: $*"; }
@@ -113,23 +127,35 @@ if [ -z "${GPU_CHECK_BUILD:-}" ] && command -v glslc > /dev/null; then
 fi
 case $build in /*) bdir=$build ;; *) bdir=$root/$build ;; esac
 vk=$bdir/vktrain
+if [ ! -x "$vk" ] && [ -f .gl/build-gpucheck.tar.xz ]; then
+  mkdir -p "$bdir" && tar xJf .gl/build-gpucheck.tar.xz -C "$bdir" && note "unpacked the build from .gl/build-gpucheck.tar.xz"
+fi
 [ -x "$vk" ] || { note "no vktrain in $build/ (and no glslc to build it: see --pack)"; exit 1; }
 
-# The Vulkan loader, or a library vktrain links, missing: the carried
-# Debian packages (--pack) unpacked into /.
+# The carried Debian packages (--pack) unpacked into /, once, as root.
+unpacked=0
+unpack_carried() {
+  local debs=(.gl/*.deb) f
+  [ $unpacked = 0 ] && [ -e "${debs[0]}" ] && [ "$(id -u)" = 0 ] || return 1
+  for f in "${debs[@]}"; do dpkg -x "$f" /; done
+  ldconfig
+  unpacked=1
+  note "unpacked ${#debs[@]} carried package(s) from .gl/"
+}
+# The Vulkan loader, or a library vktrain links, missing.
 if ldd "$vk" | grep -q 'not found'; then
-  debs=(.gl/*.deb)
-  if [ -e "${debs[0]}" ] && [ "$(id -u)" = 0 ]; then
-    for f in "${debs[@]}"; do dpkg -x "$f" /; done
-    ldconfig
-    note "unpacked ${#debs[@]} carried package(s) from .gl/"
-  fi
+  unpack_carried
   ldd "$vk" | grep 'not found' && { note "libraries missing, and no .gl/*.deb to unpack as root (see --pack)"; exit 1; }
 fi
 
+# No device: NVIDIA's driver where the loader does not look, then the
+# libraries its driver loads.
 devices=$("$vk" devices 2>&1)
 if ! grep -q '^\* device' <<< "$devices" && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  devices=$("$vk" devices 2>&1)
+fi
+if ! grep -q '^\* device' <<< "$devices" && unpack_carried; then
   devices=$("$vk" devices 2>&1)
 fi
 echo "$devices"
@@ -139,8 +165,15 @@ name=$(sed -n 's/^\* device [0-9]*: //p' <<< "$chosen")
 cpu=0
 grep -q 'texel (CPU driver)' <<< "$chosen" && cpu=1
 
+layer_json=/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json
+# The validation layer missing while the libraries are there: the carried
+# package (--pack) unpacked into /.
+layer_debs=(.gl/vulkan-validationlayers_*.deb)
+if [ ! -f $layer_json ] && [ -e "${layer_debs[0]}" ] && [ "$(id -u)" = 0 ]; then
+  dpkg -x "${layer_debs[0]}" / && ldconfig && note "unpacked the validation layer from .gl/"
+fi
 validate=1
-if ! ls /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > /dev/null 2>&1; then
+if ! ls $layer_json > /dev/null 2>&1; then
   validate=0
   skip "validation layer" "not installed (Debian: vulkan-validationlayers; --pack carries it)"
 fi
@@ -156,13 +189,17 @@ rows=()
 run_test() { # name command...
   local t=$1 begin=$SECONDS status=0
   shift
-  (cd "$bdir/tests" && env VKTRAIN="$vk" SRC="$root" BUILD="$bdir" TOOLS="$bdir/tests/tools" \
+  (cd "$bdir/tests" && timeout "${GPU_CHECK_TEST_TIMEOUT:-300}" env VKTRAIN="$vk" SRC="$root" BUILD="$bdir" TOOLS="$bdir/tests/tools" \
     VKTRAIN_VALIDATE=$validate "$@") > "$work/$t.log" 2>&1 || status=$?
   if [ $status -eq 0 ] && grep -q 'Vulkan validation:' "$work/$t.log"; then
     status=99
   fi
   local secs=$((SECONDS - begin)) result=pass
-  if [ $status -ne 0 ]; then
+  if [ $status -eq 124 ]; then
+    result="FAIL (timed out after ${GPU_CHECK_TEST_TIMEOUT:-300} s)"
+    failed=1
+    tail -40 "$work/$t.log"
+  elif [ $status -ne 0 ]; then
     result="FAIL (status $status)"
     failed=1
     tail -40 "$work/$t.log"
@@ -170,8 +207,7 @@ run_test() { # name command...
   rows+=("| $t | $result | $secs |")
   note "$t: $result, $secs s"
 }
-for t in test_ops test_ops_nn test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops \
-  test_repro_attention; do
+for t in "${device_tests[@]}"; do
   if [ $t = test_large ] && [ $cpu = 1 ]; then
     skip $t "CPU device: minutes here, and the suite (scripts/test.sh) runs it"
     continue
@@ -245,7 +281,7 @@ else
   skip "PyTorch matmul on the GPU" "$([ $torch_any = 1 ] && echo "PyTorch sees no CUDA device" || echo "no PyTorch")"
 fi
 for l in nt nn tn; do
-  v=$(awk -v l=$l '$1 == "vktrain" && $2 == l { print $(NF - 1) }' "$work/matmul.log")
+  v=$(awk -v l=$l '$1 == "vktrain" && $3 == l { print $(NF - 1) }' "$work/matmul.log")
   t=$(awk -v l=$l '$1 == "torch" && $2 == l { print $3 }' "$work/torch_matmul.log" 2> /dev/null)
   bench+=("| matmul $l ${M}x${N}x${K} fp32, GFLOP/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.7x (cuBLAS, TF32 off) |")
 done
@@ -261,20 +297,29 @@ if [ $cpu = 1 ] || [ $torch_cuda = 0 ]; then
 else
   B=8 T=1024 steps=6 warm=2
   [ -f data/examples/tokens_train_000.bin ] || "$py" scripts/gen_example_data.py > /dev/null
-  "$vk" train --config configs/gpt2_124m.yaml batch_size=$B model.max_seq_len=$T max_steps=$((warm + steps)) \
-    output_dir="$work/gpt2" log_every_n_steps=1 > "$work/gpt2.log" 2>&1 ||
-    { note "vktrain GPT-2 training failed"; tail -20 "$work/gpt2.log"; failed=1; }
-  v=$("$py" - "$work/gpt2/metrics.jsonl" $warm <<'PY' 2> /dev/null
+  # gpt2_train NAME ARGS...: tokens/s of vktrain's GPT-2 steps after the
+  # warm-up, the run in $work/NAME.
+  gpt2_train() {
+    local n=$1
+    shift
+    "$vk" train --config configs/gpt2_124m.yaml batch_size=$B model.max_seq_len=$T max_steps=$((warm + steps)) \
+      output_dir="$work/$n" log_every_n_steps=1 "$@" > "$work/$n.log" 2>&1 ||
+      { note "vktrain GPT-2 training ($n) failed"; tail -20 "$work/$n.log" >&2; failed=1; return; }
+    "$py" - "$work/$n/metrics.jsonl" $warm <<'PY' 2> /dev/null
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
 print("%.1f" % (sum(r["tokens"] for r in rows) / sum(r["step_ms"] for r in rows) * 1e3))
 PY
-)
+  }
+  v=$(gpt2_train gpt2)
   "$py" bench/torch_gpt2.py --device cuda --batch $B --seq $T --steps $steps --warmup $warm --threads "$(nproc)" \
     > "$work/torch_gpt2.log" 2>&1 || { note "PyTorch GPT-2 failed"; tail -20 "$work/torch_gpt2.log"; }
   t=$(sed -n 's/^torch tokens\/s \([0-9.]*\).*/\1/p' "$work/torch_gpt2.log")
   bench+=("| GPT-2 124M training B=$B T=$T fp32, tokens/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.5x (eager fp32) |")
   note "GPT-2 124M: vktrain ${v:--} tokens/s, PyTorch ${t:--} tokens/s"
+  r=$(gpt2_train gpt2_repro precision=reproducible)
+  bench+=("| GPT-2 124M training B=$B T=$T, precision: reproducible against fp32, tokens/s | ${r:--} | ${v:--} (vktrain fp32) | $(ratio "${r:-0}" "${v:-0}") | 0.8x |")
+  note "GPT-2 124M reproducible: ${r:--} tokens/s"
 fi
 
 # --- report -------------------------------------------------------------
