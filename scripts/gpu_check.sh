@@ -4,7 +4,7 @@
 #   1. builds without MPI into build-gpucheck/ (or uses the build in
 #      GPU_CHECK_BUILD, e.g. one carried from a machine with the toolchain);
 #   2. prints the device (`vktrain devices`);
-#   3. runs the op, model, large, generate, reproducible-profile and PyTorch
+#   3. runs the op, flash attention, model, large, generate, reproducible-profile and PyTorch
 #      parity tests with the Khronos validation layer on (any message fails
 #      the test), and a short training in precision: reproducible whose
 #      model.safetensors must have the bytes the --pack machine's lavapipe
@@ -54,7 +54,7 @@ if [ -z "$py" ]; then
 fi
 started=$SECONDS
 # The test programs run on the device, and what --pack's archive holds.
-device_tests=(test_ops test_ops_nn test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops
+device_tests=(test_ops test_ops_nn test_flash_attention test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops
   test_repro_attention)
 packed=(vktrain repro_reference.txt bench/bench_matmul bench/bench_model tests/tools/parity_driver
   "${device_tests[@]/#/tests/}")
@@ -250,7 +250,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; els
 if [ $cpu = 1 ]; then
   M=1024 N=768 K=768 R=3 model_args=()
 else
-  M=8192 N=3072 K=768 R=20 model_args=(16 1024 768 12) # GPT-2 124M's MLP at 16 x 1024 tokens
+  M=8192 N=3072 K=768 R=20 model_args=(8 1024 768 12 12) # GPT-2 124M's width, layers and heads at 8 x 1024 tokens
 fi
 "$bdir/bench/bench_matmul" $M $N $K $R > "$work/matmul.log" 2>&1 ||
   { note "bench_matmul failed"; cat "$work/matmul.log"; failed=1; }

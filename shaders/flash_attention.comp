@@ -17,8 +17,10 @@
 // variant: dkv_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1
 // variant: dkv_texel_scalar -DSTAGE=3 -DTEXEL=1 -DVEC4=0
 // variant: dkv2_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1 -DNR=2u
-// variant: dkv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1
-// variant: dkv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0
+// variant: dk_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=1
+// variant: dk_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=1
+// variant: dv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=2
+// variant: dv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=2
 // Flash attention: causal GQA self-attention (block-causal with document
 // ids) that never holds the (T, T) probabilities. With s = scale·q·k over
 // the allowed keys t' of query t (t' <= t, same document), kh = h/(H/KVH):
@@ -148,10 +150,18 @@ layout(std430, binding = 7) buffer BDV { VT dv[]; };
 // vectors: the texel family (CPU devices, where a fetch costs several
 // multiply-adds) keeps them, the storage one (GPUs, where registers are
 // scarce) fetches each where it is used, from the cache.
+// KEEP(kept, q, c, v) is v, kept as kept[q][c] in the texel family only:
+// the storage family declares no such array (NVIDIA's compiler put dkv's
+// two of 8 x 128 floats in local memory and refused the pipeline at head
+// size 128, an H200 with driver 580).
 #if TEXEL
 #define KEPT(kept, q, c, buf, at) kept[q][c]
+#define KEEP(kept, q, c, v) (kept[q][c] = (v))
+#define KEPT_ARRAY(kept) VT kept[KS][HDC]
 #else
 #define KEPT(kept, q, c, buf, at) FETCH(buf, at)
+#define KEEP(kept, q, c, v) (v)
+#define KEPT_ARRAY(kept)
 #endif
 
 // The rows' masks for the step of KS positions from i0 (keys, or query
@@ -294,7 +304,7 @@ void main()
         bool ok[NR][KS];
         if (!step_mask(b, s0, end, t, live, d, ks, ok)) continue;
         // dS of each row and key of the step (0 where not taken)
-        VT kt[KS][HDC];
+        KEPT_ARRAY(kt);
         float ds[NR][KS];
         [[unroll]] for (uint q = 0u; q < KS; q++) {
             uint vo = vidx(b, ks[q], kh);
@@ -302,10 +312,10 @@ void main()
             VT sv[NR], dpv[NR];
             [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                kt[q][c] = FETCH(tk, ko[q] + c * W);
+                VT kc = KEEP(kt, q, c, FETCH(tk, ko[q] + c * W));
                 VT vc = FETCH(tv, vo + c * W);
                 [[unroll]] for (uint u = 0u; u < NR; u++) {
-                    sv[u] += qr[u][c] * kt[q][c];
+                    sv[u] += qr[u][c] * kc;
                     dpv[u] += dor[u][c] * vc;
                 }
             }
@@ -327,7 +337,16 @@ void main()
 }
 #else
 // dk, dv per key row s[u], over the group's query heads and the query rows
-// t >= s[u] of this part.
+// t >= s[u] of this part. PART 1 computes dk only and PART 2 dv only, the
+// same terms in the same order: the storage kernels (GPUs) come in these
+// two, since one kernel with four head vectors per row (2 KB at head size
+// 128) was more local memory than NVIDIA's compiler took (an H200, driver
+// 580), where dq's three compiled. PART 0, both: the texel family's.
+#ifndef PART
+#define PART 0
+#endif
+#define DK (PART != 2)
+#define DV (PART != 1)
 void main()
 {
     uint TR = (p.T + NR - 1u) / NR, i = gl_GlobalInvocationID.x;
@@ -337,16 +356,26 @@ void main()
     uint group = p.H / p.KVH, s[NR], gk[NR], gv[NR];
     bool live[NR];
     int d[NR];
-    VT kr[NR][HDC], vr[NR][HDC], dka[NR][HDC], dva[NR][HDC];
+    VT kr[NR][HDC];
+#if DK
+    VT vr[NR][HDC], dka[NR][HDC];
+#endif
+#if DV
+    VT dva[NR][HDC];
+#endif
     [[unroll]] for (uint u = 0u; u < NR; u++) {
         s[u] = min(NR * j + u, p.T - 1u);
         live[u] = NR * j + u < p.T && s[u] < p.w1;
         uint ko = kidx(b, s[u], kh), vo = vidx(b, s[u], kh);
         [[unroll]] for (uint c = 0u; c < HDC; c++) {
             kr[u][c] = FETCH(tk, ko + c * W);
+#if DK
             vr[u][c] = FETCH(tv, vo + c * W);
             dka[u][c] = VT(0.0);
+#endif
+#if DV
             dva[u][c] = VT(0.0);
+#endif
         }
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + s[u]] : 0;
         gk[u] = (ko - p.k_off + p.g1_off) / W, gv[u] = (vo - p.v_off + p.g2_off) / W;
@@ -360,7 +389,8 @@ void main()
             if (!step_mask(b, t0, p.w1, s, live, d, ts, ok)) continue;
             // P and dS of each key row and query row of the step (0 where
             // not taken)
-            VT qt[KS][HDC], dot[KS][HDC];
+            KEPT_ARRAY(qt);
+            KEPT_ARRAY(dot);
             float pr[NR][KS], ds[NR][KS];
             [[unroll]] for (uint q = 0u; q < KS; q++) {
                 uint r = p.x_off + 2u * ridx(b, h, ts[q]);
@@ -368,11 +398,15 @@ void main()
                 VT sv[NR], dpv[NR];
                 [[unroll]] for (uint u = 0u; u < NR; u++) sv[u] = VT(0.0), dpv[u] = VT(0.0);
                 [[unroll]] for (uint c = 0u; c < HDC; c++) {
-                    qt[q][c] = FETCH(tq, qo[q] + c * W);
-                    dot[q][c] = FETCH(tdo, oo[q] + c * W);
+                    VT qc = KEEP(qt, q, c, FETCH(tq, qo[q] + c * W));
+#if DK
+                    VT dc = KEEP(dot, q, c, FETCH(tdo, oo[q] + c * W));
+#endif
                     [[unroll]] for (uint u = 0u; u < NR; u++) {
-                        sv[u] += kr[u][c] * qt[q][c];
-                        dpv[u] += vr[u][c] * dot[q][c];
+                        sv[u] += kr[u][c] * qc;
+#if DK
+                        dpv[u] += vr[u][c] * dc;
+#endif
                     }
                 }
                 float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
@@ -384,21 +418,28 @@ void main()
             }
             [[unroll]] for (uint c = 0u; c < HDC; c++)
                 [[unroll]] for (uint u = 0u; u < NR; u++) {
-                    VT kn = dka[u][c], vn = dva[u][c];
-                    [[unroll]] for (uint q = 0u; q < KS; q++) {
-                        kn += ds[u][q] * KEPT(qt, q, c, tq, qo[q] + c * W);
-                        vn += pr[u][q] * KEPT(dot, q, c, tdo, oo[q] + c * W);
-                    }
+#if DK
+                    VT kn = dka[u][c];
+                    [[unroll]] for (uint q = 0u; q < KS; q++) kn += ds[u][q] * KEPT(qt, q, c, tq, qo[q] + c * W);
                     dka[u][c] = kn;
+#endif
+#if DV
+                    VT vn = dva[u][c];
+                    [[unroll]] for (uint q = 0u; q < KS; q++) vn += pr[u][q] * KEPT(dot, q, c, tdo, oo[q] + c * W);
                     dva[u][c] = vn;
+#endif
                 }
         }
     }
     [[unroll]] for (uint u = 0u; u < NR; u++)
         if (live[u])
             [[unroll]] for (uint c = 0u; c < HDC; c++) {
+#if DK
                 dk[gk[u] + c] += p.scale * dka[u][c];
+#endif
+#if DV
                 dv[gv[u] + c] += dva[u][c];
+#endif
             }
 }
 #endif

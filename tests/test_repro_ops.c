@@ -532,8 +532,13 @@ static void check_norms(struct gpu *g, int count)
         add_array(&a, random_words(rc, 1), rc, 1);
         add_array(&a, random_words(s.rows, 1), s.rows, 1);
         add_array(&a, random_words(s.rows, 1), s.rows, 1);
-        /* C = 1: the variance is 0 and rstd = 1/sqrt(eps) ~ 316, y = b */
-        check_op(g, name, &a, dev_ln, ref_ln, &s, REL);
+        /* C = 1: the variance is 0 and rstd = 1/sqrt(eps) ~ 316, y = b.
+         * rstd multiplies the default kernels' rounding of x - mean (an
+         * H200's backward differed by 9.7e-6 against values of 0.68, most
+         * likely (x - mean) rstd contracted into an FMA): their tolerance
+         * grows by rstd there. */
+        double ln_rel = s.C == 1 ? REL / sqrt(s.eps) : REL;
+        check_op(g, name, &a, dev_ln, ref_ln, &s, ln_rel);
         repro_layernorm_ref(x, w, b, y, mean, rstd, s.rows, s.C, s.eps);
         s.flag = 1;
         snprintf(name, sizeof name, "layernorm_backward %ux%u", s.rows, s.C);
@@ -547,7 +552,7 @@ static void check_norms(struct gpu *g, int count)
         add_array(&a, random_words(rc, 1), rc, 1);
         add_array(&a, random_words(s.C, 1), s.C, 1);
         add_array(&a, random_words(s.C, 1), s.C, 1);
-        check_op(g, name, &a, dev_ln, ref_ln, &s, REL);
+        check_op(g, name, &a, dev_ln, ref_ln, &s, ln_rel);
         free(x), free(w), free(b), free(y), free(mean), free(rstd);
     }
 }

@@ -110,7 +110,14 @@ static int flash_width(const struct gpu *g, const char *op, const struct attenti
      * device's RGBA32F reads of it were wrong (gpu_device_info) */
     if (p->hd == 16 && gpu_reproducible(g) && !gpu_info(g)->repro_hd16_vec4)
         v4 = 0;
-    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n);
+    /* The texel family's default kernels keep a step's eight key and
+     * value vectors in registers (CPU devices, where a fetch costs several
+     * multiply-adds): at head size 128 that was more private memory than
+     * NVIDIA's compiler takes (an H200, driver 580: vkCreateComputePipelines
+     * failed for fwd4_texel_vec4). Other devices take the storage kernels,
+     * as the tiled family does: the same bits (see the shader). */
+    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n) &&
+             (gpu_reproducible(g) || !strcmp(gpu_info(g)->type, "cpu"));
     if (*texel)
         return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
     return v4 ? 4 : 1;
@@ -284,10 +291,20 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
     /* the reproducible walk is over (head of the group, query row), the
-     * default one over query rows with the group's heads inside */
-    flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dkv2" : "dkv", texel, width, 5, BWD_STATS, 8, s->hd), e, 8,
-                   &push, walk_items(a->T, a->KVH, pairs ? 2 : 1), repro ? group * a->T : a->T,
-                   repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
+     * default one over query rows with the group's heads inside; the
+     * default storage kernels (GPUs) take dk and dv in two dispatches, the
+     * same terms in the same order (see the shader) */
+    int parts = !repro && !texel ? 2 : 1;
+    for (int i = 0; i < parts; i++)
+        flash_dispatch(g, op,
+                       flash_kernel(g, base,
+                                    pairs        ? "dkv2"
+                                    : parts == 1 ? "dkv"
+                                    : i == 0     ? "dk"
+                                                 : "dv",
+                                    texel, width, 5, BWD_STATS, 8, s->hd),
+                       e, 8, &push, walk_items(a->T, a->KVH, pairs ? 2 : 1), repro ? group * a->T : a->T,
+                       repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
 }
 
 void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
