@@ -12,15 +12,15 @@
 // variant: dq_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1
 // variant: dq_texel_scalar -DSTAGE=2 -DTEXEL=1 -DVEC4=0
 // variant: dq2_texel_vec4 -DSTAGE=2 -DTEXEL=1 -DVEC4=1 -DNR=2u
-// variant: dq_storage_vec4 -DSTAGE=2 -DTEXEL=0 -DVEC4=1
-// variant: dq_storage_scalar -DSTAGE=2 -DTEXEL=0 -DVEC4=0
+// variant: dq_storage_vec4 -DSTAGE=2 -DTEXEL=0 -DVEC4=1 -DKS=1u
+// variant: dq_storage_scalar -DSTAGE=2 -DTEXEL=0 -DVEC4=0 -DKS=1u
 // variant: dkv_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1
 // variant: dkv_texel_scalar -DSTAGE=3 -DTEXEL=1 -DVEC4=0
 // variant: dkv2_texel_vec4 -DSTAGE=3 -DTEXEL=1 -DVEC4=1 -DNR=2u
-// variant: dk_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=1
-// variant: dk_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=1
-// variant: dv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=2
-// variant: dv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=2
+// variant: dk_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=1 -DKS=1u
+// variant: dk_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=1 -DKS=1u
+// variant: dv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=2 -DKS=1u
+// variant: dv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=2 -DKS=1u
 // Flash attention: causal GQA self-attention (block-causal with document
 // ids) that never holds the (T, T) probabilities. With s = scale·q·k over
 // the allowed keys t' of query t (t' <= t, same document), kh = h/(H/KVH):
@@ -144,16 +144,22 @@ layout(std430, binding = 7) buffer BDV { VT dv[]; };
 #ifndef NR
 #define NR 1u
 #endif
+// The storage family's backward (GPUs) takes one key (dk, dv: one query
+// row) per step, KS = 1: the same bits, since the backward adds its terms
+// one by one in the walk's order whatever KS. On an H200 the default dq
+// with eight per step took 589 ms a GPT-2 step where the reproducible
+// profile's dq, one key per step with its own exp, took 85: eight keys'
+// state and the fully unrolled step leave a GPU few registers.
+#ifndef KS
 #define KS 8u
+#endif
 // The accumulators take the step's key (dkv: query row) vectors, which dq
 // and dkv have fetched for the scores already, and the forward's value
 // vectors: the texel family (CPU devices, where a fetch costs several
 // multiply-adds) keeps them, the storage one (GPUs, where registers are
 // scarce) fetches each where it is used, from the cache.
 // KEEP(kept, q, c, v) is v, kept as kept[q][c] in the texel family only:
-// the storage family declares no such array (NVIDIA's compiler put dkv's
-// two of 8 x 128 floats in local memory and refused the pipeline at head
-// size 128, an H200 with driver 580).
+// the storage family declares no such array.
 #if TEXEL
 #define KEPT(kept, q, c, buf, at) kept[q][c]
 #define KEEP(kept, q, c, v) (kept[q][c] = (v))

@@ -112,7 +112,8 @@ static void plan_print(const struct trainer *t, const struct plan *p, uint64_t a
            t->cfg->precision == PRECISION_REPRODUCIBLE ? "gradients staged for the all-to-all, the ranks' shards and "
                                                          "the stack over micro-batches"
            : t->cfg->dist.zero && t->dist->world > 1   ? "gradients staged for the reduce-scatter, and the shard's sums"
-                                                       : "gradients staged for the all-reduce");
+           : t->dist->world > 1                        ? "gradients staged for the all-reduce"
+                                                       : "staging for checkpoints");
     fflush(stdout);
 }
 
