@@ -25,8 +25,10 @@
 // variant: dq_storage_scalar -DSTAGE=4 -DTEXEL=0 -DVEC4=0
 // variant: dkv_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1
 // variant: dkv_texel_scalar -DSTAGE=5 -DTEXEL=1 -DVEC4=0
-// variant: dkv_storage_vec4 -DSTAGE=5 -DTEXEL=0 -DVEC4=1
-// variant: dkv_storage_scalar -DSTAGE=5 -DTEXEL=0 -DVEC4=0
+// variant: dk_storage_vec4 -DSTAGE=5 -DTEXEL=0 -DVEC4=1 -DPART=1
+// variant: dk_storage_scalar -DSTAGE=5 -DTEXEL=0 -DVEC4=0 -DPART=1
+// variant: dv_storage_vec4 -DSTAGE=5 -DTEXEL=0 -DVEC4=1 -DPART=2
+// variant: dv_storage_scalar -DSTAGE=5 -DTEXEL=0 -DVEC4=0 -DPART=2
 // variant: max8_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DNR=8u
 // variant: dq2_texel_vec4 -DSTAGE=4 -DTEXEL=1 -DVEC4=1 -DNR=2u
 // variant: dkv2_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1 -DNR=2u
@@ -554,6 +556,16 @@ void main()
                 g1[go[u] + c] = acc[u][c];
 }
 #else
+// PART 1 computes dk only and PART 2 dv only, each accumulator with the
+// same terms in the same order as both together (PART 0, the texel
+// family's): the storage kernels (GPUs) come in these two, as the default
+// profile's do (flash_attention.comp), since four head vectors per row
+// were more local memory than NVIDIA's compiler took there.
+#ifndef PART
+#define PART 0
+#endif
+#define DK (PART != 2)
+#define DV (PART != 1)
 void main()
 {
     // key rows sr[u] = NR·j + u, live where in the sequence
@@ -567,8 +579,14 @@ void main()
     uint sr[NR], gk[NR], gv[NR];
     bool live[NR];
     int d[NR];
-    VT kr[NR][HDC], vr[NR][HDC];
-    precise VT dka[NR][HDC], dva[NR][HDC];
+    VT kr[NR][HDC];
+#if DK
+    VT vr[NR][HDC];
+    precise VT dka[NR][HDC];
+#endif
+#if DV
+    precise VT dva[NR][HDC];
+#endif
     for (uint u = 0u; u < NR; u++) {
         sr[u] = min(NR * j + u, p.T - 1u);
         live[u] = NR * j + u < p.T;
@@ -576,9 +594,13 @@ void main()
         gk[u] = (ko - p.k_off + p.g1_off) / W, gv[u] = (vo - p.v_off + p.g2_off) / W;
         for (uint c = 0u; c < HDC; c++) {
             kr[u][c] = FETCH(tk, ko + c * W);
+#if DK
             vr[u][c] = FETCH(tv, vo + c * W);
             dka[u][c] = g1[gk[u] + c];
+#endif
+#if DV
             dva[u][c] = g2[gv[u] + c];
+#endif
         }
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + sr[u]] : 0;
     }
@@ -605,8 +627,10 @@ void main()
                 for (uint u = 0u; u < NR; u++) {
                     precise float n = dot_step(sc[u], qt[c], kr[u][c]);
                     sc[u] = n;
+#if DK
                     precise float n2 = dot_step(dp[u], dot[c], vr[u][c]);
                     dp[u] = n2;
+#endif
                 }
             }
             float lse_t = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
@@ -614,16 +638,22 @@ void main()
                 precise float sv = sc[u] * p.scale;
                 precise float dd = sv - lse_t;
                 precise float pr = repro_exp(dd);
+#if DK
                 precise float diff = dp[u] - D;
                 precise float ds = pr * diff;
                 precise float dss = ds * p.scale;
+#endif
                 for (uint c = 0u; c < HDC; c++) {
+#if DK
                     precise VT x = dss * qt[c];
                     precise VT an = dka[u][c] + x;
                     dka[u][c] = ok[u] ? an : dka[u][c];
+#endif
+#if DV
                     precise VT y = pr * dot[c];
                     precise VT bn = dva[u][c] + y;
                     dva[u][c] = ok[u] ? bn : dva[u][c];
+#endif
                 }
             }
         }
@@ -631,8 +661,12 @@ void main()
     for (uint u = 0u; u < NR; u++)
         if (live[u])
             for (uint c = 0u; c < HDC; c++) {
+#if DK
                 g1[gk[u] + c] = dka[u][c];
+#endif
+#if DV
                 g2[gv[u] + c] = dva[u][c];
+#endif
             }
 }
 #endif

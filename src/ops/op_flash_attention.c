@@ -292,9 +292,9 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
     /* the reproducible walk is over (head of the group, query row), the
      * default one over query rows with the group's heads inside; the
-     * default storage kernels (GPUs) take dk and dv in two dispatches, the
-     * same terms in the same order (see the shader) */
-    int parts = !repro && !texel ? 2 : 1;
+     * storage kernels (GPUs) take dk and dv in two dispatches, the same
+     * terms in the same order (see the shaders) */
+    int parts = texel ? 1 : 2;
     for (int i = 0; i < parts; i++)
         flash_dispatch(g, op,
                        flash_kernel(g, base,
