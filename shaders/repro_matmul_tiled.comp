@@ -1,34 +1,65 @@
 #version 450
 // repro_matmul_tiled: the reproducible matmul for GPUs (the tiled family):
-// 16x16 tiles of A and B staged in shared memory, one output per
-// invocation. The order of repro_matmul.glsl: a tile contributes its k in
-// order, and a short last tile only its real k (no zero padding).
+// 64x64 outputs per workgroup of 16x16 invocations, each invocation 4x4
+// of them (rows ty + 16r, columns tx + 16c: neighbouring invocations read
+// neighbouring shared words), tiles of 16 k of A and B staged in shared
+// memory. The order of repro_matmul.glsl: one accumulator per output, a
+// tile contributes its k in order, and a short last tile only its real k
+// (no zero padding). Each shared value read serves four products, where
+// one output per invocation read two per product (an H200 ran that at a
+// sixth of the default matmul's speed).
 #include "repro_matmul.glsl"
-#define T 16u
+#define TM 64u
+#define TK 16u
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
 layout(std430, binding = 1) readonly buffer BB { float B[]; };
-shared float As[T][T];
-shared float Bs[T][T];
+shared float As[TK][TM + 1u]; // +1: a load along k stores down a column
+shared float Bs[TK][TM + 1u];
 
 void main()
 {
-    uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
-    uint i = gl_WorkGroupID.y * T + ty, j = gl_WorkGroupID.x * T + tx;
-    bool inside = i < p.M && j < p.N;
-    precise float acc = inside && p.accumulate != 0u ? C[p.c0 + i * p.N + j] : 0.0f;
-    for (uint k0 = 0u; k0 < p.K; k0 += T) {
-        uint ka = k0 + tx, kb = k0 + ty;
-        As[ty][tx] = i < p.M && ka < p.K ? A[p.a0 + i * p.sai + ka * p.sak] : 0.0f;
-        Bs[ty][tx] = kb < p.K && j < p.N ? B[p.b0 + kb * p.sbk + j * p.sbj] : 0.0f;
+    uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, id = ty * 16u + tx;
+    uint i0 = gl_WorkGroupID.y * TM, j0 = gl_WorkGroupID.x * TM;
+    precise float acc[4][4];
+    for (uint r = 0u; r < 4u; r++)
+        for (uint c = 0u; c < 4u; c++) {
+            uint i = i0 + ty + 16u * r, j = j0 + tx + 16u * c;
+            acc[r][c] = i < p.M && j < p.N && p.accumulate != 0u ? C[p.c0 + i * p.N + j] : 0.0f;
+        }
+    // Each invocation loads 4 of a tile's 1,024 floats of A and of B,
+    // consecutive invocations along whichever of the operand's strides is 1.
+    bool a_along_k = p.sak == 1u, b_along_j = p.sbj == 1u || p.sbk != 1u;
+    for (uint k0 = 0u; k0 < p.K; k0 += TK) {
+        for (uint q = 0u; q < 4u; q++) {
+            uint l = id + 256u * q;
+            uint ar = a_along_k ? l / TK : l % TM, ak = a_along_k ? l % TK : l / TM;
+            uint i = i0 + ar, ka = k0 + ak;
+            As[ak][ar] = i < p.M && ka < p.K ? A[p.a0 + i * p.sai + ka * p.sak] : 0.0f;
+            uint bc = b_along_j ? l % TM : l / TK, bk = b_along_j ? l / TM : l % TK;
+            uint j = j0 + bc, kb = k0 + bk;
+            Bs[bk][bc] = kb < p.K && j < p.N ? B[p.b0 + kb * p.sbk + j * p.sbj] : 0.0f;
+        }
         barrier();
-        uint kn = min(T, p.K - k0);
+        uint kn = min(TK, p.K - k0);
         for (uint kk = 0u; kk < kn; kk++) {
-            precise float t = As[ty][kk] * Bs[kk][tx];
-            acc = acc + t;
+            float a[4], b[4];
+            for (uint r = 0u; r < 4u; r++)
+                a[r] = As[kk][ty + 16u * r];
+            for (uint c = 0u; c < 4u; c++)
+                b[c] = Bs[kk][tx + 16u * c];
+            for (uint r = 0u; r < 4u; r++)
+                for (uint c = 0u; c < 4u; c++) {
+                    precise float t = a[r] * b[c];
+                    acc[r][c] = acc[r][c] + t;
+                }
         }
         barrier();
     }
-    if (inside)
-        C[p.c0 + i * p.N + j] = acc;
+    for (uint r = 0u; r < 4u; r++)
+        for (uint c = 0u; c < 4u; c++) {
+            uint i = i0 + ty + 16u * r, j = j0 + tx + 16u * c;
+            if (i < p.M && j < p.N)
+                C[p.c0 + i * p.N + j] = acc[r][c];
+        }
 }

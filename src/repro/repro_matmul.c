@@ -133,7 +133,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             size_t s_fit = s_limit > s_align ? (s_limit - s_align) / ((size_t)p.N * 4 * seg->levels) : 0;
             out_fit = out_fit < s_fit ? out_fit : s_fit;
         }
-        rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 || shift ? 128 : texel ? 32 : 16);
+        rows = (size_t)gpu_info(g)->max_workgroup_count[1] * (vec4 || shift ? 128 : texel ? 32 : 64);
         rows = rows < p.M ? rows : p.M;
         rows = rows < out_fit ? rows : out_fit;
         if (in_floats < 2)
@@ -233,11 +233,11 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         kernel_acc = gpu_kernel_get(g, &d);
     }
     /* vec4: 8x8 invocations of 16x8 outputs (wide: 16x16); texel: of 4x4;
-     * tiled: 16x16 of one. */
+     * tiled: 16x16 of 4x4. */
     uint32_t gx = wide            ? (p.N + 127) / 128
                   : vec4 || shift ? (p.N + 63) / 64
                   : texel         ? (p.N + 31) / 32
-                                  : (p.N + 15) / 16;
+                                  : (p.N + 63) / 64;
     if (gx > gpu_info(g)->max_workgroup_count[0])
         vkt_fatal("repro_matmul_%s %ux%ux%u: %u workgroups across, over the device's %u", layout_name(layout), M, N, K,
                   gx, gpu_info(g)->max_workgroup_count[0]);
@@ -245,7 +245,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     struct gpu_arg args[4] = {[3] = {.buf = bias}}; /* the bias, where there is one (one dispatch) */
     for (size_t i0 = 0; i0 < p.M; i0 += rows) {
         uint32_t mi = (uint32_t)(p.M - i0 < rows ? p.M - i0 : rows);
-        uint32_t gy = vec4 || shift ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 15) / 16;
+        uint32_t gy = vec4 || shift ? (mi + 127) / 128 : texel ? (mi + 31) / 32 : (mi + 63) / 64;
         args[2] = operand_arg(g, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE, c, 1, o[2] + i0 * p.N,
                               (size_t)mi * p.N * 4, &base[2]);
         for (size_t k0 = 0; k0 < p.K; k0 += chunk) {
