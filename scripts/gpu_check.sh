@@ -12,7 +12,9 @@
 #      vendors;
 #   4. runs the matmul and model benchmarks, the same matmul shapes in
 #      PyTorch on the GPU (fp32, TF32 off), and GPT-2 124M training steps in
-#      vktrain and in PyTorch eager on the same GPU;
+#      vktrain and in PyTorch eager on the same GPU; on a GPU also the
+#      reproducible mode's steps, both modes' profiles by kernel and
+#      bench_attention at GPT-2's heads;
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
@@ -56,7 +58,7 @@ started=$SECONDS
 # The test programs run on the device, and what --pack's archive holds.
 device_tests=(test_ops test_ops_nn test_flash_attention test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops
   test_repro_attention)
-packed=(vktrain repro_reference.txt bench/bench_matmul bench/bench_model tests/tools/parity_driver
+packed=(vktrain repro_reference.txt bench/bench_matmul bench/bench_model bench/bench_attention tests/tools/parity_driver
   "${device_tests[@]/#/tests/}")
 
 configure_and_build() {
@@ -320,6 +322,15 @@ PY
   r=$(gpt2_train gpt2_repro precision=reproducible)
   bench+=("| GPT-2 124M training B=$B T=$T, precision: reproducible against fp32, tokens/s | ${r:--} | ${v:--} (vktrain fp32) | $(ratio "${r:-0}" "${v:-0}") | 0.8x |")
   note "GPT-2 124M reproducible: ${r:--} tokens/s"
+  # Where the time goes, for the next round of kernel work: each mode's
+  # profile of GPT-2's steps, and attention alone at GPT-2's heads.
+  for mode in fp32 reproducible; do
+    "$vk" train --config configs/gpt2_124m.yaml batch_size=$B model.max_seq_len=$T max_steps=4 profile=true \
+      precision=$mode output_dir="$work/profile_$mode" > "$work/profile_$mode.log" 2>&1 ||
+      { note "GPT-2 profile ($mode) failed"; tail -5 "$work/profile_$mode.log"; failed=1; }
+  done
+  "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention.log" 2>&1 ||
+    { note "bench_attention failed"; cat "$work/attention.log"; failed=1; }
 fi
 
 # --- report -------------------------------------------------------------
@@ -340,6 +351,23 @@ fi
   echo "|---|---|---|---|---|"
   printf '%s\n' "${bench[@]}"
   echo
+  for mode in fp32 reproducible; do
+    [ -f "$work/profile_$mode.log" ] || continue
+    echo "GPT-2 124M, precision $mode, device time by kernel (\`profile=true\`):"
+    echo
+    echo '```'
+    sed -n '/^profile:/,/kernels with FLOP counts/p' "$work/profile_$mode.log"
+    echo '```'
+    echo
+  done
+  if [ -f "$work/attention.log" ]; then
+    echo "Attention alone (\`bench_attention 8 12 12 64 2\`):"
+    echo
+    echo '```'
+    cat "$work/attention.log"
+    echo '```'
+    echo
+  fi
   echo "Skipped:"
   [ ${#skipped[@]} -eq 0 ] && echo "- nothing"
   for s in "${skipped[@]}"; do echo "- $s"; done
