@@ -3,6 +3,8 @@
  * layer saves for the backward, the backward's scratch, the LM head's
  * logits chunk, the matmul tn workspace (op_matmul_tn_scratch) and the
  * batch inputs; their bytes (model_activation_bytes) and their release. */
+#include <string.h>
+
 #include "model_internal.h"
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
@@ -13,6 +15,26 @@ struct gpu_buffer *model_act(struct model *m, size_t floats, const char *name)
     return gpu_buffer_create(m->g, floats * sizeof(float), name);
 }
 
+/* The logits chunk's budget: 128 MiB, and on a GPU 1/64 of its largest
+ * device-local heap up to 1 GiB. The head's products over a chunk have
+ * the chunk's rows as one side: on an H200 the 660-row chunks of 128 MiB
+ * (GPT-2's vocabulary) left dX's nn a few dozen output tiles for 132
+ * multiprocessors, at a third of the layers' matmul speed. A CPU device
+ * (lavapipe) gains nothing from larger chunks and keeps its memory. */
+static size_t head_budget(const struct gpu_device_info *info)
+{
+    size_t budget = (size_t)128 << 20, heap = 0;
+    if (!strcmp(info->type, "cpu"))
+        return budget;
+    for (uint32_t h = 0; h < info->heap_count; h++)
+        if (info->heap_device_local[h] && info->heap_size[h] > heap)
+            heap = (size_t)info->heap_size[h];
+    heap /= 64;
+    if (heap > ((size_t)1 << 30))
+        heap = (size_t)1 << 30;
+    return heap > budget ? heap : budget;
+}
+
 /* Rows per LM-head chunk: the logits of a chunk within the budget, the
  * storage binding limit and the allocation limit, a multiple of the rows
  * whose float offsets meet the storage offset alignment (chunks start
@@ -20,7 +42,7 @@ struct gpu_buffer *model_act(struct model *m, size_t floats, const char *name)
 static uint32_t head_rows(const struct model *m)
 {
     const struct gpu_device_info *info = gpu_info(m->g);
-    size_t row_bytes = (size_t)m->logits_ld * sizeof(float), budget = (size_t)128 << 20;
+    size_t row_bytes = (size_t)m->logits_ld * sizeof(float), budget = head_budget(info);
     if (budget > info->max_storage_buffer_range)
         budget = info->max_storage_buffer_range;
     if (info->max_allocation_size && budget > info->max_allocation_size)
