@@ -280,10 +280,10 @@ static void test_rows_same_bits(int B, int T, int H, int KVH, int hd, uint32_t w
     struct op_attention_shape sh = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_stride = qw, .kv_stride = kw};
     struct snapshot g0 = snapshot_take(&grad), got[2][2];
     struct views outs = {.q = bo, .k = bo, .v = bo};
-    static const char *want[2][4] = {{"flash_attention_fwd4_texel_vec4", "flash_attention_dq2_texel_vec4",
-                                      "flash_attention_dkv2_texel_vec4", "flash_attention_dkv2_texel_vec4"},
-                                     {"flash_attention_fwd_storage_vec4", "flash_attention_dq_storage_vec4",
-                                      "flash_attention_dk_storage_vec4", "flash_attention_dv_storage_vec4"}};
+    static const char *want[2][4] = {
+        {"flash_attention_fwd4_texel_vec4", "flash_attention_dq2_texel_vec4", "flash_attention_dkv2_texel_vec4", NULL},
+        {"flash_attention_fwd_storage_vec4", "flash_attention_dq_storage_vec4", "flash_attention_dk_storage_vec4",
+         "flash_attention_dv_storage_vec4"}};
     char what[96];
     snprintf(what, sizeof what, "rows per invocation B=%d T=%d H=%d KVH=%d hd=%d walk=%u", B, T, H, KVH, hd, walk);
     op_flash_attention_set_walk(walk);
@@ -294,7 +294,7 @@ static void test_rows_same_bits(int B, int T, int H, int KVH, int hd, uint32_t w
         op_flash_attention(g, &sh, in.q, in.k, in.v, bdoc, bl, bo);
         op_flash_attention_backward(g, &sh, in.q, in.k, in.v, bdoc, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
         gpu_profile_stop(g);
-        for (int i = 0; timed && i < 4; i++)
+        for (int i = 0; timed && i < 4 && want[one][i]; i++)
             CHECK(ran(want[one][i]), "%s: %s did not run", what, want[one][i]);
         got[one][0] = snapshot_take(&outs); /* out, and lse beside it */
         got[one][0].f[1] = download_floats(g, bl, nr), got[one][0].n[1] = nr;

@@ -117,6 +117,9 @@ struct gpu *gpu_create(const struct gpu_options *opt);
  * reported anything during the gpu's life. */
 void gpu_destroy(struct gpu *g);
 const struct gpu_device_info *gpu_info(const struct gpu *g);
+/* Whether the device is a CPU driver (lavapipe): its kernels, memory and
+ * sizes differ from a GPU's. */
+int gpu_cpu_device(const struct gpu_device_info *info);
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g);
 /* Tests: the limits of g become the device's (with VKTRAIN_DEVICE_LIMITS)
  * tightened further by spec, in gpu_limits_apply's syntax (NULL: none),

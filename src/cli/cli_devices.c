@@ -74,7 +74,7 @@ int cli_devices(int argc, char **argv)
         for (uint32_t h = 0; h < x->heap_count; h++)
             printf("    memory heap %u        %.1f GiB%s\n", h, (double)x->heap_size[h] / (1 << 30),
                    x->heap_device_local[h] ? " device-local" : "");
-        printf("    kernels              %s\n", strcmp(x->type, "cpu") ? "tiled (shared memory)" : "texel (CPU driver)");
+        printf("    kernels              %s\n", gpu_cpu_device(x) ? "texel (CPU driver)" : "tiled (shared memory)");
         if (x->cpu_threads)
             printf("    threads              %u (LP_NUM_THREADS, else the online CPUs)\n", x->cpu_threads);
         if (!x->texel_rows_wg)

@@ -200,7 +200,7 @@ void gpu_alloc_destroy(struct gpu *g)
 
 uint64_t gpu_memory_available(const struct gpu *g, char *source, size_t n)
 {
-    if (!strcmp(g->info.type, "cpu")) {
+    if (gpu_cpu_device(&g->info)) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         snprintf(source, n,
                  "the host's physical memory: a CPU device allocates host memory, its reported "

@@ -188,7 +188,7 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     else if (kenv && *kenv)
         vkt_fatal("VKTRAIN_KERNELS='%s' is not a kernel family (texel or tiled)", kenv);
     else
-        g->kclass = !strcmp(g->info.type, "cpu") ? GPU_KERNELS_TEXEL : GPU_KERNELS_TILED;
+        g->kclass = gpu_cpu_device(&g->info) ? GPU_KERNELS_TEXEL : GPU_KERNELS_TILED;
 
     g->queue_family = (uint32_t)gpu_compute_queue_family(g->phys);
     uint32_t nq = 0;
@@ -337,6 +337,10 @@ void gpu_destroy(struct gpu *g)
 }
 
 const struct gpu_device_info *gpu_info(const struct gpu *g) { return &g->info; }
+int gpu_cpu_device(const struct gpu_device_info *info)
+{
+    return !strcmp(info->type, "cpu");
+}
 enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; }
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
 int gpu_reproducible(const struct gpu *g) { return g->reproducible; }

@@ -3,8 +3,6 @@
  * layer saves for the backward, the backward's scratch, the LM head's
  * logits chunk, the matmul tn workspace (op_matmul_tn_scratch) and the
  * batch inputs; their bytes (model_activation_bytes) and their release. */
-#include <string.h>
-
 #include "model_internal.h"
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
@@ -24,7 +22,7 @@ struct gpu_buffer *model_act(struct model *m, size_t floats, const char *name)
 static size_t head_budget(const struct gpu_device_info *info)
 {
     size_t budget = (size_t)128 << 20, heap = 0;
-    if (!strcmp(info->type, "cpu"))
+    if (gpu_cpu_device(info))
         return budget;
     for (uint32_t h = 0; h < info->heap_count; h++)
         if (info->heap_device_local[h] && info->heap_size[h] > heap)

@@ -116,8 +116,7 @@ static int flash_width(const struct gpu *g, const char *op, const struct attenti
      * NVIDIA's compiler takes (an H200, driver 580: vkCreateComputePipelines
      * failed for fwd4_texel_vec4). Other devices take the storage kernels,
      * as the tiled family does: the same bits (see the shader). */
-    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n) &&
-             (gpu_reproducible(g) || !strcmp(gpu_info(g)->type, "cpu"));
+    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n) && (gpu_reproducible(g) || gpu_cpu_device(gpu_info(g)));
     if (*texel)
         return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
     return v4 ? 4 : 1;
