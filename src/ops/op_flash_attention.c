@@ -78,11 +78,12 @@ static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const ch
 
 /* Whether the kernels take several rows per invocation (the texel
  * family's vec4 variants: the default's fwd4, dq2 and dkv2 stages, the
- * reproducible max8, fused2, dq2 and dkv2: rows that share each fetch of
+ * reproducible max8, fused4, dq2 and dkv2: rows that share each fetch of
  * the other side; the same bits, 1.2-1.5x faster on lavapipe at T = 1024
  * and 2048 with two rows, bench_attention, and the default forward 1.2x
  * faster again with four; the reproducible fused walk's pair about 1.15x
- * faster than one row once it took eight keys per step). */
+ * faster than one row once it took eight keys per step, and four rows
+ * 1.1x faster again). */
 static int flash_pairs(int texel, int width)
 {
     return texel && width == 4;
@@ -174,8 +175,8 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
         flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                        walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
     if (repro_fused(g, a->T, hdc)) {
-        int nr = flash_pairs(texel, width) ? 2 : 1;
-        flash_dispatch(g, op, flash_kernel(g, base, nr == 2 ? "fused2" : "fused", texel, width, 3, 0, 6, a->hd), b, 6,
+        int nr = flash_pairs(texel, width) ? 4 : 1;
+        flash_dispatch(g, op, flash_kernel(g, base, nr == 4 ? "fused4" : "fused", texel, width, 3, 0, 6, a->hd), b, 6,
                        push, walk_items(a->T, a->H, (uint32_t)nr), a->T, a->T);
         return;
     }
