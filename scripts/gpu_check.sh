@@ -14,7 +14,7 @@
 #      PyTorch on the GPU (fp32, TF32 off), and GPT-2 124M training steps in
 #      vktrain and in PyTorch eager on the same GPU; on a GPU also the
 #      reproducible mode's steps, both modes' profiles by kernel and
-#      bench_attention at GPT-2's heads;
+#      bench_attention at GPT-2's heads, the backward in blocks and in rows;
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
@@ -331,6 +331,9 @@ PY
   done
   "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention.log" 2>&1 ||
     { note "bench_attention failed"; cat "$work/attention.log"; failed=1; }
+  # the backward's row kernels against the default block ones
+  VKTRAIN_FLASH_BACKWARD=rows "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_rows.log" 2>&1 ||
+    { note "bench_attention (row backward) failed"; cat "$work/attention_rows.log"; failed=1; }
 fi
 
 # --- report -------------------------------------------------------------
@@ -361,10 +364,18 @@ fi
     echo
   done
   if [ -f "$work/attention.log" ]; then
-    echo "Attention alone (\`bench_attention 8 12 12 64 2\`):"
+    echo "Attention alone (\`bench_attention 8 12 12 64 2\`; flash bwd: the block kernels, flash_block.comp):"
     echo
     echo '```'
     cat "$work/attention.log"
+    echo '```'
+    echo
+  fi
+  if [ -f "$work/attention_rows.log" ]; then
+    echo "The same with the backward's row kernels (\`VKTRAIN_FLASH_BACKWARD=rows\`):"
+    echo
+    echo '```'
+    cat "$work/attention_rows.log"
     echo '```'
     echo
   fi

@@ -1,10 +1,10 @@
 /* test_flash_attention: op_flash_attention and its backward against the
  * double C reference (tests/ref/ref_attention.c) and the present kernels
  * (op_attention, which keeps the (T,T) probabilities), on both kernel
- * families: causal, packed with documents, grouped-query heads, GPT-2's
- * fused qkv views, short and long sequences (T = 1024, 2048), the walk
- * split over dispatches (as under llvmpipe's loop limit) and bindings in
- * sequence ranges (as under a small storage range).
+ * families, the tiled one also with the backward in blocks
+ * (shaders/flash_block.comp, GPUs' default; the test checks they ran): causal, packed with documents, grouped-query
+ * heads, GPT-2's fused qkv views, short and long sequences (T = 1024, 2048), the walk split over dispatches (as under
+ * llvmpipe's loop limit) and bindings in sequence ranges (as under a small storage range).
  *
  * Tolerance: normalized error mse(gpu, ref)/mse(ref, 0) < 1e-9 for out,
  * lse, dq, dk, dv against the reference and against the present kernels
@@ -24,6 +24,8 @@
 
 static struct ref_rng rng;
 static struct gpu *g;
+static int block_pass; /* the backward in blocks (op_flash_attention_set_block) */
+static int ran_prefix(const char *prefix);
 
 static double *rnd(size_t n, double scale) { return random_floats(&rng, n, scale); }
 
@@ -202,10 +204,17 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     struct gpu_buffer *d = with_doc ? bdoc : NULL;
     struct snapshot g0 = snapshot_take(&grad);
     op_flash_attention(g, &sh, in.q, in.k, in.v, d, bl, bo);
+    int timed = gpu_profile_start(g);
     op_flash_attention_backward(g, &sh, in.q, in.k, in.v, d, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
+    gpu_profile_stop(g);
     char what[128];
     snprintf(what, sizeof what, "%s B=%d T=%d H=%d KVH=%d hd=%d doc=%d fused=%d",
-             gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled", B, T, H, KVH, hd, with_doc, fused);
+             gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel"
+             : block_pass                             ? "tiled, blocks"
+                                                      : "tiled",
+             B, T, H, KVH, hd, with_doc, fused);
+    if (timed && block_pass)
+        CHECK(ran_prefix("flash_block_dq") && ran_prefix("flash_block_dkv"), "%s: the block kernels did not run", what);
     expect_view(what, bo, 0, qw, qw, out, nq);
     expect_view("  lse", bl, 0, 1, 1, lse, nr);
     expect_view("  dq", grad.q, grad.q_at, grad.q_stride, qw, dq, nq);
@@ -246,15 +255,26 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     free(lse), free(o1), free(o2);
 }
 
-/* Whether the profile since gpu_profile_start ran kernel `name`. */
-static int ran(const char *name)
+/* Whether the profile since gpu_profile_start ran kernel `name` (a kernel
+ * whose name starts with it, with prefix). */
+static int ran_name(const char *name, int prefix)
 {
     const struct gpu_profile_row *rows;
     int n = gpu_profile_rows(g, &rows);
     for (int i = 0; i < n; i++)
-        if (!strcmp(rows[i].kernel, name))
+        if (prefix ? !strncmp(rows[i].kernel, name, strlen(name)) : !strcmp(rows[i].kernel, name))
             return 1;
     return 0;
+}
+
+static int ran(const char *name)
+{
+    return ran_name(name, 0);
+}
+
+static int ran_prefix(const char *prefix)
+{
+    return ran_name(prefix, 1);
 }
 
 /* The texel family's several-row kernels (fwd4, dq2, dkv2: rows that share
@@ -355,9 +375,14 @@ int main(void)
 {
     ref_rng_seed(&rng, 11);
     g = test_gpu();
-    enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
-    for (int c = 0; c < 2; c++) {
+    /* the texel family, the tiled one with the row kernels' backward and
+     * with the block kernels' (shaders/flash_block.comp, the default on
+     * GPUs) */
+    enum gpu_kernel_class classes[3] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED, GPU_KERNELS_TILED};
+    for (int c = 0; c < 3; c++) {
         gpu_set_kernel_class(g, classes[c]);
+        block_pass = c == 2;
+        op_flash_attention_set_block(block_pass);
         test_flash(1, 1, 1, 1, 2, 0, 0, 1);
         test_flash(2, 9, 4, 2, 6, 0, 0, 1);
         test_flash(2, 13, 6, 3, 8, 1, 0, 1);
@@ -382,8 +407,17 @@ int main(void)
         test_flash(1, 2048, 1, 1, 64, 0, 0, 0);
     }
     gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);
-    test_rows_same_bits(3, 45, 4, 2, 16, 0);
-    test_rows_same_bits(2, 61, 2, 1, 32, 13); /* the walk in parts of 13 */
+    op_flash_attention_set_block(0);
+    /* the texel attention kernels run on CPU devices only (other devices
+     * take the storage ones in both families) */
+    if (gpu_cpu_device(gpu_info(g))) {
+        test_rows_same_bits(3, 45, 4, 2, 16, 0);
+        test_rows_same_bits(2, 61, 2, 1, 32, 13); /* the walk in parts of 13 */
+    } else
+        printf("test_flash_attention: %s is not a CPU device: the texel attention kernels' bits against the storage "
+               "ones not compared (those kernels run on CPU devices only)\n",
+               gpu_info(g)->name);
+    op_flash_attention_set_block(-1);
     test_long_walk(4096, 1, 1, 128, 1); /* scalar: 128 floats per head in registers */
     test_long_walk(4096, 4, 1, 64, 0);  /* vec4; dk, dv walk 4 heads × 4096 rows */
     gpu_destroy(g);

@@ -18,6 +18,7 @@
  * range of its sequences; the walk over keys (or query rows) is split over
  * dispatches to stay under a loop limit (llvmpipe). Never allocates. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops_attention.h"
@@ -94,6 +95,62 @@ static int flash_pairs(int texel, int width)
 static size_t walk_items(uint32_t T, uint32_t heads, uint32_t nr)
 {
     return (size_t)((T + nr - 1) / nr) * heads;
+}
+
+/* The backward in blocks (shaders/flash_block.comp): the default on GPUs
+ * (not CPU devices), in the default profile's storage family, for head
+ * sizes up to 128 where the device's shared memory holds the tiles
+ * (17-26 KB; 35-42 KB for the larger blocks). VKTRAIN_FLASH_BACKWARD=rows or
+ * =block picks for a run (a GPU's benchmarks compare them; the tests run
+ * the blocks on lavapipe); op_flash_attention_set_block (tests) overrides
+ * both: -1 as the device and the variable say, 0 the row kernels, 1 the
+ * blocks. */
+static int block_mode = -1;
+
+void op_flash_attention_set_block(int mode)
+{
+    block_mode = mode;
+}
+
+/* Shared memory of the block kernels for head sizes up to hd_max in
+ * blocks of `rows` (dkv's, the larger: four head arrays of rows padded by
+ * one float, two rows x rows tiles, four row arrays). */
+static size_t block_shared(uint32_t hd_max, uint32_t rows)
+{
+    return sizeof(float) * (4 * (size_t)rows * (hd_max + 1) + 2 * (size_t)rows * (rows + 1) + 4 * (size_t)rows);
+}
+
+/* The block kernels for this backward (*hd_max, *rows: the variant, the
+ * largest blocks that fit the device's shared memory), 0 where the row
+ * kernels run. */
+static int block_kernels(const struct gpu *g, int repro, int texel, uint32_t hd, uint32_t *hd_max, uint32_t *rows)
+{
+    int mode = block_mode;
+    if (mode < 0) {
+        const char *env = getenv("VKTRAIN_FLASH_BACKWARD");
+        if (env && *env && strcmp(env, "rows") && strcmp(env, "block"))
+            vkt_fatal("VKTRAIN_FLASH_BACKWARD='%s': expected rows or block", env);
+        mode = env && *env ? !strcmp(env, "block") : !gpu_cpu_device(gpu_info(g));
+    }
+    if (!mode || repro || texel || hd > 128)
+        return 0;
+    *hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
+    for (*rows = *hd_max == 128 ? 16 : 32; *rows >= (*hd_max == 32 ? 32u : *hd_max == 64 ? 16u : 8u); *rows /= 2)
+        if (block_shared(*hd_max, *rows) <= gpu_info(g)->shared_memory)
+            return 1;
+    return 0;
+}
+
+/* A walk in block kernels' dispatches of whole blocks within the device's
+ * loop limit, per_block loop iterations per block of `rows`, fixed more
+ * (op_flash_attention_set_walk's cut, in rows, where smaller). */
+static uint32_t block_chunk(const struct gpu *g, uint32_t per_block, uint32_t fixed, uint32_t rows)
+{
+    uint32_t limit = ops_loop_chunk(g), n = limit > fixed ? (limit - fixed) / per_block : 1;
+    uint64_t chunk = (uint64_t)(n ? n : 1) * rows;
+    if (walk_override && walk_override < chunk)
+        chunk = walk_override;
+    return chunk < UINT32_MAX ? (uint32_t)chunk : UINT32_MAX;
 }
 
 /* The backward's R32F view among q, k, v, dO and the row statistics. */
@@ -284,6 +341,24 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     uint32_t hdc = s->hd / (uint32_t)width, group = a->H / a->KVH;
     flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
+    uint32_t hd_max, br;
+    if (block_kernels(g, repro, texel, s->hd, &hd_max, &br)) {
+        /* dq per block of query rows walking the keys, dk and dv per block
+         * of keys walking the query rows of the group's heads; loop
+         * iterations per block: a block's loads, the scores' head loop,
+         * the accumulators' row loop */
+        uint32_t nb = (a->T + br - 1) / br, per = br * s->hd / 64 + s->hd + br + 2;
+        char stage[16];
+        snprintf(stage, sizeof stage, "dq%ux%u", hd_max, br);
+        flash_dispatch(g, op, flash_kernel(g, "flash_block", stage, 0, 1, 5, 0, 7, s->hd), e, 7, &push,
+                       (size_t)a->H * nb * 64, a->T, block_chunk(g, per, per, br));
+        e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
+        e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
+        snprintf(stage, sizeof stage, "dkv%ux%u", hd_max, br);
+        flash_dispatch(g, op, flash_kernel(g, "flash_block", stage, 0, 1, 5, 0, 8, s->hd), e, 8, &push,
+                       (size_t)a->KVH * nb * 64, a->T, block_chunk(g, group * per, per, br));
+        return;
+    }
     int pairs = flash_pairs(texel, width);
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dq2" : "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7,
                    &push, walk_items(a->T, a->H, pairs ? 2 : 1), a->T,

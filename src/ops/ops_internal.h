@@ -34,6 +34,10 @@ size_t ops_storage_limit(const struct gpu *g);
  * n. */
 void op_flash_attention_set_walk(uint32_t n);
 
+/* The backward's kernels (tests): -1 as the device and VKTRAIN_FLASH_BACKWARD
+ * say, 0 the row kernels, 1 the block kernels (shaders/flash_block.comp). */
+void op_flash_attention_set_block(int mode);
+
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
  * capped at 4096 and the device's count (elementwise shaders stride over
  * the rest; a kernel that does not stride and would need more is fatal). */

@@ -1,0 +1,259 @@
+#version 450
+#extension GL_EXT_control_flow_attributes : enable
+// variant: dkv32x32_storage_scalar -DSTAGE=0 -DHDMAX=32u -DBLK=32u
+// variant: dkv64x32_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=32u
+// variant: dkv64x16_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=16u
+// variant: dkv128x16_storage_scalar -DSTAGE=0 -DHDMAX=128u -DBLK=16u
+// variant: dkv128x8_storage_scalar -DSTAGE=0 -DHDMAX=128u -DBLK=8u
+// variant: dq32x32_storage_scalar -DSTAGE=1 -DHDMAX=32u -DBLK=32u
+// variant: dq64x32_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=32u
+// variant: dq64x16_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=16u
+// variant: dq128x16_storage_scalar -DSTAGE=1 -DHDMAX=128u -DBLK=16u
+// variant: dq128x8_storage_scalar -DSTAGE=1 -DHDMAX=128u -DBLK=8u
+// flash_block: the flash attention backward as GPUs want it (the default
+// profile, storage family), beside flash_attention.comp's one-row kernels.
+// The same results to float rounding, with its sums in another order:
+//   dkv (a workgroup per sequence b, kv head kh, block of BLK keys from
+//       s0): the block's keys and values in shared memory; then for each
+//       query head h of the group and each block of BLK query rows t0.. of
+//       the walk (t >= s0): the rows' q, do and statistics (lse, D) in
+//       shared memory, the BLK x BLK scores s = scale·q·k and dP = do·v
+//       (each invocation a 4x4 or 2x2 tile of them, from shared memory),
+//       P = exp(s − lse) and dS = P·(dP − D) where the key is allowed (its
+//       past, its document, the walk's rows; 0 elsewhere) into shared
+//       memory, and each invocation adds P^T·do and dS^T·q into its 4 keys
+//       x 8 head columns of dv and dk, kept in registers to the end:
+//       dk += scale·Σ dS·q, dv += Σ P·do.
+//   dq  (a workgroup per b, h, block of BLK query rows): the rows' q, do and
+//       statistics once; for each block of BLK keys of the walk up to the
+//       rows' last: keys and values in shared memory, dS as above, and each
+//       invocation adds dS·k into its 4 rows x 8 columns of dq:
+//       dq += scale·Σ dS·k.
+// One row kernel per key (flash_attention.comp, dk and dv) read every query
+// row's q and do from memory for every key and kept four head vectors per
+// invocation: on an NVIDIA H200 the backward was 80% of a GPT-2 step. Here
+// each q, do, k, v element read from memory serves BLK keys or rows, and
+// the products run from shared memory in register tiles.
+// The walk (query rows in dkv, keys in dq) covers [w0, w1) in one dispatch,
+// as in flash_attention.comp: positions outside it get weight 0, and dq,
+// dk, dv accumulate (+=), so a host may cut it anywhere (llvmpipe's loop
+// limit, tests). Bindings and indices are the row kernels': q, k, v, do,
+// the (lse, D) statistics, the document ids, then dq or dk and dv, all
+// storage buffers of floats (any offset and stride).
+// Variants <stage><HDMAX>x<BLK>: head sizes up to HDMAX, blocks of BLK.
+// Shared memory: BLK rows of 4 head arrays padded to HDMAX + 1 floats (no
+// two invocations of a tile's row or column on one bank) and BLK x BLK
+// tiles (two in dkv, one in dq): at most 42,240 bytes at 64x32, 35,456 at
+// 128x16, within the 48 KB NVIDIA's drivers give a workgroup (AMD's and
+// Intel's 64 KB); 64x16 and 128x8 take half that, for devices with 32 KB
+// (lavapipe, Apple's), and 32x32 (heads up to 32) 25,856. The host takes
+// the largest that fits (op_flash_attention.c, block_kernels).
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint HD = 64; // the head size, <= HDMAX
+layout(push_constant) uniform Push {
+    uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
+    uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
+    uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
+    uint w0; uint w1;
+} p;
+layout(std430, binding = 0) readonly buffer BufQ { float q[]; };
+layout(std430, binding = 1) readonly buffer BufK { float k[]; };
+layout(std430, binding = 2) readonly buffer BufV { float v[]; };
+layout(std430, binding = 3) readonly buffer BufDO { float dout[]; };
+layout(std430, binding = 4) readonly buffer BufStats { float stats[]; };
+layout(std430, binding = 5) readonly buffer BufDoc { int doc[]; };
+#if STAGE == 0
+layout(std430, binding = 6) buffer BufDK { float dk[]; };
+layout(std430, binding = 7) buffer BufDV { float dv[]; };
+#else
+layout(std430, binding = 6) buffer BufDQ { float dq[]; };
+#endif
+
+uint kidx(uint b, uint t, uint kh) { return p.k_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
+uint vidx(uint b, uint t, uint kh) { return p.v_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
+uint qidx(uint b, uint t, uint h) { return p.q_off + (b * p.T + t) * p.q_stride + h * p.hd; }
+uint oidx(uint b, uint t, uint h) { return p.o_off + ((b * p.T + t) * p.H + h) * p.hd; }
+uint ridx(uint b, uint h, uint t) { return (b * p.H + h) * p.T + t; }
+int doc_of(uint b, uint t) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0; }
+
+// The score tiles: 8 x 8 invocations, each SR rows x SR keys.
+#define SR (BLK / 8u)
+// The accumulators: BLK / 4 groups of 4 rows (keys in dkv) across, TD
+// invocations along the head, each taking columns td + TD·c, c < DPT.
+#define TD (64u / (BLK / 4u))
+#define DPT (HDMAX / TD)
+
+shared float Qs[BLK][HDMAX + 1u]; // query rows' q
+shared float Os[BLK][HDMAX + 1u]; // query rows' do
+shared float Ks[BLK][HDMAX + 1u];
+shared float Vs[BLK][HDMAX + 1u];
+#if STAGE == 0
+shared float Ps[BLK][BLK + 1u]; // P [query row][key]
+#endif
+shared float Ss[BLK][BLK + 1u]; // dS [query row][key]
+shared float row_lse[BLK], row_d[BLK];
+shared int row_doc[BLK], key_doc[BLK];
+
+// Query rows t0 .. t0 + BLK − 1 of head h (clamped to the sequence): q, do,
+// lse, D and the document.
+void load_rows(uint b, uint h, uint t0, uint lid)
+{
+    for (uint e = lid; e < BLK * HD; e += 64u) {
+        uint i = e / HD, d = e % HD, t = min(t0 + i, p.T - 1u);
+        Qs[i][d] = q[qidx(b, t, h) + d];
+        Os[i][d] = dout[oidx(b, t, h) + d];
+    }
+    if (lid < BLK) {
+        uint t = min(t0 + lid, p.T - 1u), r = p.x_off + 2u * ridx(b, h, t);
+        row_lse[lid] = stats[r];
+        row_d[lid] = stats[r + 1u];
+        row_doc[lid] = doc_of(b, t);
+    }
+}
+
+// Keys s0 .. s0 + BLK − 1 of kv head kh (clamped): k, v and the document.
+void load_keys(uint b, uint kh, uint s0, uint lid)
+{
+    for (uint e = lid; e < BLK * HD; e += 64u) {
+        uint j = e / HD, d = e % HD, s = min(s0 + j, p.T - 1u);
+        Ks[j][d] = k[kidx(b, s, kh) + d];
+        Vs[j][d] = v[vidx(b, s, kh) + d];
+    }
+    if (lid < BLK)
+        key_doc[lid] = doc_of(b, min(s0 + lid, p.T - 1u));
+}
+
+// P and dS of the invocation's tile of query rows t0.. x keys s0.. into Ps
+// and Ss; a pair is allowed where the key is in the row's past and
+// document and the walk's position (the row in dkv, the key in dq) is in
+// [w0, w1).
+void scores(uint t0, uint s0, uint lid)
+{
+    uint sq = lid / 8u, sk = lid % 8u;
+    float sa[SR][SR], da[SR][SR];
+    [[unroll]] for (uint i = 0u; i < SR; i++)
+        [[unroll]] for (uint j = 0u; j < SR; j++) sa[i][j] = 0.0, da[i][j] = 0.0;
+    for (uint d = 0u; d < HD; d++) {
+        float qv[SR], ov[SR], kv[SR], vv[SR];
+        [[unroll]] for (uint i = 0u; i < SR; i++) qv[i] = Qs[sq * SR + i][d], ov[i] = Os[sq * SR + i][d];
+        [[unroll]] for (uint j = 0u; j < SR; j++) kv[j] = Ks[sk * SR + j][d], vv[j] = Vs[sk * SR + j][d];
+        [[unroll]] for (uint i = 0u; i < SR; i++)
+            [[unroll]] for (uint j = 0u; j < SR; j++) {
+                sa[i][j] += qv[i] * kv[j];
+                da[i][j] += ov[i] * vv[j];
+            }
+    }
+    [[unroll]] for (uint i = 0u; i < SR; i++)
+        [[unroll]] for (uint j = 0u; j < SR; j++) {
+            uint qi = sq * SR + i, kj = sk * SR + j, t = t0 + qi, s = s0 + kj;
+#if STAGE == 0
+            uint w = t;
+#else
+            uint w = s;
+#endif
+            bool ok = t < p.T && s <= t && w >= p.w0 && w < p.w1 && row_doc[qi] == key_doc[kj];
+            float pr = ok ? exp(sa[i][j] * p.scale - row_lse[qi]) : 0.0;
+#if STAGE == 0
+            Ps[qi][kj] = pr;
+#endif
+            Ss[qi][kj] = ok ? pr * (da[i][j] - row_d[qi]) : 0.0;
+        }
+}
+
+void main()
+{
+    uint nb = (p.T + BLK - 1u) / BLK, wg = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
+    uint tr = lid / TD, td = lid % TD;
+    float acc[4][DPT];
+#if STAGE == 0
+    float acc2[4][DPT];
+#endif
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+        [[unroll]] for (uint c = 0u; c < DPT; c++) {
+            acc[i][c] = 0.0;
+#if STAGE == 0
+            acc2[i][c] = 0.0;
+#endif
+        }
+#if STAGE == 0
+    if (wg >= p.B * p.KVH * nb)
+        return; // the whole workgroup
+    uint kb = wg % nb, kh = (wg / nb) % p.KVH, b = wg / (nb * p.KVH), s0 = kb * BLK, group = p.H / p.KVH;
+    // query blocks aligned to BLK from the block's first key (its past has
+    // no query row that sees it)
+    uint first = max(s0, p.w0 / BLK * BLK), end = min(p.w1, p.T);
+    if (first >= end)
+        return;
+    load_keys(b, kh, s0, lid);
+    for (uint hh = 0u; hh < group; hh++) {
+        uint h = kh * group + hh;
+        for (uint t0 = first; t0 < end; t0 += BLK) {
+            barrier(); // the last block's readers are done
+            load_rows(b, h, t0, lid);
+            barrier();
+            scores(t0, s0, lid);
+            barrier();
+            for (uint qi = 0u; qi < BLK; qi++) {
+                float pv[4], sv[4];
+                [[unroll]] for (uint i = 0u; i < 4u; i++) pv[i] = Ps[qi][tr * 4u + i], sv[i] = Ss[qi][tr * 4u + i];
+                [[unroll]] for (uint c = 0u; c < DPT; c++) {
+                    uint d = min(td + TD * c, HD - 1u); // columns past HD: not stored
+                    float qd = Qs[qi][d], od = Os[qi][d];
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                        acc[i][c] += sv[i] * qd;
+                        acc2[i][c] += pv[i] * od;
+                    }
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint s = s0 + tr * 4u + i;
+        if (s >= p.T)
+            continue;
+        uint gk = kidx(b, s, kh) - p.k_off + p.g1_off, gv = vidx(b, s, kh) - p.v_off + p.g2_off;
+        [[unroll]] for (uint c = 0u; c < DPT; c++) {
+            uint d = td + TD * c;
+            if (d < HD) {
+                dk[gk + d] += p.scale * acc[i][c];
+                dv[gv + d] += acc2[i][c];
+            }
+        }
+    }
+#else
+    if (wg >= p.B * p.H * nb)
+        return; // the whole workgroup
+    uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
+    // key blocks of the walk up to the rows' last (their future is masked)
+    uint first = p.w0 / BLK * BLK, end = min(min(t0 + BLK, p.T), p.w1);
+    if (first >= end)
+        return;
+    load_rows(b, h, t0, lid);
+    for (uint s0 = first; s0 < end; s0 += BLK) {
+        barrier(); // the last block's readers are done
+        load_keys(b, kh, s0, lid);
+        barrier();
+        scores(t0, s0, lid);
+        barrier();
+        for (uint kj = 0u; kj < BLK; kj++) {
+            float sv[4];
+            [[unroll]] for (uint i = 0u; i < 4u; i++) sv[i] = Ss[tr * 4u + i][kj];
+            [[unroll]] for (uint c = 0u; c < DPT; c++) {
+                float kd = Ks[kj][min(td + TD * c, HD - 1u)];
+                [[unroll]] for (uint i = 0u; i < 4u; i++) acc[i][c] += sv[i] * kd;
+            }
+        }
+    }
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint t = t0 + tr * 4u + i;
+        if (t >= p.T)
+            continue;
+        uint go = qidx(b, t, h) - p.q_off + p.g1_off;
+        [[unroll]] for (uint c = 0u; c < DPT; c++) {
+            uint d = td + TD * c;
+            if (d < HD)
+                dq[go + d] += p.scale * acc[i][c];
+        }
+    }
+#endif
+}
