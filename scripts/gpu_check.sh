@@ -257,6 +257,14 @@ fi
 "$bdir/bench/bench_matmul" $M $N $K $R > "$work/matmul.log" 2>&1 ||
   { note "bench_matmul failed"; cat "$work/matmul.log"; failed=1; }
 cat "$work/matmul.log"
+if [ $cpu = 0 ]; then
+  # each tile configuration forced at the same shape (tn's grid of 144
+  # large tiles left an H200's 132 multiprocessors half idle)
+  for tile in 64 128; do
+    VKTRAIN_TILED_TILE=$tile "$bdir/bench/bench_matmul" $M $N $K $R > "$work/matmul_tile$tile.log" 2>&1 ||
+      { note "bench_matmul with $tile x $tile tiles failed"; cat "$work/matmul_tile$tile.log"; failed=1; }
+  done
+fi
 if [ $torch_cuda = 1 ]; then
   "$py" - $M $N $K $R > "$work/torch_matmul.log" 2>&1 <<'PY' || { note "PyTorch matmul failed"; cat "$work/torch_matmul.log"; }
 import sys, torch
@@ -360,6 +368,15 @@ fi
     echo
     echo '```'
     sed -n '/^profile:/,/kernels with FLOP counts/p' "$work/profile_$mode.log"
+    echo '```'
+    echo
+  done
+  for tile in 64 128; do
+    [ -f "$work/matmul_tile$tile.log" ] || continue
+    echo "Matmul with every product in $tile x $tile tiles (\`VKTRAIN_TILED_TILE=$tile bench_matmul $M $N $K $R\`):"
+    echo
+    echo '```'
+    cat "$work/matmul_tile$tile.log"
     echo '```'
     echo
   done

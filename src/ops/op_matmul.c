@@ -33,6 +33,7 @@
  * (include/vktrain/repro.h: one accumulator per output in k order, fp32
  * operands only). Never allocates. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
@@ -96,6 +97,13 @@ static struct tiled_config tiled_config(const struct gpu_device_info *info, cons
 {
     int big = info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128) &&
               256 % info->subgroup_size == 0;
+    /* VKTRAIN_TILED_TILE=64 or 128 (benchmarks on a GPU: which grids the
+     * large tiles leave idle) */
+    const char *force = getenv("VKTRAIN_TILED_TILE");
+    if (force && *force && strcmp(force, "64") && strcmp(force, "128"))
+        vkt_fatal("VKTRAIN_TILED_TILE='%s': expected 64 or 128", force);
+    if (big && force && *force)
+        return !strcmp(force, "128") ? (struct tiled_config){256, 128, 2} : (struct tiled_config){256, 64, 1};
     if (big && ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID)
         return (struct tiled_config){256, 128, 2};
     if (big)
