@@ -339,8 +339,8 @@ PY
   done
   "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention.log" 2>&1 ||
     { note "bench_attention failed"; cat "$work/attention.log"; failed=1; }
-  # the backward's row kernels against the default block ones
-  VKTRAIN_FLASH_BACKWARD=rows "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_rows.log" 2>&1 ||
+  # the row kernels against the default block ones
+  VKTRAIN_FLASH=rows "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_rows.log" 2>&1 ||
     { note "bench_attention (row backward) failed"; cat "$work/attention_rows.log"; failed=1; }
 fi
 
@@ -381,7 +381,7 @@ fi
     echo
   done
   if [ -f "$work/attention.log" ]; then
-    echo "Attention alone (\`bench_attention 8 12 12 64 2\`; flash bwd: the block kernels, flash_block.comp):"
+    echo "Attention alone (\`bench_attention 8 12 12 64 2\`; flash fwd and bwd: the block kernels, flash_block.comp):"
     echo
     echo '```'
     cat "$work/attention.log"
@@ -389,7 +389,7 @@ fi
     echo
   fi
   if [ -f "$work/attention_rows.log" ]; then
-    echo "The same with the backward's row kernels (\`VKTRAIN_FLASH_BACKWARD=rows\`):"
+    echo "The same with the row kernels (\`VKTRAIN_FLASH=rows\`):"
     echo
     echo '```'
     cat "$work/attention_rows.log"

@@ -10,9 +10,24 @@
 // variant: dq64x16_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=16u
 // variant: dq128x16_storage_scalar -DSTAGE=1 -DHDMAX=128u -DBLK=16u
 // variant: dq128x8_storage_scalar -DSTAGE=1 -DHDMAX=128u -DBLK=8u
-// flash_block: the flash attention backward as GPUs want it (the default
-// profile, storage family), beside flash_attention.comp's one-row kernels.
-// The same results to float rounding, with its sums in another order:
+// variant: fwd32x32_storage_scalar -DSTAGE=2 -DHDMAX=32u -DBLK=32u
+// variant: fwd64x32_storage_scalar -DSTAGE=2 -DHDMAX=64u -DBLK=32u
+// variant: fwd64x16_storage_scalar -DSTAGE=2 -DHDMAX=64u -DBLK=16u
+// variant: fwd128x16_storage_scalar -DSTAGE=2 -DHDMAX=128u -DBLK=16u
+// variant: fwd128x8_storage_scalar -DSTAGE=2 -DHDMAX=128u -DBLK=8u
+// flash_block: flash attention as GPUs want it (the default profile,
+// storage family), beside flash_attention.comp's one-row kernels. The same
+// results to float rounding, with its sums in another order:
+//   fwd (a workgroup per sequence b, head h, block of BLK query rows from
+//       t0): the rows' q in shared memory; for each block of BLK keys of
+//       the walk up to the rows' last, keys and values in shared memory,
+//       the BLK x BLK scores (register tiles) into shared memory, then the
+//       online softmax one invocation per row (the block's max, the old
+//       state's factor, the weights in place of the scores), and each
+//       invocation's 4 rows x 8 columns of the output rescaled and added
+//       the weights times the values. It saves out = acc / l and
+//       lse = m + log l, and resumes from them where the walk is cut, as
+//       flash_attention.comp's forward does.
 //   dkv (a workgroup per sequence b, kv head kh, block of BLK keys from
 //       s0): the block's keys and values in shared memory; then for each
 //       query head h of the group and each block of BLK query rows t0.. of
@@ -41,13 +56,14 @@
 // the (lse, D) statistics, the document ids, then dq or dk and dv, all
 // storage buffers of floats (any offset and stride).
 // Variants <stage><HDMAX>x<BLK>: head sizes up to HDMAX, blocks of BLK.
-// Shared memory: BLK rows of 4 head arrays padded to HDMAX + 1 floats (no
-// two invocations of a tile's row or column on one bank) and BLK x BLK
-// tiles (two in dkv, one in dq): at most 42,240 bytes at 64x32, 35,456 at
-// 128x16, within the 48 KB NVIDIA's drivers give a workgroup (AMD's and
-// Intel's 64 KB); 64x16 and 128x8 take half that, for devices with 32 KB
-// (lavapipe, Apple's), and 32x32 (heads up to 32) 25,856. The host takes
-// the largest that fits (op_flash_attention.c, block_kernels).
+// Shared memory: BLK rows of head arrays padded to HDMAX + 1 floats (no
+// two invocations of a tile's row or column on one bank; four in the
+// backward, three in fwd) and BLK x BLK tiles (two in dkv, one otherwise):
+// dkv at most 42,240 bytes at 64x32 and 35,456 at 128x16, within the 48 KB
+// NVIDIA's drivers give a workgroup (AMD's and Intel's 64 KB); 64x16 and
+// 128x8 take half that, for devices with 32 KB (lavapipe, Apple's), and
+// 32x32 (heads up to 32) 25,856; fwd at most 29,824. The host takes the
+// largest that fits (op_flash_attention.c, block_kernels).
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint HD = 64; // the head size, <= HDMAX
 layout(push_constant) uniform Push {
@@ -56,16 +72,23 @@ layout(push_constant) uniform Push {
     uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
     uint w0; uint w1;
 } p;
+#include "finite.glsl"
 layout(std430, binding = 0) readonly buffer BufQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BufK { float k[]; };
 layout(std430, binding = 2) readonly buffer BufV { float v[]; };
+#if STAGE == 2
+layout(std430, binding = 3) readonly buffer BufDoc { int doc[]; };
+layout(std430, binding = 4) buffer BufL { float lse[]; };
+layout(std430, binding = 5) buffer BufO { float o[]; };
+#else
 layout(std430, binding = 3) readonly buffer BufDO { float dout[]; };
 layout(std430, binding = 4) readonly buffer BufStats { float stats[]; };
 layout(std430, binding = 5) readonly buffer BufDoc { int doc[]; };
+#endif
 #if STAGE == 0
 layout(std430, binding = 6) buffer BufDK { float dk[]; };
 layout(std430, binding = 7) buffer BufDV { float dv[]; };
-#else
+#elif STAGE == 1
 layout(std430, binding = 6) buffer BufDQ { float dq[]; };
 #endif
 
@@ -84,16 +107,34 @@ int doc_of(uint b, uint t) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + 
 #define DPT (HDMAX / TD)
 
 shared float Qs[BLK][HDMAX + 1u]; // query rows' q
-shared float Os[BLK][HDMAX + 1u]; // query rows' do
 shared float Ks[BLK][HDMAX + 1u];
 shared float Vs[BLK][HDMAX + 1u];
+shared float Ss[BLK][BLK + 1u]; // dS, or in fwd the scores, then the weights [query row][key]
+shared int row_doc[BLK], key_doc[BLK];
+#if STAGE == 2
+shared float row_m[BLK], row_l[BLK], row_a[BLK]; // the online softmax's max, sum, factor
+#else
+shared float Os[BLK][HDMAX + 1u]; // query rows' do
+shared float row_lse[BLK], row_d[BLK];
+#endif
 #if STAGE == 0
 shared float Ps[BLK][BLK + 1u]; // P [query row][key]
 #endif
-shared float Ss[BLK][BLK + 1u]; // dS [query row][key]
-shared float row_lse[BLK], row_d[BLK];
-shared int row_doc[BLK], key_doc[BLK];
 
+// Whether query row t0 + qi sees key s0 + kj: in its past and document,
+// the walk's position (the row in dkv, the key otherwise) in [w0, w1).
+bool allowed(uint t0, uint qi, uint s0, uint kj)
+{
+    uint t = t0 + qi, s = s0 + kj;
+#if STAGE == 0
+    uint w = t;
+#else
+    uint w = s;
+#endif
+    return t < p.T && s <= t && w >= p.w0 && w < p.w1 && row_doc[qi] == key_doc[kj];
+}
+
+#if STAGE != 2
 // Query rows t0 .. t0 + BLK − 1 of head h (clamped to the sequence): q, do,
 // lse, D and the document.
 void load_rows(uint b, uint h, uint t0, uint lid)
@@ -110,6 +151,7 @@ void load_rows(uint b, uint h, uint t0, uint lid)
         row_doc[lid] = doc_of(b, t);
     }
 }
+#endif
 
 // Keys s0 .. s0 + BLK − 1 of kv head kh (clamped): k, v and the document.
 void load_keys(uint b, uint kh, uint s0, uint lid)
@@ -123,10 +165,9 @@ void load_keys(uint b, uint kh, uint s0, uint lid)
         key_doc[lid] = doc_of(b, min(s0 + lid, p.T - 1u));
 }
 
+#if STAGE != 2
 // P and dS of the invocation's tile of query rows t0.. x keys s0.. into Ps
-// and Ss; a pair is allowed where the key is in the row's past and
-// document and the walk's position (the row in dkv, the key in dq) is in
-// [w0, w1).
+// and Ss (0 where not allowed).
 void scores(uint t0, uint s0, uint lid)
 {
     uint sq = lid / 8u, sk = lid % 8u;
@@ -145,13 +186,8 @@ void scores(uint t0, uint s0, uint lid)
     }
     [[unroll]] for (uint i = 0u; i < SR; i++)
         [[unroll]] for (uint j = 0u; j < SR; j++) {
-            uint qi = sq * SR + i, kj = sk * SR + j, t = t0 + qi, s = s0 + kj;
-#if STAGE == 0
-            uint w = t;
-#else
-            uint w = s;
-#endif
-            bool ok = t < p.T && s <= t && w >= p.w0 && w < p.w1 && row_doc[qi] == key_doc[kj];
+            uint qi = sq * SR + i, kj = sk * SR + j;
+            bool ok = allowed(t0, qi, s0, kj);
             float pr = ok ? exp(sa[i][j] * p.scale - row_lse[qi]) : 0.0;
 #if STAGE == 0
             Ps[qi][kj] = pr;
@@ -159,6 +195,7 @@ void scores(uint t0, uint s0, uint lid)
             Ss[qi][kj] = ok ? pr * (da[i][j] - row_d[qi]) : 0.0;
         }
 }
+#endif
 
 void main()
 {
@@ -175,7 +212,101 @@ void main()
             acc2[i][c] = 0.0;
 #endif
         }
-#if STAGE == 0
+#if STAGE == 2
+    if (wg >= p.B * p.H * nb)
+        return; // the whole workgroup
+    uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
+    // key blocks of the walk up to the rows' last (their future is masked)
+    uint first = p.w0 / BLK * BLK, end = min(min(t0 + BLK, p.T), p.w1);
+    if (first >= end)
+        return;
+    for (uint e = lid; e < BLK * HD; e += 64u) {
+        uint i = e / HD, d = e % HD;
+        Qs[i][d] = q[qidx(b, min(t0 + i, p.T - 1u), h) + d];
+    }
+    // a row resumes where an earlier part of the walk left it: m = lse,
+    // l = 1, acc = out
+    if (lid < BLK) {
+        uint t = min(t0 + lid, p.T - 1u), r = p.l_off + ridx(b, h, t);
+        bool resume = p.w0 > 0u && t0 + lid < p.T && lse[r] > NO_SCORE;
+        row_m[lid] = resume ? lse[r] : NO_SCORE;
+        row_l[lid] = resume ? 1.0 : 0.0;
+        row_doc[lid] = doc_of(b, t);
+    }
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint t = min(t0 + tr * 4u + i, p.T - 1u), r = p.l_off + ridx(b, h, t);
+        bool resume = p.w0 > 0u && t0 + tr * 4u + i < p.T && lse[r] > NO_SCORE;
+        [[unroll]] for (uint c = 0u; c < DPT; c++)
+            acc[i][c] = resume ? o[oidx(b, t, h) + min(td + TD * c, HD - 1u)] : 0.0;
+    }
+    uint sq = lid / 8u, sk = lid % 8u;
+    for (uint s0 = first; s0 < end; s0 += BLK) {
+        barrier(); // the last block's readers are done
+        load_keys(b, kh, s0, lid);
+        barrier();
+        float sa[SR][SR];
+        [[unroll]] for (uint i = 0u; i < SR; i++)
+            [[unroll]] for (uint j = 0u; j < SR; j++) sa[i][j] = 0.0;
+        for (uint d = 0u; d < HD; d++) {
+            float qv[SR], kv[SR];
+            [[unroll]] for (uint i = 0u; i < SR; i++) qv[i] = Qs[sq * SR + i][d];
+            [[unroll]] for (uint j = 0u; j < SR; j++) kv[j] = Ks[sk * SR + j][d];
+            [[unroll]] for (uint i = 0u; i < SR; i++)
+                [[unroll]] for (uint j = 0u; j < SR; j++) sa[i][j] += qv[i] * kv[j];
+        }
+        [[unroll]] for (uint i = 0u; i < SR; i++)
+            [[unroll]] for (uint j = 0u; j < SR; j++) Ss[sq * SR + i][sk * SR + j] = sa[i][j] * p.scale;
+        barrier();
+        // the online softmax, one invocation per row: the max over the
+        // block's allowed keys, the old state's factor a (exactly 1 where
+        // the max stays, 0 before any key), each key's weight in place of
+        // its score (0 where not allowed)
+        if (lid < BLK) {
+            float mo = row_m[lid], mn = mo, le = 0.0;
+            for (uint kj = 0u; kj < BLK; kj++)
+                mn = allowed(t0, lid, s0, kj) ? max(mn, Ss[lid][kj]) : mn;
+            float a = row_l[lid] > 0.0 ? (mn > mo ? exp(mo - mn) : 1.0) : 0.0;
+            for (uint kj = 0u; kj < BLK; kj++) {
+                float e = allowed(t0, lid, s0, kj) ? exp(Ss[lid][kj] - mn) : 0.0;
+                Ss[lid][kj] = e;
+                le += e;
+            }
+            row_l[lid] = row_l[lid] * a + le;
+            row_m[lid] = mn;
+            row_a[lid] = a;
+        }
+        barrier();
+        float ra[4];
+        [[unroll]] for (uint i = 0u; i < 4u; i++) ra[i] = row_a[tr * 4u + i];
+        [[unroll]] for (uint i = 0u; i < 4u; i++)
+            [[unroll]] for (uint c = 0u; c < DPT; c++) acc[i][c] *= ra[i];
+        for (uint kj = 0u; kj < BLK; kj++) {
+            float ev[4];
+            [[unroll]] for (uint i = 0u; i < 4u; i++) ev[i] = Ss[tr * 4u + i][kj];
+            [[unroll]] for (uint c = 0u; c < DPT; c++) {
+                float vd = Vs[kj][min(td + TD * c, HD - 1u)];
+                [[unroll]] for (uint i = 0u; i < 4u; i++) acc[i][c] += ev[i] * vd;
+            }
+        }
+    }
+    // (row_l and row_m: written before the last barrier)
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        uint qi = tr * 4u + i, t = t0 + qi;
+        if (t >= p.T)
+            continue;
+        float l = row_l[qi], inv = l > 0.0 ? 1.0 / l : 0.0;
+        uint oo = oidx(b, t, h);
+        [[unroll]] for (uint c = 0u; c < DPT; c++) {
+            uint d = td + TD * c;
+            if (d < HD)
+                o[oo + d] = acc[i][c] * inv;
+        }
+    }
+    if (lid < BLK && t0 + lid < p.T) {
+        float l = row_l[lid];
+        lse[p.l_off + ridx(b, h, t0 + lid)] = l > 0.0 ? row_m[lid] + log(l) : NO_SCORE;
+    }
+#elif STAGE == 0
     if (wg >= p.B * p.KVH * nb)
         return; // the whole workgroup
     uint kb = wg % nb, kh = (wg / nb) % p.KVH, b = wg / (nb * p.KVH), s0 = kb * BLK, group = p.H / p.KVH;

@@ -1,8 +1,8 @@
 /* test_flash_attention: op_flash_attention and its backward against the
  * double C reference (tests/ref/ref_attention.c) and the present kernels
  * (op_attention, which keeps the (T,T) probabilities), on both kernel
- * families, the tiled one also with the backward in blocks
- * (shaders/flash_block.comp, GPUs' default; the test checks they ran): causal, packed with documents, grouped-query
+ * families, the tiled one also in blocks (shaders/flash_block.comp,
+ * GPUs' default; the test checks they ran): causal, packed with documents, grouped-query
  * heads, GPT-2's fused qkv views, short and long sequences (T = 1024, 2048), the walk split over dispatches (as under
  * llvmpipe's loop limit) and bindings in sequence ranges (as under a small storage range).
  *
@@ -24,7 +24,7 @@
 
 static struct ref_rng rng;
 static struct gpu *g;
-static int block_pass; /* the backward in blocks (op_flash_attention_set_block) */
+static int block_pass; /* attention in blocks (op_flash_attention_set_block) */
 static int ran_prefix(const char *prefix);
 
 static double *rnd(size_t n, double scale) { return random_floats(&rng, n, scale); }
@@ -203,8 +203,8 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
                                     .kv_stride = in.kv_stride};
     struct gpu_buffer *d = with_doc ? bdoc : NULL;
     struct snapshot g0 = snapshot_take(&grad);
-    op_flash_attention(g, &sh, in.q, in.k, in.v, d, bl, bo);
     int timed = gpu_profile_start(g);
+    op_flash_attention(g, &sh, in.q, in.k, in.v, d, bl, bo);
     op_flash_attention_backward(g, &sh, in.q, in.k, in.v, d, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
     gpu_profile_stop(g);
     char what[128];
@@ -214,7 +214,8 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
                                                       : "tiled",
              B, T, H, KVH, hd, with_doc, fused);
     if (timed && block_pass)
-        CHECK(ran_prefix("flash_block_dq") && ran_prefix("flash_block_dkv"), "%s: the block kernels did not run", what);
+        CHECK(ran_prefix("flash_block_fwd") && ran_prefix("flash_block_dq") && ran_prefix("flash_block_dkv"),
+              "%s: the block kernels did not run", what);
     expect_view(what, bo, 0, qw, qw, out, nq);
     expect_view("  lse", bl, 0, 1, 1, lse, nr);
     expect_view("  dq", grad.q, grad.q_at, grad.q_stride, qw, dq, nq);

@@ -97,10 +97,10 @@ static size_t walk_items(uint32_t T, uint32_t heads, uint32_t nr)
     return (size_t)((T + nr - 1) / nr) * heads;
 }
 
-/* The backward in blocks (shaders/flash_block.comp): the default on GPUs
+/* Attention in blocks (shaders/flash_block.comp): the default on GPUs
  * (not CPU devices), in the default profile's storage family, for head
- * sizes up to 128 where the device's shared memory holds the tiles
- * (17-26 KB; 35-42 KB for the larger blocks). VKTRAIN_FLASH_BACKWARD=rows or
+ * sizes up to 128 where the device's shared memory holds the tiles (the
+ * forward 13-30 KB, the backward 17-42 KB). VKTRAIN_FLASH=rows or
  * =block picks for a run (a GPU's benchmarks compare them; the tests run
  * the blocks on lavapipe); op_flash_attention_set_block (tests) overrides
  * both: -1 as the device and the variable say, 0 the row kernels, 1 the
@@ -113,30 +113,33 @@ void op_flash_attention_set_block(int mode)
 }
 
 /* Shared memory of the block kernels for head sizes up to hd_max in
- * blocks of `rows` (dkv's, the larger: four head arrays of rows padded by
- * one float, two rows x rows tiles, four row arrays). */
-static size_t block_shared(uint32_t hd_max, uint32_t rows)
+ * blocks of `rows`: the forward's three head arrays of rows padded by one
+ * float, a rows x rows tile and five row arrays; dkv's (the larger of the
+ * backward's) four head arrays, two tiles, four row arrays. */
+static size_t block_shared(int fwd, uint32_t hd_max, uint32_t rows)
 {
-    return sizeof(float) * (4 * (size_t)rows * (hd_max + 1) + 2 * (size_t)rows * (rows + 1) + 4 * (size_t)rows);
+    size_t r = rows, arrays = fwd ? 3 : 4, tiles = fwd ? 1 : 2, row_arrays = fwd ? 5 : 4;
+    return sizeof(float) * (arrays * r * (hd_max + 1) + tiles * r * (r + 1) + row_arrays * r);
 }
 
-/* The block kernels for this backward (*hd_max, *rows: the variant, the
- * largest blocks that fit the device's shared memory), 0 where the row
- * kernels run. */
-static int block_kernels(const struct gpu *g, int repro, int texel, uint32_t hd, uint32_t *hd_max, uint32_t *rows)
+/* The block kernels for this forward (fwd) or backward (*hd_max, *rows:
+ * the variant, the largest blocks that fit the device's shared memory),
+ * 0 where the row kernels run. */
+static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, uint32_t *hd_max,
+                         uint32_t *rows)
 {
     int mode = block_mode;
     if (mode < 0) {
-        const char *env = getenv("VKTRAIN_FLASH_BACKWARD");
+        const char *env = getenv("VKTRAIN_FLASH");
         if (env && *env && strcmp(env, "rows") && strcmp(env, "block"))
-            vkt_fatal("VKTRAIN_FLASH_BACKWARD='%s': expected rows or block", env);
+            vkt_fatal("VKTRAIN_FLASH='%s': expected rows or block", env);
         mode = env && *env ? !strcmp(env, "block") : !gpu_cpu_device(gpu_info(g));
     }
     if (!mode || repro || texel || hd > 128)
         return 0;
     *hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
     for (*rows = *hd_max == 128 ? 16 : 32; *rows >= (*hd_max == 32 ? 32u : *hd_max == 64 ? 16u : 8u); *rows /= 2)
-        if (block_shared(*hd_max, *rows) <= gpu_info(g)->shared_memory)
+        if (block_shared(fwd, *hd_max, *rows) <= gpu_info(g)->shared_memory)
             return 1;
     return 0;
 }
@@ -278,11 +281,21 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     struct attention_bind b[7];
     bind_inputs(b, &push, q, k, v, doc, 3, out);
     int texel, width = flash_width(g, op, a, b, 3, &texel);
+    uint32_t hd_max, br;
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
     if (repro)
         repro_forward(g, op, b, &push, texel, width, lse);
-    else {
+    else if (block_kernels(g, 0, texel, 1, s->hd, &hd_max, &br)) {
+        /* per block of query rows walking the keys; loop iterations per
+         * block: its loads, the scores' head loop, the softmax's two walks
+         * and the accumulators' */
+        uint32_t nb = (a->T + br - 1) / br, per = br * s->hd / 64 + s->hd + 3 * br + 2;
+        char stage[16];
+        snprintf(stage, sizeof stage, "fwd%ux%u", hd_max, br);
+        flash_dispatch(g, op, flash_kernel(g, "flash_block", stage, 0, 1, 3, 0, 6, s->hd), b, 6, &push,
+                       (size_t)a->H * nb * 64, a->T, block_chunk(g, per, per, br));
+    } else {
         int pairs = flash_pairs(texel, width);
         flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd4" : "fwd", texel, width, 3, 0, 6, s->hd),
                        b, 6, &push, walk_items(a->T, a->H, pairs ? 4 : 1), a->T, walk_chunk(g, 1, 0));
@@ -342,7 +355,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
     uint32_t hd_max, br;
-    if (block_kernels(g, repro, texel, s->hd, &hd_max, &br)) {
+    if (block_kernels(g, repro, texel, 0, s->hd, &hd_max, &br)) {
         /* dq per block of query rows walking the keys, dk and dv per block
          * of keys walking the query rows of the group's heads; loop
          * iterations per block: a block's loads, the scores' head loop,

@@ -34,8 +34,8 @@ size_t ops_storage_limit(const struct gpu *g);
  * n. */
 void op_flash_attention_set_walk(uint32_t n);
 
-/* The backward's kernels (tests): -1 as the device and VKTRAIN_FLASH_BACKWARD
- * say, 0 the row kernels, 1 the block kernels (shaders/flash_block.comp). */
+/* The attention kernels (tests): -1 as the device and VKTRAIN_FLASH say, 0
+ * the row kernels, 1 the block kernels (shaders/flash_block.comp). */
 void op_flash_attention_set_block(int mode);
 
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,
