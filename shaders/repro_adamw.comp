@@ -10,7 +10,9 @@
 //   θ     = θ·decay                              (decay = 1 − lr·wd)
 //   m     = m·β1 + (1 − β1)·g
 //   v     = v·β2 + ((1 − β2)·g)·g
-//   denom = repro_div(repro_sqrt(v), sqrt(1 − β2^t)) + eps
+//   denom = repro_sqrt(v)·(1 / sqrt(1 − β2^t)) + eps (torch divides by
+//           the root; a multiply by the host's reciprocal spares a
+//           division per element, 1.3-1.5x faster on lavapipe)
 //   θ     = θ + repro_div(neg_step_size·m, denom)
 // The scalars come from the host (repro_adamw_scalars). Bindings: θ,
 // grad, m, v read, then θ, m, v written (each state buffer bound twice);
@@ -21,7 +23,7 @@
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push {
     uint n;
-    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
+    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bc2_sqrt, neg_step_size, eps;
 } p;
 #include "elementwise.glsl"
 #include "repro_math.glsl"
@@ -78,7 +80,7 @@ void step(FT th0, FT gr, FT m0, FT v0, out FT th_o, out FT m_o, out FT v_o)
 #define C(x) x
 #endif
         precise float root = repro_sqrt(C(v));
-        precise float denom = repro_div(root, p.bc2_sqrt);
+        precise float denom = root * p.inv_bc2_sqrt;
         denom = denom + p.eps;
         precise float q = repro_div(C(upd), denom);
         C(st) = q;

@@ -3,8 +3,8 @@
  * weight decay, clipping and bias correction at t = 1, 2, 3 and 100000, on
  * tensors of mixed magnitudes with zeros; and it is AdamW: θ within
  * 1e-6·(|θ| + lr) of the default mode's op_adamw (torch's formula) from the
- * same state, which differs only in the rounding of the square root and
- * the divisions. */
+ * same state, which differs only in the rounding of the square root, the
+ * division and the bias correction (a multiply by 1/√(1 − β2^t) here). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

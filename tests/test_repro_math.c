@@ -269,8 +269,8 @@ int main(void)
         total += n;
     }
     printf("%zu inputs in all\n", total);
-    /* GELU below 2^-30 is x / 2 taken with integers: exactly C's x · 0.5f
-     * (one rounding, to nearest even, also into the subnormals) for every
+    /* GELU below 2^-30 is x · σ with σ exactly ½: C's x · 0.5f (one
+     * rounding, to nearest even, also into the subnormals) for every
      * subnormal and smallest-binade x, and a stride through the rest */
     size_t half_bad = 0, half_n = 0;
     for (uint32_t u = 0; u < 0x30800000u; u += u < 0x01000000u ? 1u : 997u)

@@ -207,13 +207,16 @@ void repro_embedding_backward_ref(const int32_t *ids, const float *dout, float *
                                   size_t V);
 
 /* The reproducible AdamW step: op_adamw's formula and operation order
- * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, and its
- * scalars computed without libm but sqrt (correctly rounded by IEEE 754)
- * and with β^t by repeated squaring, so every host and device gives the
- * same bits. op_repro_adamw records it; repro_adamw_ref is the C. */
+ * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, except that
+ * √v is multiplied by 1 / √(1 − β2^t) (a host scalar) where torch divides
+ * by √(1 − β2^t): one division per element fewer, the same value to a
+ * rounding. Its scalars are computed without libm but sqrt (correctly
+ * rounded by IEEE 754) and with β^t by repeated squaring, so every host
+ * and device gives the same bits. op_repro_adamw records it;
+ * repro_adamw_ref is the C. */
 struct repro_adamw_push {
     uint32_t n;
-    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, neg_step_size, eps;
+    float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bc2_sqrt, neg_step_size, eps;
 };
 void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro_adamw_push *p);
 void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,

@@ -19,7 +19,7 @@ void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro
         .one_minus_beta1 = (float)(1.0 - s->beta1),
         .beta2 = (float)s->beta2,
         .one_minus_beta2 = (float)(1.0 - s->beta2),
-        .bc2_sqrt = (float)sqrt(bc2),
+        .inv_bc2_sqrt = (float)(1.0 / sqrt(bc2)),
         .neg_step_size = (float)(-(s->lr / bc1)),
         .eps = (float)s->eps,
     };
@@ -37,7 +37,7 @@ void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t
         float vi = v[i] * p.beta2, vg = p.one_minus_beta2 * g;
         vg = vg * g;
         vi = vi + vg;
-        float denom = repro_div(repro_sqrt(vi), p.bc2_sqrt);
+        float denom = repro_sqrt(vi) * p.inv_bc2_sqrt;
         denom = denom + p.eps;
         float upd = p.neg_step_size * mi;
         th = th + repro_div(upd, denom);
