@@ -10,7 +10,9 @@
  *    onto random values) for llama-like GQA shapes and GPT-2's fused qkv
  *    views, with and without document segments, T = 1, odd T and T = 256,
  *    and the walk over keys split over dispatches (as under a loop limit,
- *    parts of 5 or 48 keys, the sum's of 4 or 32) equal to one walk.
+ *    parts of 5 or 48 keys, the sum's of 4 or 32) equal to one walk; and
+ *    the backward in blocks (repro_attention_block.comp, the storage
+ *    family's default on GPUs), checked to have run.
  * Sanity of the formulas: each result is within float tolerance of the
  * default kernels (normalized error mse/mse(ref) < 1e-10, i.e. about 1e-5
  * relative; seen 1e-16 .. 5e-13), whose bits differ (a negative control
@@ -26,6 +28,18 @@
 static struct gpu *g;
 static struct ref_rng rng;
 static const char *family_names[] = {"texel", "tiled"};
+
+/* Whether the profile since gpu_profile_start ran a kernel whose name
+ * starts with prefix. */
+static int ran_prefix(const char *prefix)
+{
+    const struct gpu_profile_row *rows;
+    int n = gpu_profile_rows(g, &rows);
+    for (int i = 0; i < n; i++)
+        if (!strncmp(rows[i].kernel, prefix, strlen(prefix)))
+            return 1;
+    return 0;
+}
 
 static struct gpu_buffer *upload(const void *x, size_t bytes, const char *name)
 {
@@ -220,14 +234,17 @@ static void attn_case(const struct attn_case *c)
     const size_t counts[5] = {no, rows, nq, nk, nv};
     static const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
     int n_out = c->fused ? 3 : 5; /* fused: dq holds dk and dv */
-    for (int run = 0; run < 5; run++) {
+    for (int run = 0; run < 6; run++) {
         /* texel, tiled, texel with the walks in parts; then the default
-         * kernels in both families */
-        int family = run % 2 == 1, split = run == 2, repro = run < 3;
+         * kernels in both families; then tiled with the backward in blocks
+         * (repro_attention_block.comp, GPUs' default) */
+        int blocks = run == 5, family = run % 2 == 1 || blocks, split = run == 2, repro = run < 3 || blocks;
         char how[64];
-        snprintf(how, sizeof how, "%s%s", family_names[family], split ? ", walk in parts" : "");
+        snprintf(how, sizeof how, "%s%s%s", family_names[family], split ? ", walk in parts" : "",
+                 blocks ? ", backward in blocks" : "");
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_set_reproducible(g, repro);
+        op_flash_attention_set_block(blocks);
         uint32_t part = s->T > 64 ? 48 : 5;
         op_flash_attention_set_walk(split ? part : 0); /* the sum's parts: 32, 4 */
         /* lse: twice the rows where the reproducible walk is cut (the
@@ -240,9 +257,15 @@ static void attn_case(const struct attn_case *c)
         if (!c->fused)
             gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);
         op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
+        int timed = gpu_profile_start(g);
         op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
+        gpu_profile_stop(g);
+        if (timed && blocks)
+            CHECK(ran_prefix("repro_attention_block_dq") && ran_prefix("repro_attention_block_dkv"),
+                  "%s %s: the block kernels did not run", c->name, how);
         gpu_submit(g);
         op_flash_attention_set_walk(0);
+        op_flash_attention_set_block(-1);
         for (int i = 0; i < n_out; i++)
             (repro ? attn_bits : attn_close)(c->name, how, names[i], bufs[i], want[i], counts[i]);
     }

@@ -124,7 +124,8 @@ static size_t block_shared(int fwd, uint32_t hd_max, uint32_t rows)
 
 /* The block kernels for this forward (fwd) or backward (*hd_max, *rows:
  * the variant, the largest blocks that fit the device's shared memory),
- * 0 where the row kernels run. */
+ * 0 where the row kernels run. The reproducible profile has the backward
+ * in blocks (repro_attention_block.comp), its forward in rows. */
 static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, uint32_t *hd_max,
                          uint32_t *rows)
 {
@@ -135,7 +136,7 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
             vkt_fatal("VKTRAIN_FLASH='%s': expected rows or block", env);
         mode = env && *env ? !strcmp(env, "block") : !gpu_cpu_device(gpu_info(g));
     }
-    if (!mode || repro || texel || hd > 128)
+    if (!mode || texel || hd > 128 || (repro && fwd))
         return 0;
     *hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
     for (*rows = *hd_max == 128 ? 16 : 32; *rows >= (*hd_max == 32 ? 32u : *hd_max == 64 ? 16u : 8u); *rows /= 2)
@@ -357,20 +358,27 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     uint32_t hd_max, br;
     if (block_kernels(g, repro, texel, 0, s->hd, &hd_max, &br)) {
         /* dq per block of query rows walking the keys, dk and dv per block
-         * of keys walking the query rows of the group's heads; loop
-         * iterations per block: a block's loads, the scores' head loop,
-         * the accumulators' row loop */
+         * of keys walking the query rows of the group's heads (the
+         * reproducible walk: (head, row) as hh·T + t); loop iterations per
+         * block: a block's loads, the scores' head loop, the accumulators'
+         * row loop. The reproducible blocks take a whole walk only (else
+         * the row kernels, which the host may cut). */
         uint32_t nb = (a->T + br - 1) / br, per = br * s->hd / 64 + s->hd + br + 2;
-        char stage[16];
-        snprintf(stage, sizeof stage, "dq%ux%u", hd_max, br);
-        flash_dispatch(g, op, flash_kernel(g, "flash_block", stage, 0, 1, 5, 0, 7, s->hd), e, 7, &push,
-                       (size_t)a->H * nb * 64, a->T, block_chunk(g, per, per, br));
-        e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
-        e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
-        snprintf(stage, sizeof stage, "dkv%ux%u", hd_max, br);
-        flash_dispatch(g, op, flash_kernel(g, "flash_block", stage, 0, 1, 5, 0, 8, s->hd), e, 8, &push,
-                       (size_t)a->KVH * nb * 64, a->T, block_chunk(g, group * per, per, br));
-        return;
+        uint32_t kv_walk = repro ? group * a->T : a->T;
+        uint32_t q_chunk = block_chunk(g, per, per, br), kv_chunk = block_chunk(g, group * per, per, br);
+        if (!repro || (q_chunk >= a->T && kv_chunk >= kv_walk)) {
+            const char *blocks = repro ? "repro_attention_block" : "flash_block";
+            char stage[16];
+            snprintf(stage, sizeof stage, "dq%ux%u", hd_max, br);
+            flash_dispatch(g, op, flash_kernel(g, blocks, stage, 0, 1, 5, 0, 7, s->hd), e, 7, &push,
+                           (size_t)a->H * nb * 64, a->T, q_chunk);
+            e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
+            e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
+            snprintf(stage, sizeof stage, "dkv%ux%u", hd_max, br);
+            flash_dispatch(g, op, flash_kernel(g, blocks, stage, 0, 1, 5, 0, 8, s->hd), e, 8, &push,
+                           (size_t)a->KVH * nb * 64, kv_walk, kv_chunk);
+            return;
+        }
     }
     int pairs = flash_pairs(texel, width);
     flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dq2" : "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7,

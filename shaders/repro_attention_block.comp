@@ -1,0 +1,168 @@
+#version 450
+// variant: dkv32x32_storage_scalar -DSTAGE=0 -DHDMAX=32u -DBLK=32u
+// variant: dkv64x32_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=32u
+// variant: dkv64x16_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=16u
+// variant: dkv128x16_storage_scalar -DSTAGE=0 -DHDMAX=128u -DBLK=16u
+// variant: dkv128x8_storage_scalar -DSTAGE=0 -DHDMAX=128u -DBLK=8u
+// variant: dq32x32_storage_scalar -DSTAGE=1 -DHDMAX=32u -DBLK=32u
+// variant: dq64x32_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=32u
+// variant: dq64x16_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=16u
+// variant: dq128x16_storage_scalar -DSTAGE=1 -DHDMAX=128u -DBLK=16u
+// variant: dq128x8_storage_scalar -DSTAGE=1 -DHDMAX=128u -DBLK=8u
+// repro_attention_block: the reproducible profile's attention backward
+// (repro_attention.comp's dq and dkv) in flash_block.comp's blocks, for
+// GPUs, with the row kernels' bits: every score and dP is one accumulator
+// from +0 in d order, P = repro_exp(s·scale − lse), dS·scale =
+// (P·(dP − D))·scale as there, and each gradient element one accumulator
+// from its old value taking its terms in the row kernels' order, a term
+// not allowed (the key in the row's future or another document) leaving
+// it as it was (a select, not arithmetic):
+//   dq  (a workgroup per b, h, block of query rows): dq += (dS·scale)·k
+//       over the keys in order (the blocks in order, in a block in order);
+//   dkv (a workgroup per b, kv head, block of keys): dk += (dS·scale)·q,
+//       dv += P·do over the group's heads in order and within each over the
+//       query rows in order.
+// Only the tiles of scores (each one entry's sum in d order) are spread
+// over the invocations; the order each accumulator sees does not depend on
+// the block size, the device or its subgroups. The host takes these where
+// the walk is whole (w0 = 0, and w1 at least T, or group·T in dkv: as
+// on GPUs, which have no loop limit); else the row kernels. No [[unroll]]:
+// glslc's unrolling dropped NoContraction (repro_attention.comp).
+#include "repro_math.glsl"
+#include "attention_block.glsl"
+
+// dS·scale of the invocation's tile of query rows t0.. x keys s0.. into
+// Ss, and in dkv P into Ps (every pair: the accumulators select).
+void scores(uint t0, uint s0, uint lid)
+{
+    uint sq = lid / 8u, sk = lid % 8u;
+    precise float sa[SR][SR], da[SR][SR];
+    for (uint i = 0u; i < SR; i++)
+        for (uint j = 0u; j < SR; j++) {
+            sa[i][j] = 0.0f;
+            da[i][j] = 0.0f;
+        }
+    for (uint d = 0u; d < HD; d++)
+        for (uint i = 0u; i < SR; i++)
+            for (uint j = 0u; j < SR; j++) {
+                precise float x = Qs[sq * SR + i][d] * Ks[sk * SR + j][d];
+                precise float sn = sa[i][j] + x;
+                sa[i][j] = sn;
+                precise float y = Os[sq * SR + i][d] * Vs[sk * SR + j][d];
+                precise float dn = da[i][j] + y;
+                da[i][j] = dn;
+            }
+    for (uint i = 0u; i < SR; i++)
+        for (uint j = 0u; j < SR; j++) {
+            uint qi = sq * SR + i, kj = sk * SR + j;
+            precise float sv = sa[i][j] * p.scale;
+            precise float dd = sv - row_lse[qi];
+            precise float pr = repro_exp(dd);
+            precise float diff = da[i][j] - row_d[qi];
+            precise float ds = pr * diff;
+            precise float dss = ds * p.scale;
+            Ss[qi][kj] = dss;
+#if STAGE == 0
+            Ps[qi][kj] = pr;
+#endif
+        }
+}
+
+void main()
+{
+    uint nb = (p.T + BLK - 1u) / BLK, wg = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
+    uint tr = lid / TD, td = lid % TD;
+    precise float acc[4][DPT];
+#if STAGE == 0
+    precise float acc2[4][DPT];
+    if (wg >= p.B * p.KVH * nb)
+        return; // the whole workgroup
+    uint kb = wg % nb, kh = (wg / nb) % p.KVH, b = wg / (nb * p.KVH), s0 = kb * BLK, group = p.H / p.KVH;
+    uint gk[4], gv[4];
+    for (uint i = 0u; i < 4u; i++) {
+        uint s = min(s0 + tr * 4u + i, p.T - 1u);
+        gk[i] = kidx(b, s, kh) - p.k_off + p.g1_off, gv[i] = vidx(b, s, kh) - p.v_off + p.g2_off;
+        for (uint c = 0u; c < DPT; c++) {
+            uint d = min(td + TD * c, HD - 1u);
+            acc[i][c] = dk[gk[i] + d];
+            acc2[i][c] = dv[gv[i] + d];
+        }
+    }
+    load_keys(b, kh, s0, lid);
+    for (uint hh = 0u; hh < group; hh++) {
+        uint h = kh * group + hh;
+        for (uint t0 = s0; t0 < p.T; t0 += BLK) {
+            barrier(); // the last block's readers are done
+            load_rows(b, h, t0, lid);
+            barrier();
+            scores(t0, s0, lid);
+            barrier();
+            for (uint qi = 0u; qi < BLK; qi++)
+                for (uint i = 0u; i < 4u; i++) {
+                    uint kj = tr * 4u + i;
+                    bool ok = allowed(t0, qi, s0, kj);
+                    float dss = Ss[qi][kj], pr = Ps[qi][kj];
+                    for (uint c = 0u; c < DPT; c++) {
+                        uint d = min(td + TD * c, HD - 1u);
+                        precise float x = dss * Qs[qi][d];
+                        precise float an = acc[i][c] + x;
+                        acc[i][c] = ok ? an : acc[i][c];
+                        precise float y = pr * Os[qi][d];
+                        precise float bn = acc2[i][c] + y;
+                        acc2[i][c] = ok ? bn : acc2[i][c];
+                    }
+                }
+        }
+    }
+    for (uint i = 0u; i < 4u; i++) {
+        if (s0 + tr * 4u + i >= p.T)
+            continue;
+        for (uint c = 0u; c < DPT; c++) {
+            uint d = td + TD * c;
+            if (d < HD) {
+                dk[gk[i] + d] = acc[i][c];
+                dv[gv[i] + d] = acc2[i][c];
+            }
+        }
+    }
+#else
+    if (wg >= p.B * p.H * nb)
+        return; // the whole workgroup
+    uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
+    uint end = min(t0 + BLK, p.T); // keys up to the rows' last (their future is masked)
+    uint go[4];
+    for (uint i = 0u; i < 4u; i++) {
+        go[i] = qidx(b, min(t0 + tr * 4u + i, p.T - 1u), h) - p.q_off + p.g1_off;
+        for (uint c = 0u; c < DPT; c++)
+            acc[i][c] = dq[go[i] + min(td + TD * c, HD - 1u)];
+    }
+    load_rows(b, h, t0, lid);
+    for (uint s0 = 0u; s0 < end; s0 += BLK) {
+        barrier(); // the last block's readers are done
+        load_keys(b, kh, s0, lid);
+        barrier();
+        scores(t0, s0, lid);
+        barrier();
+        for (uint kj = 0u; kj < BLK; kj++)
+            for (uint i = 0u; i < 4u; i++) {
+                uint qi = tr * 4u + i;
+                bool ok = allowed(t0, qi, s0, kj);
+                float dss = Ss[qi][kj];
+                for (uint c = 0u; c < DPT; c++) {
+                    precise float x = dss * Ks[kj][min(td + TD * c, HD - 1u)];
+                    precise float an = acc[i][c] + x;
+                    acc[i][c] = ok ? an : acc[i][c];
+                }
+            }
+    }
+    for (uint i = 0u; i < 4u; i++) {
+        if (t0 + tr * 4u + i >= p.T)
+            continue;
+        for (uint c = 0u; c < DPT; c++) {
+            uint d = td + TD * c;
+            if (d < HD)
+                dq[go[i] + d] = acc[i][c];
+        }
+    }
+#endif
+}
