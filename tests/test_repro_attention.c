@@ -11,8 +11,8 @@
  *    views, with and without document segments, T = 1, odd T and T = 256,
  *    and the walk over keys split over dispatches (as under a loop limit,
  *    parts of 5 or 48 keys, the sum's of 4 or 32) equal to one walk; and
- *    the backward in blocks (repro_attention_block.comp, the storage
- *    family's default on GPUs), checked to have run.
+ *    in blocks (repro_attention_block.comp, the storage family's default
+ *    on GPUs), checked to have run.
  * Sanity of the formulas: each result is within float tolerance of the
  * default kernels (normalized error mse/mse(ref) < 1e-10, i.e. about 1e-5
  * relative; seen 1e-16 .. 5e-13), whose bits differ (a negative control
@@ -236,12 +236,12 @@ static void attn_case(const struct attn_case *c)
     int n_out = c->fused ? 3 : 5; /* fused: dq holds dk and dv */
     for (int run = 0; run < 6; run++) {
         /* texel, tiled, texel with the walks in parts; then the default
-         * kernels in both families; then tiled with the backward in blocks
+         * kernels in both families; then tiled in blocks
          * (repro_attention_block.comp, GPUs' default) */
         int blocks = run == 5, family = run % 2 == 1 || blocks, split = run == 2, repro = run < 3 || blocks;
         char how[64];
         snprintf(how, sizeof how, "%s%s%s", family_names[family], split ? ", walk in parts" : "",
-                 blocks ? ", backward in blocks" : "");
+                 blocks ? ", in blocks" : "");
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_set_reproducible(g, repro);
         op_flash_attention_set_block(blocks);
@@ -256,12 +256,13 @@ static void attn_case(const struct attn_case *c)
         gpu_upload(g, bdq, 0, dq0, nq * 4);
         if (!c->fused)
             gpu_upload(g, bdk, 0, dk0, nk * 4), gpu_upload(g, bdv, 0, dv0, nv * 4);
-        op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
         int timed = gpu_profile_start(g);
+        op_flash_attention(g, s, bq, bk, bv, bdoc, blse, bout);
         op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
         gpu_profile_stop(g);
         if (timed && blocks)
-            CHECK(ran_prefix("repro_attention_block_dq") && ran_prefix("repro_attention_block_dkv"),
+            CHECK(ran_prefix("repro_attention_block_fwd") && ran_prefix("repro_attention_block_dq") &&
+                      ran_prefix("repro_attention_block_dkv"),
                   "%s %s: the block kernels did not run", c->name, how);
         gpu_submit(g);
         op_flash_attention_set_walk(0);

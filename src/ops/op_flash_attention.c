@@ -124,8 +124,8 @@ static size_t block_shared(int fwd, uint32_t hd_max, uint32_t rows)
 
 /* The block kernels for this forward (fwd) or backward (*hd_max, *rows:
  * the variant, the largest blocks that fit the device's shared memory),
- * 0 where the row kernels run. The reproducible profile has the backward
- * in blocks (repro_attention_block.comp), its forward in rows. */
+ * 0 where the row kernels run; the reproducible profile's are
+ * repro_attention_block.comp, which take whole walks only. */
 static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, uint32_t *hd_max,
                          uint32_t *rows)
 {
@@ -136,7 +136,7 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
             vkt_fatal("VKTRAIN_FLASH='%s': expected rows or block", env);
         mode = env && *env ? !strcmp(env, "block") : !gpu_cpu_device(gpu_info(g));
     }
-    if (!mode || texel || hd > 128 || (repro && fwd))
+    if (!mode || texel || hd > 128)
         return 0;
     *hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
     for (*rows = *hd_max == 128 ? 16 : 32; *rows >= (*hd_max == 32 ? 32u : *hd_max == 64 ? 16u : 8u); *rows /= 2)
@@ -285,18 +285,22 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     uint32_t hd_max, br;
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
-    if (repro)
-        repro_forward(g, op, b, &push, texel, width, lse);
-    else if (block_kernels(g, 0, texel, 1, s->hd, &hd_max, &br)) {
-        /* per block of query rows walking the keys; loop iterations per
-         * block: its loads, the scores' head loop, the softmax's two walks
-         * and the accumulators' */
-        uint32_t nb = (a->T + br - 1) / br, per = br * s->hd / 64 + s->hd + 3 * br + 2;
+    /* in blocks: per block of query rows walking the keys; loop iterations
+     * per block: its loads, the scores' head loop, the softmax's two walks
+     * and the accumulators' (the reproducible kernel: two walks, the
+     * second with the tree's) */
+    int blocks = block_kernels(g, repro, texel, 1, s->hd, &hd_max, &br);
+    uint32_t nb = blocks ? (a->T + br - 1) / br : 0, per = blocks ? br * s->hd / 64 + s->hd + 3 * br + 2 : 0;
+    uint32_t chunk = blocks ? block_chunk(g, repro ? 2 * per + 2 * br : per, per, br) : 0;
+    if (blocks && (!repro || chunk >= a->T)) {
         char stage[16];
         snprintf(stage, sizeof stage, "fwd%ux%u", hd_max, br);
-        flash_dispatch(g, op, flash_kernel(g, "flash_block", stage, 0, 1, 3, 0, 6, s->hd), b, 6, &push,
-                       (size_t)a->H * nb * 64, a->T, block_chunk(g, per, per, br));
-    } else {
+        flash_dispatch(g, op,
+                       flash_kernel(g, repro ? "repro_attention_block" : "flash_block", stage, 0, 1, 3, 0, 6, s->hd), b,
+                       6, &push, (size_t)a->H * nb * 64, a->T, chunk);
+    } else if (repro)
+        repro_forward(g, op, b, &push, texel, width, lse);
+    else {
         int pairs = flash_pairs(texel, width);
         flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd4" : "fwd", texel, width, 3, 0, 6, s->hd),
                        b, 6, &push, walk_items(a->T, a->H, pairs ? 4 : 1), a->T, walk_chunk(g, 1, 0));
