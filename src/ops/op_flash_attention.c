@@ -288,10 +288,12 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     /* in blocks: per block of query rows walking the keys; loop iterations
      * per block: its loads, the scores' head loop, the softmax's two walks
      * and the accumulators' (the reproducible kernel: two walks, the
-     * second with the tree's) */
+     * second with the tree's, counted twice over: its inner loops have no
+     * [[unroll]], and a walk past llvmpipe's loop limit would stop short,
+     * where the row kernels take the walk in parts) */
     int blocks = block_kernels(g, repro, texel, 1, s->hd, &hd_max, &br);
     uint32_t nb = blocks ? (a->T + br - 1) / br : 0, per = blocks ? br * s->hd / 64 + s->hd + 3 * br + 2 : 0;
-    uint32_t chunk = blocks ? block_chunk(g, repro ? 2 * per + 2 * br : per, per, br) : 0;
+    uint32_t chunk = blocks ? block_chunk(g, repro ? 4 * per : per, per, br) : 0;
     if (blocks && (!repro || chunk >= a->T)) {
         char stage[16];
         snprintf(stage, sizeof stage, "fwd%ux%u", hd_max, br);
@@ -365,9 +367,10 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
          * of keys walking the query rows of the group's heads (the
          * reproducible walk: (head, row) as hh·T + t); loop iterations per
          * block: a block's loads, the scores' head loop, the accumulators'
-         * row loop. The reproducible blocks take a whole walk only (else
+         * row loop (twice over for the reproducible ones, as in the
+         * forward). The reproducible blocks take a whole walk only (else
          * the row kernels, which the host may cut). */
-        uint32_t nb = (a->T + br - 1) / br, per = br * s->hd / 64 + s->hd + br + 2;
+        uint32_t nb = (a->T + br - 1) / br, per = (br * s->hd / 64 + s->hd + br + 2) * (repro ? 2 : 1);
         uint32_t kv_walk = repro ? group * a->T : a->T;
         uint32_t q_chunk = block_chunk(g, per, per, br), kv_chunk = block_chunk(g, group * per, per, br);
         if (!repro || (q_chunk >= a->T && kv_chunk >= kv_walk)) {
