@@ -13,8 +13,10 @@
 #   4. runs the matmul and model benchmarks, the same matmul shapes in
 #      PyTorch on the GPU (fp32, TF32 off), and GPT-2 124M training steps in
 #      vktrain and in PyTorch eager on the same GPU; on a GPU also the
-#      reproducible mode's steps, both modes' profiles by kernel and
-#      bench_attention at GPT-2's heads, the backward in blocks and in rows;
+#      steps with the attention in rows (VKTRAIN_FLASH=rows, against the
+#      default blocks), the reproducible mode's steps, both modes' profiles
+#      by kernel, bench_attention at GPT-2's heads in blocks and in rows,
+#      and bench_matmul with each tile configuration forced;
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
@@ -327,6 +329,11 @@ PY
   t=$(sed -n 's/^torch tokens\/s \([0-9.]*\).*/\1/p' "$work/torch_gpt2.log")
   bench+=("| GPT-2 124M training B=$B T=$T fp32, tokens/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.5x (eager fp32) |")
   note "GPT-2 124M: vktrain ${v:--} tokens/s, PyTorch ${t:--} tokens/s"
+  # the same with the attention's row kernels (VKTRAIN_FLASH=rows): what the
+  # blocks (shaders/flash_block.comp, the default on GPUs) gain in a step
+  w=$(VKTRAIN_FLASH=rows gpt2_train gpt2_rows)
+  bench+=("| GPT-2 124M training B=$B T=$T fp32, attention in blocks against rows (\`VKTRAIN_FLASH=rows\`), tokens/s | ${v:--} | ${w:--} (vktrain, rows) | $(ratio "${v:-0}" "${w:-0}") | - |")
+  note "GPT-2 124M with the attention in rows: ${w:--} tokens/s"
   r=$(gpt2_train gpt2_repro precision=reproducible)
   bench+=("| GPT-2 124M training B=$B T=$T, precision: reproducible against fp32, tokens/s | ${r:--} | ${v:--} (vktrain fp32) | $(ratio "${r:-0}" "${v:-0}") | 0.8x |")
   note "GPT-2 124M reproducible: ${r:--} tokens/s"
