@@ -24,7 +24,7 @@
 //       the BLK x BLK scores (register tiles) into shared memory, then the
 //       online softmax one invocation per row (the block's max, the old
 //       state's factor, the weights in place of the scores), and each
-//       invocation's 4 rows x 8 columns of the output rescaled and added
+//       invocation's 4 rows x DPT columns of the output rescaled and added
 //       the weights times the values. It saves out = acc / l and
 //       lse = m + log l, and resumes from them where the walk is cut, as
 //       flash_attention.comp's forward does.
@@ -33,16 +33,16 @@
 //       query head h of the group and each block of BLK query rows t0.. of
 //       the walk (t >= s0): the rows' q, do and statistics (lse, D) in
 //       shared memory, the BLK x BLK scores s = scale·q·k and dP = do·v
-//       (each invocation a 4x4 or 2x2 tile of them, from shared memory),
+//       (each invocation an SR x SR tile of them, from shared memory),
 //       P = exp(s − lse) and dS = P·(dP − D) where the key is allowed (its
 //       past, its document, the walk's rows; 0 elsewhere) into shared
 //       memory, and each invocation adds P^T·do and dS^T·q into its 4 keys
-//       x 8 head columns of dv and dk, kept in registers to the end:
+//       x DPT head columns of dv and dk, kept in registers to the end:
 //       dk += scale·Σ dS·q, dv += Σ P·do.
 //   dq  (a workgroup per b, h, block of BLK query rows): the rows' q, do and
 //       statistics once; for each block of BLK keys of the walk up to the
 //       rows' last: keys and values in shared memory, dS as above, and each
-//       invocation adds dS·k into its 4 rows x 8 columns of dq:
+//       invocation adds dS·k into its 4 rows x DPT columns of dq:
 //       dq += scale·Σ dS·k.
 // One row kernel per key (flash_attention.comp, dk and dv) read every query
 // row's q and do from memory for every key and kept four head vectors per
@@ -55,7 +55,10 @@
 // limit, tests). Bindings and indices are the row kernels': q, k, v, do,
 // the (lse, D) statistics, the document ids, then dq or dk and dv, all
 // storage buffers of floats (any offset and stride).
-// Variants <stage><HDMAX>x<BLK>: head sizes up to HDMAX, blocks of BLK.
+// Variants <stage><HDMAX>x<BLK>: head sizes up to HDMAX, blocks of BLK;
+// score tiles of SR = BLK / 8 (4, 2 or 1) square, accumulators of 4 rows
+// x DPT = HDMAX / (256 / BLK) columns (8 at 64x32 and 128x16, else 4)
+// (attention_block.glsl).
 // Shared memory: BLK rows of head arrays padded to HDMAX + 1 floats (no
 // two invocations of a tile's row or column on one bank; four in the
 // backward, three in fwd) and BLK x BLK tiles (two in dkv, one otherwise):
