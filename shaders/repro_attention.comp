@@ -32,6 +32,8 @@
 // variant: max8_texel_vec4 -DSTAGE=0 -DTEXEL=1 -DVEC4=1 -DNR=8u
 // variant: dq2_texel_vec4 -DSTAGE=4 -DTEXEL=1 -DVEC4=1 -DNR=2u
 // variant: dkv2_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1 -DNR=2u
+// variant: dq4_texel_vec4 -DSTAGE=4 -DTEXEL=1 -DVEC4=1 -DNR=4u
+// variant: dkv4_texel_vec4 -DSTAGE=5 -DTEXEL=1 -DVEC4=1 -DNR=4u
 // variant: fused4_texel_vec4 -DSTAGE=6 -DTEXEL=1 -DVEC4=1 -DNR=4u
 // repro_attention: the reproducible profile's causal GQA attention
 // (block-causal with document ids), exact per query row: no online
@@ -65,7 +67,8 @@
 // operations, so the bits do not depend on the cut either.
 // src/repro/repro_attention.c is the C.
 // NR rows per invocation (the texel family's vec4 variants: 8 in max8,
-// 4 in fused4, 2 in dq2 and dkv2), query rows NR·j .. NR·j + NR − 1 (key rows in dkv),
+// 4 in fused4, 2 in dq2 and dkv2, 4 in dq4 and dkv4 at head sizes up to
+// 32), query rows NR·j .. NR·j + NR − 1 (key rows in dkv),
 // share each fetch of the other side: each row's operations are the
 // one-row kernel's in its order, a key outside a row's future or document
 // leaving that row's state as it was (selects, not arithmetic), so the
@@ -74,7 +77,9 @@
 // stacks; with eight keys per step it is 0.8-0.9x one row's time at hd 32
 // and 64, T = 128 to 1024, bench_attention; four rows, 0.85-0.93x the
 // pair's time at hd 32, T = 64 to 512, and at hd 64, T = 256 to 1024,
-// alternated call by call; eight, 1.0-1.3x four's. The max keeps no
+// alternated call by call; eight, 1.0-1.3x four's. dq and dkv with four
+// rows: 0.80-0.95x the pair's time at hd 16 and 32 (T = 64 to 512), but
+// 1.05-1.15x at hd 64 (T <= 512), so four only up to 32. The max keeps no
 // accumulator, and 8 rows made the whole forward 8-10% faster than 2 at
 // T = 1024 and 2048.)
 // TEXEL = 1 reads the inputs through uniform texel buffers (CPU devices),

@@ -301,6 +301,9 @@ int main(void)
         {"T=256 hd=64 GQA docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0}, 0, 1},
         /* walks near lavapipe's loop limit (dk, dv cut into dispatches) */
         {"T=1024 hd=64", {1, 1024, 1, 1, 64, 0, 0, 0, 0, 0}, 0, 0},
+        /* four rows per invocation in the texel family's dq and dkv (head
+         * sizes up to 32) over a long walk */
+        {"T=2048 hd=32 GQA", {1, 2048, 2, 1, 32, 0, 0, 0, 0, 0}, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         attn_case(&cases[i]);

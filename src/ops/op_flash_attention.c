@@ -387,9 +387,16 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
             return;
         }
     }
-    int pairs = flash_pairs(texel, width);
-    flash_dispatch(g, op, flash_kernel(g, base, pairs ? "dq2" : "dq", texel, width, 5, BWD_STATS, 7, s->hd), e, 7,
-                   &push, walk_items(a->T, a->H, pairs ? 2 : 1), a->T,
+    /* rows per invocation: the reproducible walks four at head sizes up
+     * to 32 (see repro_attention.comp) */
+    int pairs = flash_pairs(texel, width), nr = !pairs ? 1 : repro && s->hd <= 32 ? 4 : 2;
+    char dq_stage[8] = "dq", dkv_stage[8] = "dkv";
+    if (nr > 1) {
+        snprintf(dq_stage, sizeof dq_stage, "dq%d", nr);
+        snprintf(dkv_stage, sizeof dkv_stage, "dkv%d", nr);
+    }
+    flash_dispatch(g, op, flash_kernel(g, base, dq_stage, texel, width, 5, BWD_STATS, 7, s->hd), e, 7, &push,
+                   walk_items(a->T, a->H, (uint32_t)nr), a->T,
                    repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 6 * hdc) : walk_chunk(g, 1, 0));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
     e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
@@ -401,12 +408,12 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     for (int i = 0; i < parts; i++)
         flash_dispatch(g, op,
                        flash_kernel(g, base,
-                                    pairs        ? "dkv2"
+                                    pairs        ? dkv_stage
                                     : parts == 1 ? "dkv"
                                     : i == 0     ? "dk"
                                                  : "dv",
                                     texel, width, 5, BWD_STATS, 8, s->hd),
-                       e, 8, &push, walk_items(a->T, a->KVH, pairs ? 2 : 1), repro ? group * a->T : a->T,
+                       e, 8, &push, walk_items(a->T, a->KVH, (uint32_t)nr), repro ? group * a->T : a->T,
                        repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
 }
 
