@@ -29,18 +29,6 @@ static struct gpu *g;
 static struct ref_rng rng;
 static const char *family_names[] = {"texel", "tiled"};
 
-/* Whether the profile since gpu_profile_start ran a kernel whose name
- * starts with prefix. */
-static int ran_prefix(const char *prefix)
-{
-    const struct gpu_profile_row *rows;
-    int n = gpu_profile_rows(g, &rows);
-    for (int i = 0; i < n; i++)
-        if (!strncmp(rows[i].kernel, prefix, strlen(prefix)))
-            return 1;
-    return 0;
-}
-
 static struct gpu_buffer *upload(const void *x, size_t bytes, const char *name)
 {
     struct gpu_buffer *b = gpu_buffer_create(g, bytes, name);
@@ -261,8 +249,9 @@ static void attn_case(const struct attn_case *c)
         op_flash_attention_backward(g, s, bq, bk, bv, bdoc, bout, blse, bdout, bstats, bdq, bdk, bdv);
         gpu_profile_stop(g);
         if (timed && blocks)
-            CHECK(ran_prefix("repro_attention_block_fwd") && ran_prefix("repro_attention_block_dq") &&
-                      ran_prefix("repro_attention_block_dkv"),
+            CHECK(profile_dispatches(g, "repro_attention_block_fwd") &&
+                      profile_dispatches(g, "repro_attention_block_dq") &&
+                      profile_dispatches(g, "repro_attention_block_dkv"),
                   "%s %s: the block kernels did not run", c->name, how);
         gpu_submit(g);
         op_flash_attention_set_walk(0);

@@ -122,12 +122,18 @@ static size_t block_shared(int fwd, uint32_t hd_max, uint32_t rows)
     return sizeof(float) * (arrays * r * (hd_max + 1) + tiles * r * (r + 1) + row_arrays * r);
 }
 
-/* The block kernels for this forward (fwd) or backward (*hd_max, *rows:
- * the variant, the largest blocks that fit the device's shared memory),
- * 0 where the row kernels run; the reproducible profile's are
- * repro_attention_block.comp, which take whole walks only. */
-static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, uint32_t *hd_max,
-                         uint32_t *rows)
+/* The block kernels of a pass: flash_block.comp, or in the reproducible
+ * profile repro_attention_block.comp; the variant: head sizes up to
+ * hd_max, blocks of `rows`. */
+struct flash_blocks {
+    int repro;
+    uint32_t hd_max, rows;
+};
+
+/* The block kernels for this forward (fwd) or backward (the largest blocks
+ * that fit the device's shared memory), 0 where the row kernels run; the
+ * reproducible ones take whole walks only. */
+static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, struct flash_blocks *k)
 {
     int mode = block_mode;
     if (mode < 0) {
@@ -138,11 +144,40 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
     }
     if (!mode || texel || hd > 128)
         return 0;
-    *hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
-    for (*rows = *hd_max == 128 ? 16 : 32; *rows >= (*hd_max == 32 ? 32u : *hd_max == 64 ? 16u : 8u); *rows /= 2)
-        if (block_shared(fwd, *hd_max, *rows) <= gpu_info(g)->shared_memory)
+    k->repro = repro;
+    k->hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
+    for (k->rows = k->hd_max == 128 ? 16 : 32; k->rows >= (k->hd_max == 32   ? 32u
+                                                           : k->hd_max == 64 ? 16u
+                                                                             : 8u);
+         k->rows /= 2)
+        if (block_shared(fwd, k->hd_max, k->rows) <= gpu_info(g)->shared_memory)
             return 1;
     return 0;
+}
+
+/* Loop iterations per block of a walk: a block's loads, the scores' head
+ * loop, `row_loops` loops over its rows (the reproducible kernels' counted
+ * twice over: their inner loops have no [[unroll]], and a walk past
+ * llvmpipe's loop limit would stop short, where the row kernels take the
+ * walk in parts). */
+static uint32_t block_iterations(const struct flash_blocks *k, uint32_t hd, uint32_t row_loops)
+{
+    return (k->rows * hd / 64 + hd + row_loops * k->rows + 2) * (k->repro ? 2 : 1);
+}
+
+/* Records stage (fwd, dq or dkv) of the block kernels k over the blocks
+ * of `heads` heads of each sequence, bindings b[0..n) (the first n_in
+ * read), the walk in parts of chunk. */
+static void block_dispatch(struct gpu *g, const char *op, const struct flash_blocks *k, const char *stage, int n_in,
+                           struct attention_bind *b, int n, struct flash_push *push, uint32_t heads, uint32_t walk,
+                           uint32_t chunk)
+{
+    char name[16];
+    snprintf(name, sizeof name, "%s%ux%u", stage, k->hd_max, k->rows);
+    size_t blocks = (push->a.T + k->rows - 1) / k->rows;
+    flash_dispatch(
+        g, op, flash_kernel(g, k->repro ? "repro_attention_block" : "flash_block", name, 0, 1, n_in, 0, n, push->a.hd),
+        b, n, push, heads * blocks * 64, walk, chunk);
 }
 
 /* A walk in block kernels' dispatches of whole blocks within the device's
@@ -282,24 +317,17 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     struct attention_bind b[7];
     bind_inputs(b, &push, q, k, v, doc, 3, out);
     int texel, width = flash_width(g, op, a, b, 3, &texel);
-    uint32_t hd_max, br;
+    struct flash_blocks blk;
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
-    /* in blocks: per block of query rows walking the keys; loop iterations
-     * per block: its loads, the scores' head loop, the softmax's two walks
-     * and the accumulators' (the reproducible kernel: two walks, the
-     * second with the tree's, counted twice over: its inner loops have no
-     * [[unroll]], and a walk past llvmpipe's loop limit would stop short,
-     * where the row kernels take the walk in parts) */
-    int blocks = block_kernels(g, repro, texel, 1, s->hd, &hd_max, &br);
-    uint32_t nb = blocks ? (a->T + br - 1) / br : 0, per = blocks ? br * s->hd / 64 + s->hd + 3 * br + 2 : 0;
-    uint32_t chunk = blocks ? block_chunk(g, repro ? 4 * per : per, per, br) : 0;
+    /* in blocks: per block of query rows walking the keys (the softmax's
+     * two loops and the accumulators'; the reproducible kernel walks
+     * twice) */
+    int blocks = block_kernels(g, repro, texel, 1, s->hd, &blk);
+    uint32_t per = blocks ? block_iterations(&blk, s->hd, 3) : 0;
+    uint32_t chunk = blocks ? block_chunk(g, repro ? 2 * per : per, per, blk.rows) : 0;
     if (blocks && (!repro || chunk >= a->T)) {
-        char stage[16];
-        snprintf(stage, sizeof stage, "fwd%ux%u", hd_max, br);
-        flash_dispatch(g, op,
-                       flash_kernel(g, repro ? "repro_attention_block" : "flash_block", stage, 0, 1, 3, 0, 6, s->hd), b,
-                       6, &push, (size_t)a->H * nb * 64, a->T, chunk);
+        block_dispatch(g, op, &blk, "fwd", 3, b, 6, &push, a->H, a->T, chunk);
     } else if (repro)
         repro_forward(g, op, b, &push, texel, width, lse);
     else {
@@ -361,29 +389,20 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     uint32_t hdc = s->hd / (uint32_t)width, group = a->H / a->KVH;
     flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
-    uint32_t hd_max, br;
-    if (block_kernels(g, repro, texel, 0, s->hd, &hd_max, &br)) {
+    struct flash_blocks blk;
+    if (block_kernels(g, repro, texel, 0, s->hd, &blk)) {
         /* dq per block of query rows walking the keys, dk and dv per block
          * of keys walking the query rows of the group's heads (the
-         * reproducible walk: (head, row) as hh·T + t); loop iterations per
-         * block: a block's loads, the scores' head loop, the accumulators'
-         * row loop (twice over for the reproducible ones, as in the
-         * forward). The reproducible blocks take a whole walk only (else
-         * the row kernels, which the host may cut). */
-        uint32_t nb = (a->T + br - 1) / br, per = (br * s->hd / 64 + s->hd + br + 2) * (repro ? 2 : 1);
-        uint32_t kv_walk = repro ? group * a->T : a->T;
-        uint32_t q_chunk = block_chunk(g, per, per, br), kv_chunk = block_chunk(g, group * per, per, br);
+         * reproducible walk: (head, row) as hh·T + t). The reproducible
+         * blocks take a whole walk only (else the row kernels, which the
+         * host may cut). */
+        uint32_t per = block_iterations(&blk, s->hd, 1), kv_walk = repro ? group * a->T : a->T;
+        uint32_t q_chunk = block_chunk(g, per, per, blk.rows), kv_chunk = block_chunk(g, group * per, per, blk.rows);
         if (!repro || (q_chunk >= a->T && kv_chunk >= kv_walk)) {
-            const char *blocks = repro ? "repro_attention_block" : "flash_block";
-            char stage[16];
-            snprintf(stage, sizeof stage, "dq%ux%u", hd_max, br);
-            flash_dispatch(g, op, flash_kernel(g, blocks, stage, 0, 1, 5, 0, 7, s->hd), e, 7, &push,
-                           (size_t)a->H * nb * 64, a->T, q_chunk);
+            block_dispatch(g, op, &blk, "dq", 5, e, 7, &push, a->H, a->T, q_chunk);
             e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
             e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
-            snprintf(stage, sizeof stage, "dkv%ux%u", hd_max, br);
-            flash_dispatch(g, op, flash_kernel(g, blocks, stage, 0, 1, 5, 0, 8, s->hd), e, 8, &push,
-                           (size_t)a->KVH * nb * 64, kv_walk, kv_chunk);
+            block_dispatch(g, op, &blk, "dkv", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
             return;
         }
     }
