@@ -16,11 +16,17 @@
 #      steps with the attention in rows (VKTRAIN_FLASH=rows, against the
 #      default blocks), the reproducible mode's steps, both modes' profiles
 #      by kernel, bench_attention at GPT-2's heads in blocks and in rows,
-#      and bench_matmul with each tile configuration forced;
+#      bench_matmul with each tile configuration forced and without
+#      split-k (VKTRAIN_TILED_SPLITK=1), GPT-2's steps without split-k,
+#      and bench_attention in blocks of at most 16 rows
+#      (VKTRAIN_FLASH_BLOCK_ROWS=16);
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
 #      (a .tgz path) keeps every step's log as well.
+# GPU_CHECK_TESTS="test_ops test_flash_attention ..." runs only those tests
+# (a short run within a lent GPU's remaining minutes; the report lists the
+# others as skipped).
 # Exit status 1 when a test failed or a step could not run.
 #
 # On a CPU device (lavapipe, CI) the GPU-only parts are skipped and the
@@ -211,7 +217,13 @@ run_test() { # name command...
   rows+=("| $t | $result | $secs |")
   note "$t: $result, $secs s"
 }
+# GPU_CHECK_TESTS: a subset of the tests (skip_unlisted NAME: whether NAME
+# is left out, and the report says so)
+skip_unlisted() {
+  [ -n "${GPU_CHECK_TESTS:-}" ] && ! grep -qw -- "$1" <<< "$GPU_CHECK_TESTS" && skip "$1" "not in GPU_CHECK_TESTS"
+}
 for t in "${device_tests[@]}"; do
+  skip_unlisted $t && continue
   if [ $t = test_large ] && [ $cpu = 1 ]; then
     skip $t "CPU device: minutes here, and the suite (scripts/test.sh) runs it"
     continue
@@ -219,6 +231,7 @@ for t in "${device_tests[@]}"; do
   run_test $t "./$t"
 done
 for t in test_parity_torch test_train_parity_torch; do
+  skip_unlisted $t && continue
   if [ $torch_any = 0 ]; then
     skip $t "no PyTorch for $py"
     continue
@@ -260,11 +273,13 @@ fi
   { note "bench_matmul failed"; cat "$work/matmul.log"; failed=1; }
 cat "$work/matmul.log"
 if [ $cpu = 0 ]; then
-  # each tile configuration forced at the same shape (tn's grid of 144
-  # large tiles left an H200's 132 multiprocessors half idle)
-  for tile in 64 128; do
-    VKTRAIN_TILED_TILE=$tile "$bdir/bench/bench_matmul" $M $N $K $R > "$work/matmul_tile$tile.log" 2>&1 ||
-      { note "bench_matmul with $tile x $tile tiles failed"; cat "$work/matmul_tile$tile.log"; failed=1; }
+  # each tile configuration forced at the same shape, without split-k
+  # (tn's grid of 144 large tiles left an H200's 132 multiprocessors half
+  # idle), and the default tiles without split-k
+  for tile in 64 128 default; do
+    VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=${tile#default} "$bdir/bench/bench_matmul" $M $N $K $R \
+      > "$work/matmul_tile$tile.log" 2>&1 ||
+      { note "bench_matmul with $tile tiles failed"; cat "$work/matmul_tile$tile.log"; failed=1; }
   done
 fi
 if [ $torch_cuda = 1 ]; then
@@ -334,6 +349,11 @@ PY
   w=$(VKTRAIN_FLASH=rows gpt2_train gpt2_rows)
   bench+=("| GPT-2 124M training B=$B T=$T fp32, attention in blocks against rows (\`VKTRAIN_FLASH=rows\`), tokens/s | ${v:--} | ${w:--} (vktrain, rows) | $(ratio "${v:-0}" "${w:-0}") | - |")
   note "GPT-2 124M with the attention in rows: ${w:--} tokens/s"
+  # without split-k (VKTRAIN_TILED_SPLITK=1): what it gains the weight
+  # gradients in a step
+  w=$(VKTRAIN_TILED_SPLITK=1 gpt2_train gpt2_nosplit)
+  bench+=("| GPT-2 124M training B=$B T=$T fp32, tn split-k against none (\`VKTRAIN_TILED_SPLITK=1\`), tokens/s | ${v:--} | ${w:--} (vktrain, no split-k) | $(ratio "${v:-0}" "${w:-0}") | - |")
+  note "GPT-2 124M without split-k: ${w:--} tokens/s"
   r=$(gpt2_train gpt2_repro precision=reproducible)
   bench+=("| GPT-2 124M training B=$B T=$T, precision: reproducible against fp32, tokens/s | ${r:--} | ${v:--} (vktrain fp32) | $(ratio "${r:-0}" "${v:-0}") | 0.8x |")
   note "GPT-2 124M reproducible: ${r:--} tokens/s"
@@ -349,6 +369,10 @@ PY
   # the row kernels against the default block ones
   VKTRAIN_FLASH=rows "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_rows.log" 2>&1 ||
     { note "bench_attention (row backward) failed"; cat "$work/attention_rows.log"; failed=1; }
+  # blocks of at most 16 rows (fewer registers and shared memory per
+  # workgroup, more workgroups resident)
+  VKTRAIN_FLASH_BLOCK_ROWS=16 "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_16.log" 2>&1 ||
+    { note "bench_attention (16-row blocks) failed"; cat "$work/attention_16.log"; failed=1; }
 fi
 
 # --- report -------------------------------------------------------------
@@ -378,9 +402,9 @@ fi
     echo '```'
     echo
   done
-  for tile in 64 128; do
+  for tile in 64 128 default; do
     [ -f "$work/matmul_tile$tile.log" ] || continue
-    echo "Matmul with every product in $tile x $tile tiles (\`VKTRAIN_TILED_TILE=$tile bench_matmul $M $N $K $R\`):"
+    echo "Matmul without split-k, $tile tiles (\`VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=${tile#default} bench_matmul $M $N $K $R\`):"
     echo
     echo '```'
     cat "$work/matmul_tile$tile.log"
@@ -400,6 +424,14 @@ fi
     echo
     echo '```'
     cat "$work/attention_rows.log"
+    echo '```'
+    echo
+  fi
+  if [ -f "$work/attention_16.log" ]; then
+    echo "The same in blocks of at most 16 rows (\`VKTRAIN_FLASH_BLOCK_ROWS=16\`):"
+    echo
+    echo '```'
+    cat "$work/attention_16.log"
     echo '```'
     echo
   fi

@@ -54,6 +54,11 @@
 // product whose operands exceed a storage binding): M, N, K are the
 // block's sizes, a0, b0, c0 the element offsets of its first elements
 // within the ranges bound for it; C's rows are ldc apart.
+// Split-k (tn into a weight gradient whose grid of tiles is too small to
+// fill a large GPU): workgroup z of the grid's third dimension takes the
+// reduction's part [z·kpart, (z+1)·kpart) and writes its partial product
+// to C from c0 + z·zc; matmul_splitk_sum.comp then adds the parts into
+// the gradient in z order. kpart = K and one z otherwise.
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0) in;
@@ -69,7 +74,10 @@ const uint L = (TILE4 + WG - 1u) / WG;       // vec4 loaded per invocation and s
 layout(push_constant) uniform Push {
     uint M, N, K, accumulate;
     uint lda, ldb, a0, b0, c0, ldc;
+    uint kpart, zc;
 } p;
+
+uint k_end; // the end of this workgroup's part of the reduction
 
 #if A_VEC4
 layout(std430, binding = 0) readonly buffer BA { vec4 A[]; };
@@ -133,7 +141,7 @@ void tile_load(bool is_a, uint mn0, uint k0)
             uint e = vec ? 4u * (gl_LocalInvocationIndex + r * WG) : gl_LocalInvocationIndex + (4u * r + j) * WG;
             uvec2 km = tile_pos(kmajor, e) + uvec2(k0, mn0);
             uint row = kmajor ? km.y : km.x, col = kmajor ? km.x : km.y;
-            bool in_block = e < BT * BK && km.x < p.K && km.y < mn_size;
+            bool in_block = e < BT * BK && km.x < k_end && km.y < mn_size;
             uint i = base + row * ld + col;
             if (in_block) {
 #if A_VEC4
@@ -185,9 +193,11 @@ void main()
     [[unroll]] for (uint i = 0u; i < 4u * TV; i++)
         [[unroll]] for (uint h = 0u; h < TV; h++) acc[i][h] = vec4(0.0);
 
-    uint steps = (p.K + BK - 1u) / BK;
-    tile_load(true, m0, 0u);
-    tile_load(false, n0, 0u);
+    uint k_begin = gl_WorkGroupID.z * p.kpart;
+    k_end = min(p.K, k_begin + p.kpart);
+    uint steps = (max(k_end, k_begin) - k_begin + BK - 1u) / BK;
+    tile_load(true, m0, k_begin);
+    tile_load(false, n0, k_begin);
     tile_store(true, 0u);
     tile_store(false, 0u);
     barrier();
@@ -195,8 +205,8 @@ void main()
         uint cur = s & 1u;
         bool next = s + 1u < steps;
         if (next) {
-            tile_load(true, m0, (s + 1u) * BK);
-            tile_load(false, n0, (s + 1u) * BK);
+            tile_load(true, m0, k_begin + (s + 1u) * BK);
+            tile_load(false, n0, k_begin + (s + 1u) * BK);
         }
         [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
             uint row = (cur * BK + kk) * SV;
@@ -224,7 +234,7 @@ void main()
                 [[unroll]] for (uint j = 0u; j < 4u; j++) {
                     uint n = n0 + 4u * (tx + h * NX) + j;
                     if (n < p.N) {
-                        uint o = p.c0 + m * p.ldc + n;
+                        uint o = p.c0 + gl_WorkGroupID.z * p.zc + m * p.ldc + n;
                         C[o] = p.accumulate != 0u ? C[o] + acc[4u * g + i][h][j] : acc[4u * g + i][h][j];
                     }
                 }

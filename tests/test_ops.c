@@ -159,6 +159,41 @@ static void test_tn_transposed(struct gpu *g, int M, int N, int K, size_t lead)
     }
 }
 
+/* tn in parts of the reduction (the tiled family's split-k, where the
+ * gpu's matmul scratch has op_matmul_tn_scratch's bytes): `parts`
+ * partial products, then the pass that adds them in order
+ * (matmul_splitk_sum), against the reference at leads 0 and 1; with a
+ * scratch a float short, one product and no such pass. parts = 1: no
+ * scratch asked for, and none used where there is room for 16 parts.
+ * force: the parts through VKTRAIN_TILED_SPLITK (NULL: the shape's own). */
+static void test_tn_split(struct gpu *g, int M, int N, int K, const char *force, uint32_t parts)
+{
+    if (force)
+        setenv("VKTRAIN_TILED_SPLITK", force, 1);
+    size_t bytes = op_matmul_tn_scratch(g, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    CHECK(bytes == (parts > 1 ? (size_t)parts * N * K * sizeof(float) : 0),
+          "op_matmul_tn_scratch %dx%dx%d (VKTRAIN_TILED_SPLITK=%s): %zu bytes, not %u parts of N·K floats", M, N, K,
+          force ? force : "", bytes, parts);
+    for (int shortfall = 0; shortfall < (parts > 1 ? 2 : 1); shortfall++) {
+        size_t room = parts > 1 ? bytes - 4 * (size_t)shortfall : (size_t)16 * N * K * sizeof(float);
+        struct gpu_buffer *scratch = gpu_buffer_create(g, room, "tn scratch");
+        gpu_set_matmul_scratch(g, scratch);
+        for (size_t lead = 0; lead < 2; lead++) {
+            int timed = gpu_profile_start(g);
+            matmul_case(g, TN, M, N, K, (int)lead, lead, 0, 0);
+            gpu_profile_stop(g);
+            uint64_t sums = profile_dispatches(g, "matmul_splitk_sum");
+            int want = parts > 1 && !shortfall;
+            CHECK(!timed || sums == (uint64_t)want,
+                  "matmul_tn %dx%dx%d lead %zu, scratch of %zu bytes: %llu split-k sums, expected %d", M, N, K, lead,
+                  room, (unsigned long long)sums, want);
+        }
+        gpu_set_matmul_scratch(g, NULL);
+        gpu_buffer_destroy(g, scratch);
+    }
+    unsetenv("VKTRAIN_TILED_SPLITK");
+}
+
 /* The LM head's operands, rows of V floats ld apart (op_matmul_*_at with
  * ld): nt writes Y's rows and leaves the pad as it was; nn reads a dY
  * whose pad holds zeros (as the cross-entropy leaves it), as whole texels
@@ -387,11 +422,11 @@ int main(void)
         if (classes[c] == GPU_KERNELS_TILED) {
             /* The tiled kernel's other configurations (the shapes above
              * take its small one, 64 x 64 tiles): 128 x 128 tiles, which
-             * it takes for a grid of at least 128 of them, here with
+             * it takes for a grid of at least 256 of them, here with
              * vec4 and float loads and K = 1; and the fallback of 64
              * invocations for a device with Vulkan's minimum 16 KiB of
              * shared memory. (R, C, red): the output is R x C. */
-            static const int wide[][3] = {{1031, 2053, 9}, {1028, 2052, 12}, {1024, 2048, 1}};
+            static const int wide[][3] = {{2055, 2053, 9}, {2052, 2052, 12}, {2048, 2048, 1}};
             for (size_t s = 0; s < sizeof wide / sizeof wide[0]; s++) {
                 int R = wide[s][0], C = wide[s][1], red = wide[s][2];
                 test_matmul(g, NT, R, C, red, 1);
@@ -401,6 +436,17 @@ int main(void)
                 matmul_case(g, NT, R, C, red, 1, 0, 1, 1);
                 matmul_case(g, NN, R, red, C, 0, 0, 1, 1);
             }
+            /* tn in parts of its reduction (split-k): a grid of 4 large
+             * tiles over 5,000 rows takes 4 parts (1,256 rows, the last
+             * 1,232), vec4 loads at lead 0, float ones at lead 1; forced
+             * parts over an odd shape (3 of 32, 32 and 13 rows); none
+             * where the parts' products exceed the binding limit. */
+            test_tn_split(g, 5000, 200, 136, NULL, 4);
+            test_tn_split(g, 77, 37, 19, "3", 3);
+            gpu_set_limits(g, "storage_range=20000");
+            test_tn_split(g, 77, 37, 19, "3", 3);
+            test_tn_split(g, 77, 61, 41, "3", 1);
+            gpu_set_limits(g, NULL);
             gpu_set_limits(g, "shared=16384");
             static const int few[][3] = {{33, 17, 9}, {130, 37, 68}, {128, 64, 64}, {200, 96, 1}};
             for (size_t s = 0; s < sizeof few / sizeof few[0]; s++)

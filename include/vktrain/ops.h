@@ -43,12 +43,14 @@ void op_matmul_nn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *w,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3]);
 void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                      uint32_t N, uint32_t K, int accumulate, const size_t off[3], const uint32_t ld[3]);
-/* Bytes of gpu_set_matmul_scratch with which tn of this shape runs as
- * dYᵀ copied out and nn on it and X (the texel family: nn walks both
- * operands along their rows, the tn kernel down their columns, a row per
- * token; faster on lavapipe, the copy included, where N and K are at
- * least 512); 0 where the device or the shape (M a multiple of 4, N and
- * K >= 512) takes the tn kernel. */
+/* Bytes of gpu_set_matmul_scratch with which tn of this shape runs
+ * faster: on the texel family as dYᵀ copied out and nn on it and X (nn
+ * walks both operands along their rows, the tn kernel down their columns,
+ * a row per token; faster on lavapipe, the copy included, where N and K
+ * are at least 512); on the tiled family in parts of the reduction
+ * (split-k: a grid of few large tiles, a long reduction), the parts'
+ * partial products added in order. 0 where the device or the shape takes
+ * the tn kernel in one product. */
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K);
 
 /* Elementwise over n floats. */

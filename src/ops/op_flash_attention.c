@@ -146,10 +146,17 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
         return 0;
     k->repro = repro;
     k->hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
-    for (k->rows = k->hd_max == 128 ? 16 : 32; k->rows >= (k->hd_max == 32   ? 32u
-                                                           : k->hd_max == 64 ? 16u
-                                                                             : 8u);
-         k->rows /= 2)
+    uint32_t most = k->hd_max == 128 ? 16 : 32, least = k->hd_max == 32 ? 32 : k->hd_max == 64 ? 16 : 8;
+    /* VKTRAIN_FLASH_BLOCK_ROWS=32|16|8: at most that many rows (down to
+     * the head size's smallest variant; benchmarks on a GPU) */
+    const char *cap = getenv("VKTRAIN_FLASH_BLOCK_ROWS");
+    if (cap && *cap) {
+        if (strcmp(cap, "32") && strcmp(cap, "16") && strcmp(cap, "8"))
+            vkt_fatal("VKTRAIN_FLASH_BLOCK_ROWS='%s': expected 32, 16 or 8", cap);
+        uint32_t n = (uint32_t)atoi(cap);
+        most = n < least ? least : n < most ? n : most;
+    }
+    for (k->rows = most; k->rows >= least; k->rows /= 2)
         if (block_shared(fwd, k->hd_max, k->rows) <= gpu_info(g)->shared_memory)
             return 1;
     return 0;

@@ -61,6 +61,7 @@ struct matmul_push_texel { /* accumulate: the kernel's spec constant 1 */
 struct matmul_push_tiled {
     uint32_t M, N, K, accumulate;
     uint32_t lda, ldb, a0, b0, c0, ldc;
+    uint32_t kpart, zc; /* split-k: each z's reduction range and output offset */
 };
 
 static size_t ceil_div(size_t a, size_t b)
@@ -84,19 +85,32 @@ static size_t tiled_shared(uint32_t tile)
     return (size_t)2 * 2 * 8 * (tile + 4) * sizeof(float);
 }
 /* A grid of fewer large tiles than this leaves compute units of a large
- * GPU idle (an H200 has 132): such products use 64 x 64 tiles. */
-#define TILED_WIDE_GRID 128
+ * GPU idle: such products use 64 x 64 tiles, or, tn into a weight
+ * gradient, split-k. On an H200 (132 multiprocessors, bench_matmul with
+ * each tile forced) 128 x 128 tiles were faster at grids of 384 and more
+ * (nt, nn: 1.04-1.3x) and 64 x 64 at 144 and fewer (nt, nn at 96:
+ * 1.1-1.3x; tn at 36-144: 1.15-2x). */
+#define TILED_WIDE_GRID 256
+/* Split-k (tn): parts enough for this many large tiles, each part at
+ * least TILED_PART_MIN rows of the reduction, at most TILED_MAX_PARTS. */
+#define TILED_FULL_GRID 512
+#define TILED_PART_MIN 1024
+#define TILED_MAX_PARTS 16
 
 /* The large configuration (128 x 128 tiles, 8 x 8 per invocation) where
  * the device has 256 invocations and its shared memory, and the grid is
  * wide; the small one (64 x 64, 4 x 4) for narrow grids; the fallback
  * (64 x 64, 8 x 8, 64 invocations) below those limits. Workgroups are
  * whole subgroups. */
-static struct tiled_config tiled_config(const struct gpu_device_info *info, const char *name, size_t rows,
-                                        size_t cols)
+static int tiled_big(const struct gpu_device_info *info)
 {
-    int big = info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128) &&
-              256 % info->subgroup_size == 0;
+    return info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128) &&
+           256 % info->subgroup_size == 0;
+}
+static struct tiled_config tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
+                                        int split)
+{
+    int big = tiled_big(info);
     /* VKTRAIN_TILED_TILE=64 or 128 (benchmarks on a GPU: which grids the
      * large tiles leave idle) */
     const char *force = getenv("VKTRAIN_TILED_TILE");
@@ -104,7 +118,7 @@ static struct tiled_config tiled_config(const struct gpu_device_info *info, cons
         vkt_fatal("VKTRAIN_TILED_TILE='%s': expected 64 or 128", force);
     if (big && force && *force)
         return !strcmp(force, "128") ? (struct tiled_config){256, 128, 2} : (struct tiled_config){256, 64, 1};
-    if (big && ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID)
+    if (big && (split || ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID))
         return (struct tiled_config){256, 128, 2};
     if (big)
         return (struct tiled_config){256, 64, 1};
@@ -112,6 +126,50 @@ static struct tiled_config tiled_config(const struct gpu_device_info *info, cons
         vkt_fatal("%s: the tiled kernel needs %zu bytes of shared memory, more than the %u bytes of %s", name,
                   tiled_shared(64), info->shared_memory, info->name);
     return (struct tiled_config){64, 64, 2};
+}
+
+/* Split-k of tn on the tiled family: the number of parts of the
+ * reduction (1: none) and *kpart the rows of each, for a product of
+ * rows x cols outputs over red whose three operands span bytes[] of their
+ * buffers (their first elements' aligned offsets included). Where the
+ * device takes 128 x 128 tiles (tiled_big) and their grid is narrow
+ * (< TILED_WIDE_GRID), parts enough for TILED_FULL_GRID tiles, each of at
+ * least TILED_PART_MIN rows; VKTRAIN_TILED_SPLITK=N forces N parts (1:
+ * none; tests and benchmarks) wherever the reduction has 8 rows per part.
+ * None where the product would be split into blocks (an operand, or the
+ * parts' products, over the binding limit; a part's walk over the loop
+ * limit; a grid over the workgroup counts). */
+static uint32_t tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t red, const size_t *bytes,
+                            size_t *kpart)
+{
+    const struct gpu_device_info *info = gpu_info(g);
+    *kpart = red;
+    if (gpu_kernel_class(g) != GPU_KERNELS_TILED || gpu_reproducible(g) || !tiled_big(info))
+        return 1;
+    size_t grid = ceil_div(rows, 128) * ceil_div(cols, 128), parts = 1;
+    const char *force = getenv("VKTRAIN_TILED_SPLITK");
+    if (force && *force) {
+        char *end;
+        unsigned long n = strtoul(force, &end, 10);
+        if (*end || n < 1 || n > 256)
+            vkt_fatal("VKTRAIN_TILED_SPLITK='%s': expected a number of parts from 1 to 256", force);
+        parts = min_size(n, red / 8);
+    } else if (grid < TILED_WIDE_GRID) {
+        parts = min_size(min_size(ceil_div(TILED_FULL_GRID, grid), red / TILED_PART_MIN), TILED_MAX_PARTS);
+    }
+    parts = min_size(parts, info->max_workgroup_count[2]);
+    if (parts < 2)
+        return 1;
+    size_t part = ceil_div(ceil_div(red, parts), 8) * 8, limit = ops_storage_limit(g); /* whole steps of the kernel */
+    parts = ceil_div(red, part);
+    int fits = parts * rows * cols * sizeof(float) <= limit && part <= ops_loop_chunk(g) &&
+               rows <= (size_t)info->max_workgroup_count[1] * 128 && cols <= (size_t)info->max_workgroup_count[0] * 128;
+    for (int i = 0; i < 3; i++)
+        fits = fits && bytes[i] <= limit;
+    if (!fits)
+        return 1;
+    *kpart = part;
+    return (uint32_t)parts;
 }
 
 /* First element of operand o's block that starts at s[], and the number of
@@ -151,6 +209,42 @@ static struct gpu_arg image_arg(struct gpu *g, struct gpu_buffer *b, const struc
 
 static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                          uint32_t N, uint32_t K, int accumulate, const size_t *off, uint32_t lda);
+
+/* Split-k on the tiled kernel k: the product of operands o of bufs[]
+ * (one block of size[]) as `parts` partial products over kpart rows of
+ * the reduction each, into `scratch` (need bytes) in one dispatch, then
+ * added into the output in part order (matmul_splitk_sum.comp). */
+static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs, const struct operand *o,
+                   const size_t *size, size_t tile, uint32_t parts, size_t kpart, struct gpu_buffer *scratch,
+                   size_t need, int accumulate)
+{
+    const struct gpu_device_info *info = gpu_info(g);
+    size_t align = info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
+    const size_t s[3] = {0, 0, 0};
+    uint32_t outputs = (uint32_t)(size[ROW] * size[COL]);
+    struct matmul_push_tiled p = {.M = (uint32_t)size[ROW],
+                                  .N = (uint32_t)size[COL],
+                                  .K = (uint32_t)size[RED],
+                                  .lda = o[0].ld,
+                                  .ldb = o[1].ld,
+                                  .ldc = (uint32_t)size[COL],
+                                  .kpart = (uint32_t)kpart,
+                                  .zc = outputs};
+    struct gpu_arg args[3] = {storage_arg(bufs[0], 0, &o[0], s, size, align, sizeof(float), &p.a0),
+                              storage_arg(bufs[1], 0, &o[1], s, size, align, sizeof(float), &p.b0),
+                              {.buf = scratch, .write = 1, .range = need}};
+    gpu_dispatch(g, k, args, &p, (uint32_t)ceil_div(size[COL], tile), (uint32_t)ceil_div(size[ROW], tile), parts);
+
+    struct gpu_kernel_desc d = {.shader = "matmul_splitk_sum",
+                                .n_bindings = 2,
+                                .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+                                .push_size = 7 * sizeof(uint32_t)};
+    uint32_t gx = (uint32_t)min_size(ceil_div(outputs, 256), info->max_workgroup_count[0]);
+    uint32_t push[7] = {p.M, p.N, o[2].ld, 0, parts, (uint32_t) !!accumulate, gx * 256};
+    struct gpu_arg sum[2] = {{.buf = scratch, .range = need},
+                             storage_arg(bufs[2], 1, &o[2], s, size, align, sizeof(float), &push[3])};
+    gpu_dispatch(g, gpu_kernel_get(g, &d), sum, push, gx, 1, 1);
+}
 
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
  * off[] their first elements (NULL: 0); ld[] their row strides in
@@ -237,9 +331,17 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
      * which vec4 views need) when split. */
     size_t align = info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
     size_t limit = ops_storage_limit(g), lead = align - 4 + (bf16 ? 2 : 0);
+    /* split-k (tn, tiled family): one block in all, the parts' partial
+     * products in the gpu's matmul scratch (op_matmul_tn_scratch) */
+    size_t kpart = size[RED], spans[3] = {bytes[0] + lead, bytes[1] + lead, bytes[2] + lead};
+    uint32_t parts = l == TN && !texel ? tiled_parts(g, size[ROW], size[COL], size[RED], spans, &kpart) : 1;
+    struct gpu_buffer *scratch = gpu_matmul_scratch(g);
+    size_t need = (size_t)parts * size[ROW] * size[COL] * sizeof(float);
+    if (parts > 1 && (!scratch || need > gpu_buffer_size(scratch)))
+        parts = 1, kpart = size[RED];
     struct tiled_config tc = {0, 128, 0};
     if (!texel)
-        tc = tiled_config(info, names[l], size[ROW], size[COL]);
+        tc = tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
                      min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
@@ -342,6 +444,10 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         };
         k = gpu_kernel_get(g, &d);
     }
+    if (parts > 1) {
+        splitk(g, k, bufs, o, size, tc.tile, parts, kpart, scratch, need, accumulate);
+        return 0;
+    }
 
     size_t s[3], n[3];
     for (s[ROW] = 0; s[ROW] < size[ROW]; s[ROW] += cap[ROW])
@@ -381,6 +487,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                         .lda = o[0].ld,
                         .ldb = o[1].ld,
                         .ldc = o[2].ld,
+                        .kpart = (uint32_t)n[RED],
                     };
                     args[0] = storage_arg(a, 0, &o[0], s, n, align, elem[0], &p.a0);
                     args[1] = storage_arg(b, 0, &o[1], s, n, align, elem[1], &p.b0);
@@ -410,12 +517,22 @@ static int transpose_fits(const struct gpu *g, uint32_t M, uint32_t N, size_t o0
            ((N + 3) / 4 + 7) / 8 <= info->max_workgroup_count[0] && (M / 4 + 7) / 8 <= info->max_workgroup_count[1];
 }
 
-size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
+/* The scratch of tn_transposed for this shape (texel family), or 0. */
+static size_t transposed_bytes(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
 {
     if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || !gpu_info(g)->image_vec4 || M % 4 || N < TN_TRANSPOSED_MIN ||
         K < TN_TRANSPOSED_MIN || !transpose_fits(g, M, N, 0, N))
         return 0;
     return (size_t)N * M * sizeof(float);
+}
+
+size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
+{
+    size_t kpart, lead = gpu_info(g)->min_storage_offset_alignment,
+                  bytes[3] = {(size_t)M * N * sizeof(float) + lead, (size_t)M * K * sizeof(float) + lead,
+                              (size_t)N * K * sizeof(float) + lead};
+    uint32_t parts = tiled_parts(g, N, K, M, bytes, &kpart);
+    return parts > 1 ? (size_t)parts * N * K * sizeof(float) : transposed_bytes(g, M, N, K);
 }
 
 /* Out[c, r] = In[r, c] for R x C floats of `in` from float in_off (rows
@@ -444,7 +561,7 @@ static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
                          uint32_t N, uint32_t K, int accumulate, const size_t *off, uint32_t lda)
 {
     struct gpu_buffer *scratch = gpu_matmul_scratch(g);
-    size_t need = op_matmul_tn_scratch(g, M, N, K), o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
+    size_t need = transposed_bytes(g, M, N, K), o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
     if (!scratch || !need || need > gpu_buffer_size(scratch) || gpu_buffer_dtype(dy) != GPU_DTYPE_F32 ||
         gpu_buffer_dtype(x) != GPU_DTYPE_F32)
         return 0;
