@@ -65,8 +65,10 @@
 // dkv at most 42,240 bytes at 64x32 and 35,456 at 128x16, within the 48 KB
 // NVIDIA's drivers give a workgroup (AMD's and Intel's 64 KB); 64x16 and
 // 128x8 take half that, for devices with 32 KB (lavapipe, Apple's), and
-// 32x32 (heads up to 32) 25,856; fwd at most 29,824. The host takes the
-// largest that fits (op_flash_attention.c, block_kernels).
+// 32x32 (heads up to 32) 25,856; fwd at most 29,824. The host takes 32
+// rows at head sizes up to 32, else 16 (on an H200 64x16 ran the backward
+// 1.9x faster than 64x32), or 8 where the shared memory is short
+// (op_flash_attention.c, block_kernels).
 #include "finite.glsl"
 #include "attention_block.glsl"
 
