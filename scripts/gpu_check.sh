@@ -17,9 +17,9 @@
 #      default blocks), the reproducible mode's steps, both modes' profiles
 #      by kernel, bench_attention at GPT-2's heads in blocks and in rows,
 #      bench_matmul with each tile configuration forced and without
-#      split-k (VKTRAIN_TILED_SPLITK=1), GPT-2's steps without split-k,
-#      and bench_attention in blocks of at most 16 rows
-#      (VKTRAIN_FLASH_BLOCK_ROWS=16);
+#      split-k (VKTRAIN_TILED_SPLITK=1) and tn in 8 parts, GPT-2's steps
+#      without split-k, and bench_attention in 32-row blocks and at head
+#      size 128 in 16- and 8-row ones (VKTRAIN_FLASH_BLOCK_ROWS);
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
@@ -262,7 +262,7 @@ rows+=("| reproducible training, same bytes as the --pack machine | $result | $(
 note "reproducible training: $result"
 
 # --- benchmarks ---------------------------------------------------------
-bench=()
+bench=() matmul_runs=() attention_runs=() # the last two: on a GPU (below)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 if [ $cpu = 1 ]; then
   M=1024 N=768 K=768 R=3 model_args=()
@@ -273,13 +273,18 @@ fi
   { note "bench_matmul failed"; cat "$work/matmul.log"; failed=1; }
 cat "$work/matmul.log"
 if [ $cpu = 0 ]; then
-  # each tile configuration forced at the same shape, without split-k
-  # (tn's grid of 144 large tiles left an H200's 132 multiprocessors half
-  # idle), and the default tiles without split-k
-  for tile in 64 128 default; do
-    VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=${tile#default} "$bdir/bench/bench_matmul" $M $N $K $R \
-      > "$work/matmul_tile$tile.log" 2>&1 ||
-      { note "bench_matmul with $tile tiles failed"; cat "$work/matmul_tile$tile.log"; failed=1; }
+  # variants at the same shape, each "log name|environment|layouts|what":
+  # each tile configuration forced, without split-k (tn's grid of 144
+  # large tiles left an H200's 132 multiprocessors half idle), the default
+  # tiles without split-k, and tn in 8 parts (the default takes 4 here)
+  matmul_runs=("tile64|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=64|nt,nn,tn|without split-k, 64 x 64 tiles"
+    "tile128|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=128|nt,nn,tn|without split-k, 128 x 128 tiles"
+    "tiledefault|VKTRAIN_TILED_SPLITK=1|nt,nn,tn|without split-k, the default tiles"
+    "splitk8|VKTRAIN_TILED_SPLITK=8|tn|tn in 8 parts")
+  for r in "${matmul_runs[@]}"; do
+    IFS='|' read -r n e l _ <<< "$r"
+    env $e "$bdir/bench/bench_matmul" $M $N $K $R $l > "$work/matmul_$n.log" 2>&1 ||
+      { note "bench_matmul ($e) failed"; cat "$work/matmul_$n.log"; failed=1; }
   done
 fi
 if [ $torch_cuda = 1 ]; then
@@ -364,15 +369,20 @@ PY
       precision=$mode output_dir="$work/profile_$mode" > "$work/profile_$mode.log" 2>&1 ||
       { note "GPT-2 profile ($mode) failed"; tail -5 "$work/profile_$mode.log"; failed=1; }
   done
-  "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention.log" 2>&1 ||
-    { note "bench_attention failed"; cat "$work/attention.log"; failed=1; }
-  # the row kernels against the default block ones
-  VKTRAIN_FLASH=rows "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_rows.log" 2>&1 ||
-    { note "bench_attention (row backward) failed"; cat "$work/attention_rows.log"; failed=1; }
-  # blocks of at most 16 rows (fewer registers and shared memory per
-  # workgroup, more workgroups resident)
-  VKTRAIN_FLASH_BLOCK_ROWS=16 "$bdir/bench/bench_attention" 8 12 12 64 2 > "$work/attention_16.log" 2>&1 ||
-    { note "bench_attention (16-row blocks) failed"; cat "$work/attention_16.log"; failed=1; }
+  # "log name|environment|bench_attention's arguments|what": GPT-2's
+  # heads in the default blocks (16 rows), the row kernels, 32-row blocks;
+  # head size 128 in the default 16-row blocks and in 8-row ones (at 64
+  # the smaller blocks ran 1.9x faster)
+  attention_runs=("attention||8 12 12 64 2|the block kernels (flash_block.comp), the default"
+    "attention_rows|VKTRAIN_FLASH=rows|8 12 12 64 2|the row kernels"
+    "attention_32|VKTRAIN_FLASH_BLOCK_ROWS=32|8 12 12 64 2|blocks of 32 rows"
+    "attention_hd128||8 6 6 128 2|head size 128, the default blocks"
+    "attention_hd128_8|VKTRAIN_FLASH_BLOCK_ROWS=8|8 6 6 128 2|head size 128, blocks of 8 rows")
+  for r in "${attention_runs[@]}"; do
+    IFS='|' read -r n e a _ <<< "$r"
+    env $e "$bdir/bench/bench_attention" $a > "$work/$n.log" 2>&1 ||
+      { note "bench_attention $a ($e) failed"; cat "$work/$n.log"; failed=1; }
+  done
 fi
 
 # --- report -------------------------------------------------------------
@@ -402,39 +412,19 @@ fi
     echo '```'
     echo
   done
-  for tile in 64 128 default; do
-    [ -f "$work/matmul_tile$tile.log" ] || continue
-    echo "Matmul without split-k, $tile tiles (\`VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=${tile#default} bench_matmul $M $N $K $R\`):"
+  for r in "${matmul_runs[@]/#/matmul_}" "${attention_runs[@]}"; do
+    IFS='|' read -r n e a what <<< "$r"
+    [ -f "$work/$n.log" ] || continue
+    case $n in
+    matmul_*) echo "Matmul, $what (\`${e:+$e }bench_matmul $M $N $K $R $a\`):" ;;
+    *) echo "Attention alone, $what (\`${e:+$e }bench_attention $a\`):" ;;
+    esac
     echo
     echo '```'
-    cat "$work/matmul_tile$tile.log"
+    cat "$work/$n.log"
     echo '```'
     echo
   done
-  if [ -f "$work/attention.log" ]; then
-    echo "Attention alone (\`bench_attention 8 12 12 64 2\`; flash fwd and bwd: the block kernels, flash_block.comp):"
-    echo
-    echo '```'
-    cat "$work/attention.log"
-    echo '```'
-    echo
-  fi
-  if [ -f "$work/attention_rows.log" ]; then
-    echo "The same with the row kernels (\`VKTRAIN_FLASH=rows\`):"
-    echo
-    echo '```'
-    cat "$work/attention_rows.log"
-    echo '```'
-    echo
-  fi
-  if [ -f "$work/attention_16.log" ]; then
-    echo "The same in blocks of at most 16 rows (\`VKTRAIN_FLASH_BLOCK_ROWS=16\`):"
-    echo
-    echo '```'
-    cat "$work/attention_16.log"
-    echo '```'
-    echo
-  fi
   echo "Skipped:"
   [ ${#skipped[@]} -eq 0 ] && echo "- nothing"
   for s in "${skipped[@]}"; do echo "- $s"; done
