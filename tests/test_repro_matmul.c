@@ -220,8 +220,12 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
     gpu_upload(g, bi, 0, ids, R * 4);
     gpu_buffer_set_stack(bb, bbs);
     gpu_buffer_set_stack(be, bes);
-    for (int family = 0; family < 2; family++) {
-        gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
+    /* texel, tiled, and tiled in bindings of 8 KiB (the column sums cut
+     * into ranges of rows that start inside a sample) */
+    static const char *how[3] = {"texel", "tiled", "tiled, 8 KiB bindings"};
+    for (int pass = 0; pass < 3; pass++) {
+        gpu_set_kernel_class(g, pass ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
+        gpu_set_limits(g, pass == 2 ? "storage_range=8192" : NULL);
         gpu_zero(g, bb);
         gpu_zero(g, be);
         gpu_set_reproducible(g, 1); /* the ops record the reproducible kernels */
@@ -231,12 +235,12 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
         gpu_set_repro_samples(g, 0, 0);
         gpu_set_reproducible(g, 0);
         gpu_submit(g);
+        gpu_set_limits(g, NULL);
         float *db = download_floats(g, bb, N), *de = download_floats(g, be, (size_t)N * V);
         size_t d1 = repro_bit_differences(db, ref, N), d2 = repro_bit_differences(de, ref + N, (size_t)N * V);
         printf("bias and embedding gradients over %u samples of %u rows, %s: %zu of %u and %zu of %u differ\n", B, T,
-               family ? "tiled" : "texel", d1, N, d2, N * V);
-        CHECK(d1 == 0 && d2 == 0, "bias / embedding over samples %s: %zu, %zu differ", family ? "tiled" : "texel", d1,
-              d2);
+               how[pass], d1, N, d2, N * V);
+        CHECK(d1 == 0 && d2 == 0, "bias / embedding over samples %s: %zu, %zu differ", how[pass], d1, d2);
         free(db);
         free(de);
     }
@@ -301,6 +305,9 @@ int main(void)
      * kernel (52 x 68) and the storage one (53 x 68). */
     check_samples(g, &rng, 4, 37, 52, 68);
     check_samples(g, &rng, 8, 9, 53, 68);
+    /* 64 samples: more than one batch of 32 in the storage column sums'
+     * workgroups (repro_colsum.comp), 37 columns over two of them */
+    check_samples(g, &rng, 64, 2, 37, 12);
     gpu_destroy(g);
     return test_failures ? 1 : 0;
 }

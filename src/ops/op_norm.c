@@ -107,7 +107,8 @@ struct colsum_rows {
     uint32_t rows, C;
     int repro, width;
     uint32_t seg_rows, levels; /* repro: the sums over samples (gpu_set_repro_samples), 0: none */
-    uint32_t groups;           /* repro: workgroups of a dispatch */
+    uint32_t groups;           /* repro: workgroups of a dispatch (pieces: of 32 columns, in windows) */
+    int pieces;                /* repro: the storage kernels, 32 columns x 8 lanes over the samples */
 };
 
 static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
@@ -130,8 +131,12 @@ static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
         for (size_t r0 = rr < begin ? begin - rr : 0; r0 < nr; r0 += chunk) {
             struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
             if (x->repro) { /* repro_colsum.comp: the range's first row of the micro-batch, for the samples */
-                uint32_t rpush[6] = {push.row0, push.row1, C, x->seg_rows, (uint32_t)rr, x->levels};
-                gpu_dispatch(g, x->k, a, rpush, x->groups, 1, 1);
+                uint32_t rpush[7] = {push.row0, push.row1, C, x->seg_rows, (uint32_t)rr, x->levels, 0};
+                for (uint32_t g0 = 0; g0 < x->groups; g0 += x->pieces ? max_groups : x->groups) {
+                    rpush[6] = 32 * g0; /* pieces: the window's first column */
+                    uint32_t n_groups = x->pieces && x->groups - g0 > max_groups ? max_groups : x->groups - g0;
+                    gpu_dispatch(g, x->k, a, rpush, n_groups, 1, 1);
+                }
                 continue;
             }
             if (x->width) {
@@ -162,17 +167,21 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
     wg = wg >= unit ? wg - wg % unit : 32;
     uint32_t groups = 0;
     if (repro) {
-        /* repro_colsum.comp: one invocation per column, 64 per workgroup;
-         * on CPU devices the inputs through R32F views (_tex), or with
+        /* repro_colsum.comp: on CPU devices one invocation per column, 64
+         * per workgroup, the inputs through R32F views (_tex), or with
          * C % 4 == 0 dy and x as RGBA32F, 4 columns per invocation and 8
          * invocations per workgroup, so that a few columns still make
-         * several workgroups for the CPU's threads (_tex4) */
+         * several workgroups for the CPU's threads (_tex4); elsewhere 32
+         * columns x 8 lanes over the samples per workgroup */
         int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0 && repro_stack_texels(g);
         char shader[32];
         snprintf(shader, sizeof shader, "repro_%s%s", variant, tex4 ? "_tex4" : tex ? "_tex" : "");
-        uint32_t local = tex4 ? 8 : 64;
-        struct gpu_kernel_desc d = {
-            .shader = shader, .n_bindings = 6, .push_size = 6 * sizeof(uint32_t), .n_spec = 1, .spec = {local}};
+        uint32_t local = tex4 ? 8 : tex ? 64 : 32;
+        struct gpu_kernel_desc d = {.shader = shader,
+                                    .n_bindings = 6,
+                                    .push_size = (tex ? 6 : 7) * sizeof(uint32_t),
+                                    .n_spec = tex ? 1 : 0,
+                                    .spec = {local}};
         for (int i = 0; i < 6; i++)
             d.bindings[i] = tex4 && i < 2    ? GPU_BIND_TEXEL_VEC4
                             : tex && i < 4   ? GPU_BIND_TEXEL_F32
@@ -191,7 +200,8 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         k = gpu_kernel_get(g, &d);
     }
     struct colsum_rows cr = {
-        k, {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0, groups};
+        k,      {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0,
+        groups, repro && gpu_kernel_class(g) != GPU_KERNELS_TEXEL};
     /* precision: reproducible: a parameter's gradient, summed per sample
      * in the kernel's loop (repro_colsum.comp, as repro_push.comp) */
     struct gpu_buffer *stack = repro ? repro_sample_stack(g, out, 0, rows, &cr.seg_rows, &cr.levels) : NULL;
