@@ -370,12 +370,14 @@ PY
       { note "GPT-2 profile ($mode) failed"; tail -5 "$work/profile_$mode.log"; failed=1; }
   done
   # "log name|environment|bench_attention's arguments|what": GPT-2's
-  # heads in the default blocks (16 rows), the row kernels, 32-row blocks;
+  # heads in the default blocks (16 rows), the row kernels, 32-row blocks,
+  # packed documents;
   # head size 128 in the default 16-row blocks and in 8-row ones (at 64
   # the smaller blocks ran 1.9x faster)
   attention_runs=("attention||8 12 12 64 2|the block kernels (flash_block.comp), the default"
     "attention_rows|VKTRAIN_FLASH=rows|8 12 12 64 2|the row kernels"
     "attention_32|VKTRAIN_FLASH_BLOCK_ROWS=32|8 12 12 64 2|blocks of 32 rows"
+    "attention_docs||8 12 12 64 2 256|packed documents of 256 tokens (pairs of blocks no row sees skipped)"
     "attention_hd128||8 6 6 128 2|head size 128, the default blocks"
     "attention_hd128_8|VKTRAIN_FLASH_BLOCK_ROWS=8|8 6 6 128 2|head size 128, blocks of 8 rows")
   for r in "${attention_runs[@]}"; do

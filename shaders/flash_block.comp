@@ -72,6 +72,26 @@
 #include "finite.glsl"
 #include "attention_block.glsl"
 
+// Packed documents: a pair of blocks where no row sees any key (the keys'
+// documents all end before the rows' begin, or start after them) adds
+// nothing (its weights are all 0), and is skipped. block_live: whether the
+// pair has a row and key that see each other, each invocation checking its
+// SR x SR tile. Called by every invocation after the block's rows and keys
+// reached shared memory and a barrier, with block_live reset to 0 before
+// that barrier; ends with a barrier.
+shared uint block_live;
+bool block_has_pairs(uint t0, uint s0, uint lid)
+{
+    uint sq = lid / 8u, sk = lid % 8u;
+    bool any = false;
+    [[unroll]] for (uint i = 0u; i < SR; i++)
+        [[unroll]] for (uint j = 0u; j < SR; j++) any = any || allowed(t0, sq * SR + i, s0, sk * SR + j);
+    if (any)
+        atomicOr(block_live, 1u);
+    barrier();
+    return block_live != 0u;
+}
+
 #if STAGE != 2
 // P and dS of the invocation's tile of query rows t0.. x keys s0.. into Ps
 // and Ss (0 where not allowed).
@@ -149,8 +169,12 @@ void main()
     uint sq = lid / 8u, sk = lid % 8u;
     for (uint s0 = first; s0 < end; s0 += BLK) {
         barrier(); // the last block's readers are done
+        if (lid == 0u)
+            block_live = 0u;
         load_keys(b, kh, s0, lid);
         barrier();
+        if (p.has_doc != 0u && !block_has_pairs(t0, s0, lid))
+            continue;
         float sa[SR][SR];
         [[unroll]] for (uint i = 0u; i < SR; i++)
             [[unroll]] for (uint j = 0u; j < SR; j++) sa[i][j] = 0.0;
@@ -227,8 +251,12 @@ void main()
         uint h = kh * group + hh;
         for (uint t0 = first; t0 < end; t0 += BLK) {
             barrier(); // the last block's readers are done
+            if (lid == 0u)
+                block_live = 0u;
             load_rows(b, h, t0, lid);
             barrier();
+            if (p.has_doc != 0u && !block_has_pairs(t0, s0, lid))
+                continue;
             scores(t0, s0, lid);
             barrier();
             for (uint qi = 0u; qi < BLK; qi++) {
@@ -269,8 +297,12 @@ void main()
     load_rows(b, h, t0, lid);
     for (uint s0 = first; s0 < end; s0 += BLK) {
         barrier(); // the last block's readers are done
+        if (lid == 0u)
+            block_live = 0u;
         load_keys(b, kh, s0, lid);
         barrier();
+        if (p.has_doc != 0u && !block_has_pairs(t0, s0, lid))
+            continue;
         scores(t0, s0, lid);
         barrier();
         for (uint kj = 0u; kj < BLK; kj++) {
