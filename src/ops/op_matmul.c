@@ -160,7 +160,8 @@ static uint32_t tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_
     parts = min_size(parts, info->max_workgroup_count[2]);
     if (parts < 2)
         return 1;
-    size_t part = ceil_div(ceil_div(red, parts), 8) * 8, limit = ops_storage_limit(g); /* whole steps of the kernel */
+    /* each part whole steps of 8 rows of the kernel; no empty part */
+    size_t part = ceil_div(ceil_div(red, parts), 8) * 8, limit = ops_storage_limit(g);
     parts = ceil_div(red, part);
     int fits = parts * rows * cols * sizeof(float) <= limit && part <= ops_loop_chunk(g) &&
                rows <= (size_t)info->max_workgroup_count[1] * 128 && cols <= (size_t)info->max_workgroup_count[0] * 128;
