@@ -111,11 +111,24 @@ struct colsum_rows {
     int pieces;                /* repro: the storage kernels, 32 columns x 8 lanes over the samples */
 };
 
+/* A kernel of 32 columns per workgroup over `groups` of them, in windows
+ * within the device's workgroup count: *c0 (in push) the window's first
+ * column. */
+static void column_windows(struct gpu *g, struct gpu_kernel *k, const struct gpu_arg *a, const void *push, uint32_t *c0,
+                           uint32_t groups)
+{
+    uint32_t max_groups = gpu_info(g)->max_workgroup_count[0];
+    for (uint32_t g0 = 0; g0 < groups; g0 += max_groups) {
+        *c0 = 32 * g0;
+        gpu_dispatch(g, k, a, push, groups - g0 < max_groups ? groups - g0 : max_groups, 1, 1);
+    }
+}
+
 static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
 {
     struct colsum_rows *x = ctx;
     uint32_t C = x->C;
-    uint32_t col_groups = (C + 31) / 32, max_groups = gpu_info(g)->max_workgroup_count[0];
+    uint32_t col_groups = (C + 31) / 32;
     /* Rows in ranges within the bindings, each walked in parts within the
      * device's loop limit, in order: the sums accumulate into out. */
     const size_t ub[6] = {F * C, F * C, F, F, 0, 0};
@@ -132,21 +145,17 @@ static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
             struct colsum_push push = {(uint32_t)r0, (uint32_t)(nr - r0 < chunk ? nr : r0 + chunk), C, 0};
             if (x->repro) { /* repro_colsum.comp: the range's first row of the micro-batch, for the samples */
                 uint32_t rpush[7] = {push.row0, push.row1, C, x->seg_rows, (uint32_t)rr, x->levels, 0};
-                for (uint32_t g0 = 0; g0 < x->groups; g0 += x->pieces ? max_groups : x->groups) {
-                    rpush[6] = 32 * g0; /* pieces: the window's first column */
-                    uint32_t n_groups = x->pieces && x->groups - g0 > max_groups ? max_groups : x->groups - g0;
-                    gpu_dispatch(g, x->k, a, rpush, n_groups, 1, 1);
-                }
+                if (x->pieces) /* 32 columns per workgroup, from column rpush[6] */
+                    column_windows(g, x->k, a, rpush, &rpush[6], x->groups);
+                else
+                    gpu_dispatch(g, x->k, a, rpush, x->groups, 1, 1);
                 continue;
             }
             if (x->width) {
                 gpu_dispatch(g, x->k, a, &push, groups64(C / (x->width ? x->width : 1)), 1, 1);
                 continue;
             }
-            for (uint32_t g0 = 0; g0 < col_groups; g0 += max_groups) {
-                push.c0 = 32 * g0;
-                gpu_dispatch(g, x->k, a, &push, col_groups - g0 < max_groups ? col_groups - g0 : max_groups, 1, 1);
-            }
+            column_windows(g, x->k, a, &push, &push.c0, col_groups);
         }
     }
 }
