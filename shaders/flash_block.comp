@@ -66,9 +66,10 @@
 // NVIDIA's drivers give a workgroup (AMD's and Intel's 64 KB); 64x16 and
 // 128x8 take half that, for devices with 32 KB (lavapipe, Apple's), and
 // 32x32 (heads up to 32) 25,856; fwd at most 29,824. The host takes 32
-// rows at head sizes up to 32, else 16 (on an H200 64x16 ran the backward
-// 1.9x faster than 64x32), or 8 where the shared memory is short
-// (op_flash_attention.c, block_kernels).
+// rows at head sizes up to 32, 16 up to 64 (on an H200 64x16 ran the
+// backward 1.9x faster than 64x32), 8 up to 128 (128x8 1.55x faster than
+// 128x16), fewer where the shared memory is short (op_flash_attention.c,
+// block_kernels).
 #include "finite.glsl"
 #include "attention_block.glsl"
 

@@ -377,6 +377,8 @@ int main(void)
         test_flash(2, 21, 3, 3, 12, 1, 1, 1); /* fused views, pad 3: scalar */
         test_flash(2, 19, 2, 2, 16, 0, 1, 1); /* fused views, pad 3: scalar */
         test_flash(1, 9, 2, 1, 68, 0, 0, 1);
+        CHECK(!block_pass || !last_timed || (ran("flash_block_fwd128x8") && ran("flash_block_dkv128x8")),
+              "head size 68 in blocks: the 8-row blocks (the default over 64) did not run");
         test_flash(1, 11, 2, 1, 128, 1, 0, 0);
         /* The walk in parts of 5 keys (as under a loop limit) and the
          * bindings in ranges of sequences (as under a small storage range). */
@@ -400,6 +402,10 @@ int main(void)
             CHECK(!last_timed || gpu_info(g)->shared_memory < 32768 || ran("flash_block_fwd64x32"),
                   "VKTRAIN_FLASH_BLOCK_ROWS=32, head size 64: flash_block_fwd64x32 did not run");
             test_flash(2, 70, 2, 1, 40, 0, 1, 0);
+            /* over head size 64: the forward's 16 rows (26 KB) */
+            test_flash(2, 45, 2, 1, 96, 1, 0, 1);
+            CHECK(!last_timed || gpu_info(g)->shared_memory < 26176 || ran("flash_block_fwd128x16"),
+                  "VKTRAIN_FLASH_BLOCK_ROWS=32, head size 96: flash_block_fwd128x16 did not run");
             unsetenv("VKTRAIN_FLASH_BLOCK_ROWS");
         }
     }

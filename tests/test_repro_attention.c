@@ -265,6 +265,13 @@ static void attn_case(const struct attn_case *c)
                   "%s %s: the block kernels did not run", c->name, how);
         if (timed && rows32 && s->hd <= 64 && gpu_info(g)->shared_memory >= 32768)
             CHECK(profile_dispatches(g, "repro_attention_block_fwd64x32"), "%s %s: fwd64x32 did not run", c->name, how);
+        /* over head size 64: blocks of 8 rows, or the forward's 16 */
+        if (timed && blocks && s->hd > 64)
+            CHECK(profile_dispatches(g, "repro_attention_block_dkv128x8") &&
+                      (rows32 ? gpu_info(g)->shared_memory < 26176 ||
+                                    profile_dispatches(g, "repro_attention_block_fwd128x16")
+                              : profile_dispatches(g, "repro_attention_block_fwd128x8") > 0),
+                  "%s %s: the blocks for head sizes over 64 did not run", c->name, how);
         unsetenv("VKTRAIN_FLASH_BLOCK_ROWS");
         gpu_submit(g);
         op_flash_attention_set_walk(0);
@@ -301,6 +308,7 @@ int main(void)
         {"gpt2 fused T=29 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72}, 1, 1},
         {"head size 6 (scalar) T=19 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0}, 0, 1},
         {"T=256 hd=64 GQA docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0}, 0, 1},
+        {"T=45 hd=96 GQA docs", {1, 45, 4, 2, 96, 0, 0, 0, 0, 0}, 0, 1},
         /* walks near lavapipe's loop limit (dk, dv cut into dispatches) */
         {"T=1024 hd=64", {1, 1024, 1, 1, 64, 0, 0, 0, 0, 0}, 0, 0},
         /* four rows per invocation in the texel family's dq and dkv (head

@@ -132,12 +132,15 @@ struct flash_blocks {
 
 /* The block kernels for this forward (fwd) or backward, 0 where the row
  * kernels run; the reproducible ones take whole walks only. Blocks of 32
- * rows at head sizes up to 32, else 16, or half that where the device's
- * shared memory is short. On an NVIDIA H200 (GPT-2's heads, 64) the 16-row
- * blocks ran the backward 1.9x and the forward 1.2x faster than 32-row
- * ones (8 x 12 heads, T = 1024; both modes): less shared memory per
- * workgroup (19 KB against 42) keeps more of them resident, and each
- * invocation's 4 x 4 accumulators fewer registers than 4 x 8. */
+ * rows at head sizes up to 32, 16 up to 64, 8 up to 128 (the first two
+ * halved where the device's shared memory is short). On an NVIDIA H200 (8 x 12
+ * heads of 64, T = 1024; both modes) the 16-row blocks ran the backward
+ * 1.9x and the forward 1.2x faster than 32-row ones: less shared memory
+ * per workgroup (19 KB against 42) keeps more of them resident, and each
+ * invocation's 4 x 4 accumulators take fewer registers than 4 x 8. At
+ * heads of 128 (8 x 6) the 8-row blocks ran the backward 1.55x and the
+ * forward 1.14x faster than 16-row ones (5.9 against 9.2 ms, 1.9 against
+ * 2.2; the reproducible blocks 1.07x and 1.35x). */
 static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, struct flash_blocks *k)
 {
     int mode = block_mode;
@@ -153,7 +156,7 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
     k->hd_max = hd <= 32 ? 32 : hd <= 64 ? 64 : 128;
     /* the variants' rows run from largest down to least */
     uint32_t largest = k->hd_max == 128 ? 16 : 32, least = k->hd_max == 32 ? 32 : k->hd_max == 64 ? 16 : 8;
-    uint32_t most = k->hd_max == 32 ? 32 : 16;
+    uint32_t most = k->hd_max == 32 ? 32 : k->hd_max == 64 ? 16 : 8;
     /* VKTRAIN_FLASH_BLOCK_ROWS=32|16|8: at most that many rows, within
      * the variants (benchmarks) */
     const char *cap = getenv("VKTRAIN_FLASH_BLOCK_ROWS");

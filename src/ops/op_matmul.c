@@ -92,8 +92,10 @@ static size_t tiled_shared(uint32_t tile)
  * 1.1-1.3x; tn at 36-144: 1.15-2x). */
 #define TILED_WIDE_GRID 256
 /* Split-k (tn): parts enough for this many large tiles, each part at
- * least TILED_PART_MIN rows of the reduction, at most TILED_MAX_PARTS. */
-#define TILED_FULL_GRID 512
+ * least TILED_PART_MIN rows of the reduction, at most TILED_MAX_PARTS. On
+ * an H200, tn 8192 x 3072 x 768 (144 tiles) ran at 37.0 TFLOP/s in 8
+ * parts against 32.9 in 4 (what 512 tiles gave), 27.9 in none. */
+#define TILED_FULL_GRID 1024
 #define TILED_PART_MIN 1024
 #define TILED_MAX_PARTS 16
 
