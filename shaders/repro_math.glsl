@@ -133,13 +133,13 @@ REPRO_INTERNAL float repro_float_of_signed(uint bits)
     return negative ? nf : f;
 }
 
-// About 2^23 / mb for mb in [2^23, 2^24): the reciprocal of b = mb · 2^-23
-// in [1, 2) from the line 24/17 − 8/17·b (relative error below 1/17) and
-// three Newton steps y += y·(1 − b·y). Its bits need not be exact (repro_div
-// corrects the quotient), only close.
-REPRO_INTERNAL float repro_recip_sig(uint mb)
+// About 1/b for b in [1, 2] (repro_recip_newton), and 2^23 / mb for mb in
+// [2^23, 2^24) (repro_recip_sig, b = mb · 2^-23): from the line
+// 24/17 − 8/17·b (relative error at most 1/17) and three Newton steps
+// y += y·(1 − b·y). Its bits need not be exact (repro_div corrects the
+// quotient), only close.
+REPRO_INTERNAL float repro_recip_newton(float b)
 {
-    precise float b = uintBitsToFloat(0x3f800000u | (mb & 0x7fffffu));
     precise float t = b * 0.470588235f;
     precise float y = 1.41176471f - t;
     for (int i = 0; i < 3; i++) {
@@ -148,6 +148,12 @@ REPRO_INTERNAL float repro_recip_sig(uint mb)
         precise float dy = y * err;
         y = y + dy;
     }
+    return y;
+}
+REPRO_INTERNAL float repro_recip_sig(uint mb)
+{
+    precise float b = uintBitsToFloat(0x3f800000u | (mb & 0x7fffffu));
+    precise float y = repro_recip_newton(b);
     return y;
 }
 
@@ -289,28 +295,23 @@ float repro_sqrt(float x)
     return repro_round_pack(0u, e / 2, root, rem != 0u);
 }
 
-// e^x within 2 ULP of the exact value (1 at most measured against glibc).
-// Cody–Waite reduction x = k·ln2 + r, |r| <= ln2/2, Cephes' degree-7
-// polynomial, then the exponent k added with integers.
-float repro_exp(float x)
+// k = round(x / ln2) as a float, for |x| below 2^22: adding 1.5·2^23
+// rounds to an integer (RTE).
+REPRO_INTERNAL float repro_exp_k(float x)
 {
-    uint u = floatBitsToUint(x);
-    uint a = u & REPRO_ABS;
-    // One path for every input, the special results chosen at the end (a
-    // CPU device would run early returns' paths for every lane anyway):
-    // the reduction takes x held to the range where e^x is finite and not
-    // 0 (NaN as 0: converting it to an integer is undefined in C).
-    precise float xc = x > 88.7228394f ? 88.7228394f : x;
-    xc = xc < -103.972084f ? -103.972084f : xc;
-    xc = repro_is_nan(u) ? 0.0f : xc;
-    // k = round(x / ln2): adding 1.5·2^23 rounds to an integer (RTE).
-    precise float t = xc * 1.44269504f;
+    precise float t = x * 1.44269504f;
     precise float big = t + 12582912.0f;
     precise float kf = big - 12582912.0f;
-    int k = REPRO_I(kf);
-    // ln2 = 0.693359375 − 2.12194440e-4 + …; k · 0.693359375 is exact.
+    return kf;
+}
+
+// e^r for r = x − k·ln2 (k = repro_exp_k(x), |r| <= ln2/2): Cody–Waite's
+// r from ln2 = 0.693359375 − 2.12194440e-4 + … (k · 0.693359375 is exact),
+// then Cephes' degree-7 polynomial; in [0.7, 1.42], normal.
+REPRO_INTERNAL float repro_exp_reduced(float x, float kf)
+{
     precise float kc1 = kf * 0.693359375f;
-    precise float r1 = xc - kc1;
+    precise float r1 = x - kc1;
     precise float kc2 = kf * -2.12194440e-4f;
     precise float r = r1 - kc2;
     precise float z = r * r;
@@ -326,8 +327,27 @@ float repro_exp(float x)
     p = p + 5.0000001201e-1f;
     p = p * z;
     p = p + r;
-    precise float y = p + 1.0f; // normal
-    precise float e = repro_scale(y, k);
+    precise float y = p + 1.0f;
+    return y;
+}
+
+// e^x within 2 ULP of the exact value (1 at most measured against glibc).
+// Cody–Waite reduction x = k·ln2 + r, |r| <= ln2/2, Cephes' degree-7
+// polynomial, then the exponent k added with integers.
+float repro_exp(float x)
+{
+    uint u = floatBitsToUint(x);
+    uint a = u & REPRO_ABS;
+    // One path for every input, the special results chosen at the end (a
+    // CPU device would run early returns' paths for every lane anyway):
+    // the reduction takes x held to the range where e^x is finite and not
+    // 0 (NaN as 0: converting it to an integer is undefined in C).
+    precise float xc = x > 88.7228394f ? 88.7228394f : x;
+    xc = xc < -103.972084f ? -103.972084f : xc;
+    xc = repro_is_nan(u) ? 0.0f : xc;
+    precise float kf = repro_exp_k(xc);
+    precise float y = repro_exp_reduced(xc, kf);
+    precise float e = repro_scale(y, REPRO_I(kf));
     e = x > 88.7228394f ? uintBitsToFloat(REPRO_INF) : e;
     e = x < -103.972084f ? 0.0f : e;
     e = a < 0x33000000u ? 1.0f : e; // |x| < 2^-25: e^x rounds to 1
@@ -438,15 +458,16 @@ float repro_sigmoid(float x)
     return repro_is_nan(ud) ? d : s;
 }
 
-// GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
-// x · σ(2u) = 0.5·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³) held to
-// ±40. Below 2^-30, σ(2u) is exactly ½ (e^−2u rounds to 1, and
-// repro_sigmoid's reciprocal of 2 is exactly ½), so the product is x/2
-// correctly rounded, subnormal results included (the start-up probe
-// checks that multiplies keep them; test_repro_math checks the bits). The
-// integer halving this took before gave the same bits for 14 more
-// operations per element.
-float repro_gelu(float x)
+// σ(2v) of GELU's tanh form (below), v = √(2/π)·(x + 0.044715·x³) held
+// to ±40 (a NaN v to −40: x·σ is NaN all the same), so 2v is in [−80, 80]
+// and e = e^−|2v| in [1.8e-35, 1] is normal: no case of repro_exp's but the
+// reduction and polynomial, scaled by 2^k (k >= −116) in one multiply (as
+// exact as repro_scale's two: the same bits). Then 1 / (1 + e), 1 + e in
+// (1, 2], is repro_recip_newton's, and below 0 σ = e · (1 / (1 + e)): one
+// exp, one reciprocal, no exponent to take apart or put back. Within 4 ULP
+// as repro_sigmoid; for 2v >= 0 its bits, and for 2v < −18 too (1 + e
+// rounds to 1).
+float repro_gelu_sigmoid(float x)
 {
     precise float x2 = x * x;
     precise float x3 = x2 * x;
@@ -454,9 +475,30 @@ float repro_gelu(float x)
     precise float s = x + c;
     precise float v = s * 0.797884561f;
     v = v > 40.0f ? 40.0f : v;
-    v = v < -40.0f ? -40.0f : v;
+    v = v >= -40.0f ? v : -40.0f;
     precise float v2 = v + v;
-    precise float sg = repro_sigmoid(v2);
+    precise float na = v2 < 0.0f ? v2 : -v2; // −|2v|
+    precise float kf = repro_exp_k(na);
+    precise float y = repro_exp_reduced(na, kf);
+    precise float e = y * uintBitsToFloat(REPRO_U(REPRO_I(kf) + 127) << 23);
+    precise float d = 1.0f + e;
+    precise float r = repro_recip_newton(d);
+    precise float er = e * r;
+    precise float sg = v2 < 0.0f ? er : r;
+    return sg;
+}
+
+// GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
+// x · σ(2u) = 0.5·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³) held to
+// ±40 (repro_gelu_sigmoid). Below 2^-30, σ(2u) is exactly ½ (e^−|2u|
+// rounds to 1, and the Newton reciprocal of 2 is exactly ½), so the product is x/2
+// correctly rounded, subnormal results included (the start-up probe
+// checks that multiplies keep them; test_repro_math checks the bits). The
+// integer halving this took before gave the same bits for 14 more
+// operations per element.
+float repro_gelu(float x)
+{
+    precise float sg = repro_gelu_sigmoid(x);
     precise float y = x * sg;
     return y;
 }

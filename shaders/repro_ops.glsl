@@ -128,14 +128,7 @@ REPRO_INTERNAL float repro_gelu_grad(float x)
     if ((floatBitsToUint(x) & 0x7fffffffu) < 0x30800000u)
         return 0.5f;
     precise float x2 = x * x;
-    precise float x3 = x2 * x;
-    precise float c = x3 * 0.044715f;
-    precise float v = x + c;
-    v = v * 0.797884561f;
-    v = v > 40.0f ? 40.0f : v;
-    v = v < -40.0f ? -40.0f : v;
-    precise float v2 = v + v;
-    precise float s = repro_sigmoid(v2);
+    precise float s = repro_gelu_sigmoid(x);
     precise float t = x + x;
     t = t * s;
     precise float q = 1.0f - s;

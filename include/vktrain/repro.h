@@ -43,6 +43,7 @@ float repro_log(float x);
 float repro_tanh(float x);
 float repro_sigmoid(float x);
 float repro_gelu(float x);
+float repro_gelu_sigmoid(float x); /* GELU's σ(2u) (repro_math.glsl) */
 float repro_sin(float x); /* |x| <= 65536, NaN beyond */
 float repro_cos(float x);
 
