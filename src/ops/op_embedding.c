@@ -35,8 +35,6 @@ static int texel_width(const struct gpu *g, int vec4, size_t row_bytes)
                            ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes), 0);
 }
 
-static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-
 /* The rows of a table of `rows` rows one range of binding i of k may hold
  * (all of them when the table fits); pad: with 2 bytes more for a range
  * that ends mid-uint (uint_end). */

@@ -3,7 +3,7 @@
  * dimensions are multiples of 4, scalar views otherwise) on CPU drivers,
  * the shared-memory tiled kernel on GPUs, in a variant per layout and
  * operand alignment, with tile sizes for the device and the grid
- * (tiled_config).
+ * (ops_tiled_config, op_matmul_tiled.c).
  *
  * A product is one dispatch unless an operand bound as a storage buffer
  * exceeds the binding limit (maxStorageBufferRange, 128 MiB on lavapipe:
@@ -63,117 +63,6 @@ struct matmul_push_tiled {
     uint32_t lda, ldb, a0, b0, c0, ldc;
     uint32_t kpart, zc; /* split-k: each z's reduction range and output offset */
 };
-
-static size_t ceil_div(size_t a, size_t b)
-{
-    return (a + b - 1) / b;
-}
-static size_t min_size(size_t a, size_t b)
-{
-    return a < b ? a : b;
-}
-
-/* The tiled kernel's specialization constants (see matmul_tiled.comp):
- * invocations, tile edge, vec4 groups per micro-tile edge. */
-struct tiled_config {
-    uint32_t wg, tile, tv;
-};
-/* Shared bytes of a configuration: 2 operands x 2 buffers x 8 steps x
- * (tile + 4 floats of padding). */
-static size_t tiled_shared(uint32_t tile)
-{
-    return (size_t)2 * 2 * 8 * (tile + 4) * sizeof(float);
-}
-/* A grid of fewer large tiles than this leaves compute units of a large
- * GPU idle: such products use 64 x 64 tiles, or, tn into a weight
- * gradient, split-k. On an H200 (132 multiprocessors, bench_matmul with
- * each tile forced) 128 x 128 tiles were faster at grids of 384 and more
- * (nt, nn: 1.04-1.3x) and 64 x 64 at 144 and fewer (nt, nn at 96:
- * 1.1-1.3x; tn at 36-144: 1.15-2x). */
-#define TILED_WIDE_GRID 256
-/* Split-k (tn): parts enough for this many large tiles, each part at
- * least TILED_PART_MIN rows of the reduction, at most TILED_MAX_PARTS. On
- * an H200, tn 8192 x 3072 x 768 (144 tiles) ran at 37.0 TFLOP/s in 8
- * parts against 32.9 in 4 (what 512 tiles gave), 27.9 in none. */
-#define TILED_FULL_GRID 1024
-#define TILED_PART_MIN 1024
-#define TILED_MAX_PARTS 16
-
-/* The large configuration (128 x 128 tiles, 8 x 8 per invocation) where
- * the device has 256 invocations and its shared memory, and the grid is
- * wide; the small one (64 x 64, 4 x 4) for narrow grids; the fallback
- * (64 x 64, 8 x 8, 64 invocations) below those limits. Workgroups are
- * whole subgroups. */
-static int tiled_big(const struct gpu_device_info *info)
-{
-    return info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128) &&
-           256 % info->subgroup_size == 0;
-}
-static struct tiled_config tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
-                                        int split)
-{
-    int big = tiled_big(info);
-    /* VKTRAIN_TILED_TILE=64 or 128 (benchmarks on a GPU: which grids the
-     * large tiles leave idle) */
-    const char *force = getenv("VKTRAIN_TILED_TILE");
-    if (force && *force && strcmp(force, "64") && strcmp(force, "128"))
-        vkt_fatal("VKTRAIN_TILED_TILE='%s': expected 64 or 128", force);
-    if (big && force && *force)
-        return !strcmp(force, "128") ? (struct tiled_config){256, 128, 2} : (struct tiled_config){256, 64, 1};
-    if (big && (split || ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID))
-        return (struct tiled_config){256, 128, 2};
-    if (big)
-        return (struct tiled_config){256, 64, 1};
-    if (info->shared_memory < tiled_shared(64))
-        vkt_fatal("%s: the tiled kernel needs %zu bytes of shared memory, more than the %u bytes of %s", name,
-                  tiled_shared(64), info->shared_memory, info->name);
-    return (struct tiled_config){64, 64, 2};
-}
-
-/* Split-k of tn on the tiled family: the number of parts of the
- * reduction (1: none) and *kpart the rows of each, for a product of
- * rows x cols outputs over red whose three operands span bytes[] of their
- * buffers (their first elements' aligned offsets included). Where the
- * device takes 128 x 128 tiles (tiled_big) and their grid is narrow
- * (< TILED_WIDE_GRID), parts enough for TILED_FULL_GRID tiles, each of at
- * least TILED_PART_MIN rows; VKTRAIN_TILED_SPLITK=N forces N parts (1:
- * none; tests and benchmarks) wherever the reduction has 8 rows per part.
- * None where the product would be split into blocks (an operand, or the
- * parts' products, over the binding limit; a part's walk over the loop
- * limit; a grid over the workgroup counts). */
-static uint32_t tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t red, const size_t *bytes,
-                            size_t *kpart)
-{
-    const struct gpu_device_info *info = gpu_info(g);
-    *kpart = red;
-    if (gpu_kernel_class(g) != GPU_KERNELS_TILED || gpu_reproducible(g) || !tiled_big(info))
-        return 1;
-    size_t grid = ceil_div(rows, 128) * ceil_div(cols, 128), parts = 1;
-    const char *force = getenv("VKTRAIN_TILED_SPLITK");
-    if (force && *force) {
-        char *end;
-        unsigned long n = strtoul(force, &end, 10);
-        if (*end || n < 1 || n > 256)
-            vkt_fatal("VKTRAIN_TILED_SPLITK='%s': expected a number of parts from 1 to 256", force);
-        parts = min_size(n, red / 8);
-    } else if (grid < TILED_WIDE_GRID) {
-        parts = min_size(min_size(ceil_div(TILED_FULL_GRID, grid), red / TILED_PART_MIN), TILED_MAX_PARTS);
-    }
-    parts = min_size(parts, info->max_workgroup_count[2]);
-    if (parts < 2)
-        return 1;
-    /* each part whole steps of 8 rows of the kernel; no empty part */
-    size_t part = ceil_div(ceil_div(red, parts), 8) * 8, limit = ops_storage_limit(g);
-    parts = ceil_div(red, part);
-    int fits = parts * rows * cols * sizeof(float) <= limit && part <= ops_loop_chunk(g) &&
-               rows <= (size_t)info->max_workgroup_count[1] * 128 && cols <= (size_t)info->max_workgroup_count[0] * 128;
-    for (int i = 0; i < 3; i++)
-        fits = fits && bytes[i] <= limit;
-    if (!fits)
-        return 1;
-    *kpart = part;
-    return (uint32_t)parts;
-}
 
 /* First element of operand o's block that starts at s[], and the number of
  * elements from there to the block's last element for block sizes n[]. */
@@ -337,14 +226,14 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     /* split-k (tn, tiled family): one block in all, the parts' partial
      * products in the gpu's matmul scratch (op_matmul_tn_scratch) */
     size_t kpart = size[RED], spans[3] = {bytes[0] + lead, bytes[1] + lead, bytes[2] + lead};
-    uint32_t parts = l == TN && !texel ? tiled_parts(g, size[ROW], size[COL], size[RED], spans, &kpart) : 1;
+    uint32_t parts = l == TN && !texel ? ops_tiled_parts(g, size[ROW], size[COL], size[RED], spans, &kpart) : 1;
     struct gpu_buffer *scratch = gpu_matmul_scratch(g);
     size_t need = (size_t)parts * size[ROW] * size[COL] * sizeof(float);
     if (parts > 1 && (!scratch || need > gpu_buffer_size(scratch)))
         parts = 1, kpart = size[RED];
-    struct tiled_config tc = {0, 128, 0};
+    struct ops_tiled_config tc = {0, 128, 0};
     if (!texel)
-        tc = tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
+        tc = ops_tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
                      min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
@@ -534,7 +423,7 @@ size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_
     size_t kpart, lead = gpu_info(g)->min_storage_offset_alignment,
                   bytes[3] = {(size_t)M * N * sizeof(float) + lead, (size_t)M * K * sizeof(float) + lead,
                               (size_t)N * K * sizeof(float) + lead};
-    uint32_t parts = tiled_parts(g, N, K, M, bytes, &kpart);
+    uint32_t parts = ops_tiled_parts(g, N, K, M, bytes, &kpart);
     return parts > 1 ? (size_t)parts * N * K * sizeof(float) : transposed_bytes(g, M, N, K);
 }
 

@@ -8,6 +8,27 @@
 #include "vktrain/ops.h"
 
 size_t ops_gcd(size_t a, size_t b);
+static inline size_t ceil_div(size_t a, size_t b)
+{
+    return (a + b - 1) / b;
+}
+static inline size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The tiled matmul's specialization constants (matmul_tiled.comp):
+ * invocations, tile edge, vec4 groups per micro-tile edge; and its
+ * choices for a product of rows x cols outputs (op_matmul_tiled.c): the
+ * configuration (split: split-k takes the large tiles), and the split-k
+ * parts of a tn over red (1: none; *kpart the rows of each) whose
+ * operands span bytes[3] of their buffers. */
+struct ops_tiled_config {
+    uint32_t wg, tile, tv;
+};
+struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
+                                         int split);
+uint32_t ops_tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t red, const size_t *bytes, size_t *kpart);
 
 /* Fatal unless buffer b holds at least `bytes`; names op and role. */
 void ops_check(const char *op, const char *role, const struct gpu_buffer *b, size_t bytes);
