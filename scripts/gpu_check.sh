@@ -17,9 +17,10 @@
 #      default blocks), the reproducible mode's steps, both modes' profiles
 #      by kernel, bench_attention at GPT-2's heads in blocks and in rows,
 #      bench_matmul with each tile configuration forced and without
-#      split-k (VKTRAIN_TILED_SPLITK=1) and tn in 8 parts, GPT-2's steps
-#      without split-k, and bench_attention in 32-row blocks and at head
-#      size 128 in 16- and 8-row ones (VKTRAIN_FLASH_BLOCK_ROWS);
+#      split-k (VKTRAIN_TILED_SPLITK=1) and tn in 4 parts, GPT-2's steps
+#      without split-k, and bench_attention in 32-row blocks, with dk and
+#      dv in two kernels (VKTRAIN_FLASH_DKV=split) and at head size 128 in
+#      8- and 16-row ones (VKTRAIN_FLASH_BLOCK_ROWS);
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
@@ -276,11 +277,11 @@ if [ $cpu = 0 ]; then
   # variants at the same shape, each "log name|environment|layouts|what":
   # each tile configuration forced, without split-k (tn's grid of 144
   # large tiles left an H200's 132 multiprocessors half idle), the default
-  # tiles without split-k, and tn in 8 parts (the default takes 4 here)
+  # tiles without split-k, and tn in 4 parts (the default takes 8 here)
   matmul_runs=("tile64|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=64|nt,nn,tn|without split-k, 64 x 64 tiles"
     "tile128|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=128|nt,nn,tn|without split-k, 128 x 128 tiles"
     "tiledefault|VKTRAIN_TILED_SPLITK=1|nt,nn,tn|without split-k, the default tiles"
-    "splitk8|VKTRAIN_TILED_SPLITK=8|tn|tn in 8 parts")
+    "splitk4|VKTRAIN_TILED_SPLITK=4|tn|tn in 4 parts")
   for r in "${matmul_runs[@]}"; do
     IFS='|' read -r n e l _ <<< "$r"
     env $e "$bdir/bench/bench_matmul" $M $N $K $R $l > "$work/matmul_$n.log" 2>&1 ||
@@ -377,9 +378,10 @@ PY
   attention_runs=("attention||8 12 12 64 2|the block kernels (flash_block.comp), the default"
     "attention_rows|VKTRAIN_FLASH=rows|8 12 12 64 2|the row kernels"
     "attention_32|VKTRAIN_FLASH_BLOCK_ROWS=32|8 12 12 64 2|blocks of 32 rows"
+    "attention_dkv_split|VKTRAIN_FLASH_DKV=split|8 12 12 64 2|dk and dv in two kernels"
     "attention_docs||8 12 12 64 2 256|packed documents of 256 tokens (pairs of blocks no row sees skipped)"
     "attention_hd128||8 6 6 128 2|head size 128, the default blocks"
-    "attention_hd128_8|VKTRAIN_FLASH_BLOCK_ROWS=8|8 6 6 128 2|head size 128, blocks of 8 rows")
+    "attention_hd128_16|VKTRAIN_FLASH_BLOCK_ROWS=16|8 6 6 128 2|head size 128, blocks of 16 rows")
   for r in "${attention_runs[@]}"; do
     IFS='|' read -r n e a _ <<< "$r"
     env $e "$bdir/bench/bench_attention" $a > "$work/$n.log" 2>&1 ||

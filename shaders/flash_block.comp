@@ -5,6 +5,8 @@
 // variant: dkv64x16_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=16u
 // variant: dkv128x16_storage_scalar -DSTAGE=0 -DHDMAX=128u -DBLK=16u
 // variant: dkv128x8_storage_scalar -DSTAGE=0 -DHDMAX=128u -DBLK=8u
+// variant: dk64x16_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=16u -DDKV_PART=1
+// variant: dv64x16_storage_scalar -DSTAGE=0 -DHDMAX=64u -DBLK=16u -DDKV_PART=2
 // variant: dq32x32_storage_scalar -DSTAGE=1 -DHDMAX=32u -DBLK=32u
 // variant: dq64x32_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=32u
 // variant: dq64x16_storage_scalar -DSTAGE=1 -DHDMAX=64u -DBLK=16u
@@ -55,6 +57,12 @@
 // limit, tests). Bindings and indices are the row kernels': q, k, v, do,
 // the (lse, D) statistics, the document ids, then dq or dk and dv, all
 // storage buffers of floats (any offset and stride).
+// dk and dv (DKV_PART 1 and 2, at 64x16 only; VKTRAIN_FLASH_DKV=split):
+// dkv's walk twice, each computing one of the two gradients (dv: P alone,
+// no dP), each invocation keeping half the accumulators. An experiment
+// for GPUs: on an H200 dkv took 2.35x dq's time where its operations are
+// about 1.35x; if the second accumulator tile is what slows it (registers),
+// the two halves run faster together than dkv.
 // Variants <stage><HDMAX>x<BLK>: head sizes up to HDMAX, blocks of BLK;
 // score tiles of SR = BLK / 8 (4, 2 or 1) square, accumulators of 4 rows
 // x DPT = HDMAX / (256 / BLK) columns (8 at 64x32 and 128x16, else 4)
@@ -70,6 +78,11 @@
 // backward 1.9x faster than 64x32), 8 up to 128 (128x8 1.55x faster than
 // 128x16), fewer where the shared memory is short (op_flash_attention.c,
 // block_kernels).
+#ifndef DKV_PART
+#define DKV_PART 0 // dkv: both gradients; 1 dk, 2 dv alone
+#endif
+#define WANT_DK (STAGE == 0 && DKV_PART != 2)
+#define WANT_DV (STAGE == 0 && DKV_PART != 1)
 #include "finite.glsl"
 #include "attention_block.glsl"
 
@@ -109,7 +122,9 @@ void scores(uint t0, uint s0, uint lid)
         [[unroll]] for (uint i = 0u; i < SR; i++)
             [[unroll]] for (uint j = 0u; j < SR; j++) {
                 sa[i][j] += qv[i] * kv[j];
+#if !(STAGE == 0 && DKV_PART == 2) // dv alone: no dP
                 da[i][j] += ov[i] * vv[j];
+#endif
             }
     }
     [[unroll]] for (uint i = 0u; i < SR; i++)
@@ -117,10 +132,12 @@ void scores(uint t0, uint s0, uint lid)
             uint qi = sq * SR + i, kj = sk * SR + j;
             bool ok = allowed(t0, qi, s0, kj);
             float pr = ok ? exp(sa[i][j] * p.scale - row_lse[qi]) : 0.0;
-#if STAGE == 0
+#if WANT_DV
             Ps[qi][kj] = pr;
 #endif
+#if !(STAGE == 0 && DKV_PART == 2)
             Ss[qi][kj] = ok ? pr * (da[i][j] - row_d[qi]) : 0.0;
+#endif
         }
 }
 #endif
@@ -262,13 +279,24 @@ void main()
             barrier();
             for (uint qi = 0u; qi < BLK; qi++) {
                 float pv[4], sv[4];
-                [[unroll]] for (uint i = 0u; i < 4u; i++) pv[i] = Ps[qi][tr * 4u + i], sv[i] = Ss[qi][tr * 4u + i];
+                [[unroll]] for (uint i = 0u; i < 4u; i++) {
+#if WANT_DV
+                    pv[i] = Ps[qi][tr * 4u + i];
+#endif
+#if WANT_DK
+                    sv[i] = Ss[qi][tr * 4u + i];
+#endif
+                }
                 [[unroll]] for (uint c = 0u; c < DPT; c++) {
                     uint d = min(td + TD * c, HD - 1u); // columns past HD: not stored
                     float qd = Qs[qi][d], od = Os[qi][d];
                     [[unroll]] for (uint i = 0u; i < 4u; i++) {
+#if WANT_DK
                         acc[i][c] += sv[i] * qd;
+#endif
+#if WANT_DV
                         acc2[i][c] += pv[i] * od;
+#endif
                     }
                 }
             }
@@ -282,8 +310,12 @@ void main()
         [[unroll]] for (uint c = 0u; c < DPT; c++) {
             uint d = td + TD * c;
             if (d < HD) {
+#if WANT_DK
                 dk[gk + d] += p.scale * acc[i][c];
+#endif
+#if WANT_DV
                 dv[gv + d] += acc2[i][c];
+#endif
             }
         }
     }

@@ -221,7 +221,7 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
                                                       : "tiled",
              B, T, H, KVH, hd, with_doc, fused);
     if (timed && block_pass)
-        CHECK(ran("flash_block_fwd") && ran("flash_block_dq") && ran("flash_block_dkv"),
+        CHECK(ran("flash_block_fwd") && ran("flash_block_dq") && ran("flash_block_dk"), /* dkv, or dk and dv */
               "%s: the block kernels did not run", what);
     expect_view(what, bo, 0, qw, qw, out, nq);
     expect_view("  lse", bl, 0, 1, 1, lse, nr);
@@ -407,6 +407,13 @@ int main(void)
             CHECK(!last_timed || gpu_info(g)->shared_memory < 26176 || ran("flash_block_fwd128x16"),
                   "VKTRAIN_FLASH_BLOCK_ROWS=32, head size 96: flash_block_fwd128x16 did not run");
             unsetenv("VKTRAIN_FLASH_BLOCK_ROWS");
+            /* dk and dv in two kernels (VKTRAIN_FLASH_DKV=split, 64 x 16) */
+            setenv("VKTRAIN_FLASH_DKV", "split", 1);
+            test_flash(2, 37, 4, 2, 64, 1, 0, 1);
+            CHECK(!last_timed ||
+                      (ran("flash_block_dk64x16") && ran("flash_block_dv64x16") && !ran("flash_block_dkv64x16")),
+                  "VKTRAIN_FLASH_DKV=split: flash_block_dk64x16 and dv64x16 did not run in place of dkv64x16");
+            unsetenv("VKTRAIN_FLASH_DKV");
         }
     }
     gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);

@@ -172,6 +172,20 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
     return 0;
 }
 
+/* VKTRAIN_FLASH_DKV=split: dk and dv in two kernels, at 64 x 16 blocks
+ * of the default profile only (flash_block.comp's DKV_PART variants: an
+ * experiment for GPUs, where dkv ran 2.35x dq's time); dkv (the default)
+ * in one. */
+static int dkv_split(const struct flash_blocks *k)
+{
+    const char *env = getenv("VKTRAIN_FLASH_DKV");
+    if (!env || !*env || !strcmp(env, "dkv"))
+        return 0;
+    if (strcmp(env, "split"))
+        vkt_fatal("VKTRAIN_FLASH_DKV='%s': expected dkv or split", env);
+    return !k->repro && k->hd_max == 64 && k->rows == 16;
+}
+
 /* Loop iterations per block of a walk: a block's loads, the scores' head
  * loop, `row_loops` loops over its rows (the reproducible kernels' counted
  * twice over: their inner loops have no [[unroll]], and a walk past
@@ -419,7 +433,12 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
             block_dispatch(g, op, &blk, "dq", 5, e, 7, &push, a->H, a->T, q_chunk);
             e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
             e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
-            block_dispatch(g, op, &blk, "dkv", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
+            if (dkv_split(&blk)) {
+                block_dispatch(g, op, &blk, "dk", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
+                block_dispatch(g, op, &blk, "dv", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
+            } else {
+                block_dispatch(g, op, &blk, "dkv", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
+            }
             return;
         }
     }
