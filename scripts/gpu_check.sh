@@ -372,9 +372,9 @@ PY
   done
   # "log name|environment|bench_attention's arguments|what": GPT-2's
   # heads in the default blocks (16 rows), the row kernels, 32-row blocks,
-  # packed documents;
-  # head size 128 in the default 16-row blocks and in 8-row ones (at 64
-  # the smaller blocks ran 1.9x faster)
+  # dk and dv in two kernels (dkv took 2.35x dq's time), packed documents;
+  # head size 128 in the default 8-row blocks and in 16-row ones (8 ran
+  # the backward 1.55x faster)
   attention_runs=("attention||8 12 12 64 2|the block kernels (flash_block.comp), the default"
     "attention_rows|VKTRAIN_FLASH=rows|8 12 12 64 2|the row kernels"
     "attention_32|VKTRAIN_FLASH_BLOCK_ROWS=32|8 12 12 64 2|blocks of 32 rows"
