@@ -44,7 +44,7 @@
 // the block size, the device or its subgroups. The host takes these where
 // the walk is whole (w0 = 0, and w1 at least T, or group·T in dkv: as
 // on GPUs, which have no loop limit); else the row kernels. No [[unroll]]:
-// glslc's unrolling dropped NoContraction (repro_attention.comp).
+// glslc's unrolling dropped NoContraction (repro_attention.comp, the fused walk).
 #include "repro_math.glsl"
 #include "attention_block.glsl"
 

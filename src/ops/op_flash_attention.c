@@ -4,7 +4,7 @@
  * (shaders/flash_attention.comp). Memory is linear in T.
  *
  * In the reproducible profile (gpu_reproducible) the same ops record
- * shaders/repro_attention.comp instead (repro_flash_attention and its
+ * shaders/repro_attention.comp and _bwd.comp instead (repro_flash_attention and its
  * backward, include/vktrain/repro.h): exact per row, the forward in two
  * walks over the keys (max; the sum and the weighted values, fused), with
  * the same bindings and the same dispatch shapes; where the device's loop
@@ -388,7 +388,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
                      struct gpu_buffer *dk, struct gpu_buffer *dv)
 {
     const char *op = repro ? "flash_attention_backward (reproducible)" : "flash_attention_backward";
-    const char *base = repro ? "repro_attention" : "flash_attention";
+    const char *base = repro ? "repro_attention_bwd" : "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
     struct attention_push *a = &push.a;
     size_t F = sizeof(float), rows = (size_t)s->B * s->T * s->H;
@@ -443,7 +443,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
         }
     }
     /* rows per invocation: the reproducible walks four at head sizes up
-     * to 32 (see repro_attention.comp) */
+     * to 32 (see repro_attention.glsl) */
     int pairs = flash_pairs(texel, width), nr = !pairs ? 1 : repro && s->hd <= 32 ? 4 : 2;
     char dq_stage[8] = "dq", dkv_stage[8] = "dkv";
     if (nr > 1) {
