@@ -439,23 +439,31 @@ float repro_tanh(float x)
     return p;
 }
 
-// σ(x) = 1 / (1 + e^−x) within 4 ULP; e^x below −18, where 1 + e^x rounds
-// to 1 (and e^−x would overflow before σ reaches the subnormals).
-// One repro_exp serves both (a CPU device runs every branch for every
-// lane): e^x below −18, e^−x elsewhere. 1 / (1 + e^−x) is the Newton
-// reciprocal of repro_recip_sig scaled by the exponent, not a correctly
-// rounded division (within the 4 ULP all the same, and half the work).
+// σ(x) within 4 ULP: e = e^−|x| in [0, 1] (subnormal or 0 far out), the
+// Newton reciprocal r of 1 + e in [1, 2], and σ = r for x >= +0, e·r for
+// x <= −0 (½ at both zeros). One exp and one reciprocal with no exponent to
+// take apart or put back (a CPU device runs every branch for every lane);
+// not a correctly rounded division, and within the 4 ULP all the same.
+// e^−|x| is repro_exp's for an argument that is never positive: the same
+// reduction, polynomial and scaling, without its cases of large x (and of
+// tiny |x|, where the polynomial's 1 + r already rounds to 1). NaN gives
+// NaN.
 float repro_sigmoid(float x)
 {
-    precise float nx = -x;
-    precise float e = repro_exp(x < -18.0f ? x : nx);
-    precise float d = 1.0f + e; // in [1, 2^26], or NaN
-    uint ud = floatBitsToUint(d);
-    precise float r = repro_recip_sig(ud);                    // 1 / d's significand, in (1/2, 1]
-    uint q = floatBitsToUint(r) - ((ud & 0x7f800000u) - 0x3f800000u); // times 2^−exponent: exact
-    precise float s = x < -18.0f ? e : uintBitsToFloat(q);
-    s = x > 18.0f ? 1.0f : s; // e^−x < 2^-25: σ rounds to 1
-    return repro_is_nan(ud) ? d : s;
+    uint u = floatBitsToUint(x);
+    bool nan = repro_is_nan(u);
+    precise float na = uintBitsToFloat(u | REPRO_SIGN); // −|x|
+    precise float xc = na < -103.972084f ? -103.972084f : na;
+    xc = nan ? 0.0f : xc;
+    precise float kf = repro_exp_k(xc);
+    precise float y = repro_exp_reduced(xc, kf);
+    precise float e = repro_scale(y, REPRO_I(kf));
+    e = na < -103.972084f ? 0.0f : e;
+    precise float d = 1.0f + e;
+    precise float r = repro_recip_newton(d);
+    precise float er = e * r;
+    precise float sg = (u & REPRO_SIGN) != 0u ? er : r;
+    return nan ? x : sg;
 }
 
 // σ(2v) of GELU's tanh form (below), v = √(2/π)·(x + 0.044715·x³) held
