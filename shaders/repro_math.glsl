@@ -471,10 +471,10 @@ float repro_sigmoid(float x)
 // and e = e^−|2v| in [1.8e-35, 1] is normal: no case of repro_exp's but the
 // reduction and polynomial, scaled by 2^k (k >= −116) in one multiply (as
 // exact as repro_scale's two: the same bits). Then 1 / (1 + e), 1 + e in
-// (1, 2], is repro_recip_newton's, and below 0 σ = e · (1 / (1 + e)): one
-// exp, one reciprocal, no exponent to take apart or put back. Within 4 ULP
-// as repro_sigmoid; for 2v >= 0 its bits, and for 2v < −18 too (1 + e
-// rounds to 1).
+// (1, 2], is repro_recip_newton's, and below 0 σ = e · (1 / (1 + e)): the
+// operations of repro_sigmoid(2v), so its bits (within 4 ULP), without
+// its clamps and with one multiply for 2^k (repro_scale's two give the
+// same bits for a normal result).
 float repro_gelu_sigmoid(float x)
 {
     precise float x2 = x * x;
@@ -499,8 +499,8 @@ float repro_gelu_sigmoid(float x)
 // GELU, tanh approximation, in the default kernels' form (shaders/gelu.glsl):
 // x · σ(2u) = 0.5·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³) held to
 // ±40 (repro_gelu_sigmoid). Below 2^-30, σ(2u) is exactly ½ (e^−|2u|
-// rounds to 1, and the Newton reciprocal of 2 is exactly ½), so the product is x/2
-// correctly rounded, subnormal results included (the start-up probe
+// rounds to 1, and the Newton reciprocal of 2 is exactly ½), so the
+// product is x/2 correctly rounded, subnormal results included (the start-up probe
 // checks that multiplies keep them; test_repro_math checks the bits). The
 // integer halving this took before gave the same bits for 14 more
 // operations per element.
