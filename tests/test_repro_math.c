@@ -280,6 +280,24 @@ int main(void)
         }
     printf("gelu below 2^-30: %zu of %zu inputs differ from x * 0.5f\n", half_bad, half_n);
     CHECK(half_bad == 0, "gelu below 2^-30: %zu inputs differ from x / 2", half_bad);
+    /* GELU's σ(2v) (its own exp scaling and no clamps) gives the bits of
+     * repro_sigmoid(2v), v computed as repro_gelu_sigmoid does (this file
+     * is built without contraction, as src/repro is): every 4093rd float
+     * but NaN (whose σ is σ(−80): x·σ is NaN all the same) */
+    size_t sig_bad = 0, sig_n = 0;
+    for (uint64_t w = 0; w <= UINT32_MAX; w += 4093) {
+        float x = repro_float_of((uint32_t)w);
+        if (isnan(x))
+            continue;
+        sig_n++;
+        float x2 = x * x, x3 = x2 * x, c = x3 * 0.044715f, sv = x + c, v = sv * 0.797884561f;
+        v = v > 40.0f ? 40.0f : v;
+        v = v >= -40.0f ? v : -40.0f;
+        float v2 = v + v, want = repro_sigmoid(v2), got = repro_gelu_sigmoid(x);
+        sig_bad += repro_bits_of(got) != repro_bits_of(want);
+    }
+    printf("gelu's sigmoid: %zu of %zu inputs differ from repro_sigmoid(2v)\n", sig_bad, sig_n);
+    CHECK(sig_bad == 0, "gelu's sigmoid: %zu inputs differ from repro_sigmoid(2v)", sig_bad);
     free(a);
     free(b);
     free(out);
