@@ -102,6 +102,12 @@ static struct gpu_arg image_arg(struct gpu *g, struct gpu_buffer *b, const struc
 static int tn_transposed(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *dw, uint32_t M,
                          uint32_t N, uint32_t K, int accumulate, const size_t *off, uint32_t lda);
 
+/* The alignment of a storage binding's offset, at least a float's. */
+static size_t storage_align(const struct gpu_device_info *info)
+{
+    return info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
+}
+
 /* Split-k on the tiled kernel k: the product of operands o of bufs[]
  * (one block of size[]) as `parts` partial products over kpart rows of
  * the reduction each, into `scratch` (need bytes) in one dispatch, then
@@ -111,7 +117,7 @@ static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs
                    size_t need, int accumulate)
 {
     const struct gpu_device_info *info = gpu_info(g);
-    size_t align = info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
+    size_t align = storage_align(info);
     const size_t s[3] = {0, 0, 0};
     uint32_t outputs = (uint32_t)(size[ROW] * size[COL]);
     struct matmul_push_tiled p = {.M = (uint32_t)size[ROW],
@@ -221,7 +227,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
      * bytes of lead-in before its aligned offset (and 2 bytes after a bf16
      * block's end); rows and columns are whole tiles (or multiples of 4,
      * which vec4 views need) when split. */
-    size_t align = info->min_storage_offset_alignment > 4 ? info->min_storage_offset_alignment : 4;
+    size_t align = storage_align(info);
     size_t limit = ops_storage_limit(g), lead = align - 4 + (bf16 ? 2 : 0);
     /* split-k (tn, tiled family): one block in all, the parts' partial
      * products in the gpu's matmul scratch (op_matmul_tn_scratch) */
