@@ -7,7 +7,9 @@
  * in the one process and prints the best call of each and their ratio,
  * which the bursts of other work on a shared machine disturb far less
  * than separate runs; compare = 2 alternates the reproducible tn and nn narrow
- * and wide tiles, VKTRAIN_REPRO_WIDE=0 and 1, the ratio wide / narrow speed). tn runs
+ * and wide tiles, VKTRAIN_REPRO_WIDE=0 and 1, the ratio wide / narrow speed;
+ * compare = 3 the reproducible tn over samples one at a time and in pairs,
+ * VKTRAIN_REPRO_PAIRS=0 and 1, each with the tiles it picks). tn runs
  * as training runs it (through transposes and nt where the device takes
  * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel,
  * "ntb" nt with a bias added as the outputs are stored (op_matmul_nt_bias)
@@ -117,6 +119,8 @@ int main(int argc, char **argv)
             for (int r = 0; r < 2 * reps; r++) {
                 if (compare == 2) /* the reproducible tn and nn tiles: narrow, wide */
                     setenv("VKTRAIN_REPRO_WIDE", r % 2 ? "1" : "0", 1);
+                else if (compare == 3) /* tn over samples one at a time, then in pairs */
+                    setenv("VKTRAIN_REPRO_PAIRS", r % 2 ? "1" : "0", 1);
                 else
                     gpu_set_reproducible(g, r % 2 == 0);
                 struct bench_clock clock = bench_begin(g);
@@ -126,6 +130,12 @@ int main(int argc, char **argv)
                     best[r % 2] = ms;
             }
             gpu_set_reproducible(g, 1);
+            if (compare == 3) {
+                unsetenv("VKTRAIN_REPRO_PAIRS");
+                printf("vktrain %-5s %-18s %8.2f GFLOP/s samples one at a time, %8.2f in pairs, ratio %.3f\n", family,
+                       names[l], 2.0 * M * N * K / best[0] * 1e-6, 2.0 * M * N * K / best[1] * 1e-6, best[0] / best[1]);
+                continue;
+            }
             if (compare == 2) {
                 unsetenv("VKTRAIN_REPRO_WIDE");
                 printf("vktrain %-5s %-18s %8.2f GFLOP/s narrow tiles, %8.2f wide, ratio %.3f\n", family, names[l],

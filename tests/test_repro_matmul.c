@@ -162,28 +162,41 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
     float *junk = vkt_malloc(stack_floats * sizeof *junk, "junk");
     for (size_t o = 0; o < stack_floats; o++)
         junk[o] = 1e30f;
-    /* the cut after 1.5 samples, then after 3.5 (B >= 4: the stack's two
-     * lowest levels filled across it) */
-    for (int run = 0; run < (B >= 4 ? 6 : 3); run++) {
-        /* texel narrow, tiled, texel wide; then the same, cut later */
+    /* The cut after 1.5 samples, then after 3.5 (B >= 4: the stack's two
+     * lowest levels filled across it), then after 2 (B >= 4) and none:
+     * calls of whole pairs of samples, which the texel family's "_seg2"
+     * kernels take where T % 4 == 0 (checked in the profile). */
+    uint32_t cuts[4] = {T + T / 2, 3 * T + T / 2, 2 * T, R};
+    for (int run = 0; run < 12; run++) {
+        /* texel narrow, tiled, texel wide at each cut */
         int family = run % 3 == 1, wide = run % 3 == 2;
-        uint32_t cut = run < 3 ? T + T / 2 : 3 * T + T / 2;
+        uint32_t cut = cuts[run / 3];
+        if (B < 4 && run / 3 < 3 && run / 3 > 0)
+            continue;
         set_wide(family ? -1 : wide);
         gpu_set_kernel_class(g, family ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_zero(g, bw);
         gpu_upload(g, bs, 0, junk, stack_floats * 4);
+        gpu_submit(g);
+        int timed = gpu_profile_start(g);
         gpu_set_repro_samples(g, T, B);
         repro_matmul_grad(g, bdy, bx, bw, cut, N, K, 1, NULL);
-        repro_matmul_grad(g, bdy, bx, bw, R - cut, N, K, 1, (size_t[3]){(size_t)cut * N, (size_t)cut * K, 0});
+        if (cut < R)
+            repro_matmul_grad(g, bdy, bx, bw, R - cut, N, K, 1, (size_t[3]){(size_t)cut * N, (size_t)cut * K, 0});
         gpu_set_repro_samples(g, 0, 0);
-        gpu_submit(g);
+        gpu_profile_stop(g);
+        uint64_t pairs = profile_dispatches(g, "repro_matmul_vec4_tn_seg2") +
+                         profile_dispatches(g, "repro_matmul_vec4_tn_shift_seg2");
         float *out = download_floats(g, bw, (size_t)N * K);
         size_t d = repro_bit_differences(out, ref, (size_t)N * K);
         const char *kind = family ? "tiled" : wide ? "texel, wide" : "texel, narrow";
         printf("tn over %u samples of %u rows cut at row %u, %ux%u, %s: %zu of %u outputs differ from the tree of C "
-               "products\n",
-               B, T, cut, N, K, kind, d, N * K);
+               "products (%llu dispatches of pairs)\n",
+               B, T, cut, N, K, kind, d, N * K, (unsigned long long)pairs);
         CHECK(d == 0, "tn over samples %ux%u %s: %zu outputs differ", N, K, kind, d);
+        int whole_pairs = cut % (2 * T) == 0 && T % 4 == 0 && !family;
+        CHECK(!timed || (pairs > 0) == whole_pairs, "tn over samples cut at %u, %s: %llu dispatches of pairs", cut,
+              kind, (unsigned long long)pairs);
         free(out);
     }
     set_wide(-1);
@@ -315,6 +328,13 @@ int main(void)
     /* 64 samples: more than one batch of 32 in the storage column sums'
      * workgroups (repro_colsum.comp), 37 columns over two of them */
     check_samples(g, &rng, 64, 2, 37, 12);
+    /* Rows per sample a multiple of 4: the pairs kernels, from whole
+     * texels (52 x 68) and through the shift one (53 x 68); and a
+     * reduction past lavapipe's loop bound, cut into dispatches that end
+     * on pairs of samples (12000 rows each). */
+    check_samples(g, &rng, 8, 12, 52, 68);
+    check_samples(g, &rng, 4, 20, 53, 68);
+    check_samples(g, &rng, 8, 12000, 4, 8);
     gpu_destroy(g);
     return test_failures ? 1 : 0;
 }

@@ -176,6 +176,14 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     int segments = seg && layout == REPRO_TN && (vec4 || shift) && p.N % 4 == 0 && repro_stack_texels(g);
     if (seg && !segments)
         return 0;
+    /* pairs: the "_seg2" kernels, samples two at a time (repro_matmul_vec4.comp),
+     * for the dispatches whose rows are whole pairs of samples of a multiple
+     * of 4 rows; VKTRAIN_REPRO_PAIRS=0 turns them off (tests: both give the
+     * tree's bits). The ranges of k then end on pairs where they can. */
+    size_t pair_rows =
+        segments && seg->rows % 4 == 0 && vkt_env_flag("VKTRAIN_REPRO_PAIRS", 1) ? 2 * (size_t)seg->rows : 0;
+    if (pair_rows && chunk < p.K && chunk >= pair_rows)
+        chunk -= chunk % pair_rows;
     if (bias && (layout != REPRO_NT || !vec4 || rows < p.M || chunk < p.K ||
                  gpu_buffer_size(bias) > gpu_binding_limit(g, GPU_BIND_TEXEL_F32)))
         return 0;
@@ -203,34 +211,48 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
      * with two threads, in-process alternation at the default recipe's and
      * GPT-2's shapes: tn 1.1-1.8x faster with two or more wide workgroups
      * (0.7-0.9x with one), nn 1.0-1.3x; nt was slower (0.45-0.9x), so it
-     * keeps the narrow tiles. VKTRAIN_REPRO_WIDE=0|1 forces it (tests:
+     * keeps the narrow tiles, and so does tn over pairs of samples (the
+     * "_seg2" kernels): narrow 1.05-1.6x faster there at the default
+     * recipe's shapes (2048 rows of 16 samples; 0.95-1.0x at GPT-2's,
+     * 1024 and 512 rows of 4), where the wide pair kernel gained little
+     * over the wide single one. VKTRAIN_REPRO_WIDE=0|1 forces it (tests:
      * both give the bits of the C reference). */
     size_t wide_groups = (size_t)((p.M + 127) / 128) * ((p.N + 127) / 128);
     unsigned threads = gpu_info(g)->cpu_threads;
+    int pairs_first = pair_rows && seg->first % pair_rows == 0 && p.K >= pair_rows;
     int wide = (((vec4 || shift) && layout == REPRO_TN) || (img && layout == REPRO_NN)) &&
-               vkt_env_flag("VKTRAIN_REPRO_WIDE", p.N > 64 && wide_groups >= 2 && wide_groups >= threads);
-    const char *shader =
-        segments ? (vec4 ? (wide ? "repro_matmul_vec4_tn_seg_wide" : "repro_matmul_vec4_tn_seg")
-                         : (wide ? "repro_matmul_vec4_tn_shift_seg_wide" : "repro_matmul_vec4_tn_shift_seg"))
-        : wide   ? (layout == REPRO_NN ? "repro_matmul_vec4_nn_img_wide"
-                    : vec4             ? "repro_matmul_vec4_tn_wide"
-                                       : "repro_matmul_vec4_tn_shift_wide")
-        : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
-        : img    ? img_shader[layout]
-        : vec4   ? vec4_shader[layout]
-        : shift  ? shift_shader[layout]
-        : texel  ? "repro_matmul_texel"
-                 : "repro_matmul_tiled";
+               vkt_env_flag("VKTRAIN_REPRO_WIDE",
+                            p.N > 64 && wide_groups >= 2 && wide_groups >= threads && (!pairs_first || shift));
+    /* tn over samples: seg_shader[pairs][shift][wide] */
+    static const char *const seg_shader[2][2][2] = {
+        {{"repro_matmul_vec4_tn_seg", "repro_matmul_vec4_tn_seg_wide"},
+         {"repro_matmul_vec4_tn_shift_seg", "repro_matmul_vec4_tn_shift_seg_wide"}},
+        {{"repro_matmul_vec4_tn_seg2", "repro_matmul_vec4_tn_seg2_wide"},
+         {"repro_matmul_vec4_tn_shift_seg2", "repro_matmul_vec4_tn_shift_seg2_wide"}}};
+    const char *shader = segments ? seg_shader[0][!vec4][wide]
+                         : wide   ? (layout == REPRO_NN ? "repro_matmul_vec4_nn_img_wide"
+                                     : vec4             ? "repro_matmul_vec4_tn_wide"
+                                                        : "repro_matmul_vec4_tn_shift_wide")
+                         : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
+                         : img    ? img_shader[layout]
+                         : vec4   ? vec4_shader[layout]
+                         : shift  ? shift_shader[layout]
+                         : texel  ? "repro_matmul_texel"
+                                  : "repro_matmul_tiled";
     struct gpu_kernel_desc d = {.shader = shader,
                                 .n_bindings = segments || bias ? 4 : 3,
                                 .bindings = {in_kind, in_kind, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE,
                                              bias ? GPU_BIND_TEXEL_F32 : GPU_BIND_IMAGE_VEC4},
                                 .push_size = segments ? 15 * 4 : 11 * 4};
     d.n_spec = img; /* img: ACCUMULATE, 0 and 1 */
-    struct gpu_kernel *kernel = gpu_kernel_get(g, &d), *kernel_acc = kernel;
+    struct gpu_kernel *kernel = gpu_kernel_get(g, &d), *kernel_acc = kernel, *kernel_pairs = NULL;
     if (img) {
         d.spec[0] = 1;
         kernel_acc = gpu_kernel_get(g, &d);
+    }
+    if (pair_rows) {
+        d.shader = seg_shader[1][!vec4][wide];
+        kernel_pairs = gpu_kernel_get(g, &d);
     }
     /* vec4: 8x8 invocations of 16x8 outputs (wide: 16x16); texel: of 4x4;
      * tiled: 16x16 of 4x4. */
@@ -265,7 +287,8 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                                       (size_t)mi * p.N * L * 4, &s0);
                 push[11] = seg->rows, push[12] = seg->first + (uint32_t)k0, push[13] = seg->levels, push[14] = s0 / 4;
             }
-            gpu_dispatch(g, accumulate || k0 > 0 ? kernel_acc : kernel, args, push, gx, gy, 1);
+            int pairs = pair_rows && (seg->first + k0) % pair_rows == 0 && kn % pair_rows == 0;
+            gpu_dispatch(g, pairs ? kernel_pairs : accumulate || k0 > 0 ? kernel_acc : kernel, args, push, gx, gy, 1);
         }
     }
     return 1;
