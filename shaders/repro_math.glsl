@@ -10,7 +10,9 @@
 // and square root are correctly rounded (round to nearest even): a float
 // estimate (Newton's steps) is moved to the integer quotient or root by its
 // exact integer remainder, so any estimate close enough gives the bits of
-// long division and of the digit-by-digit root; exp, log, tanh, sin and cos
+// long division and of the digit-by-digit root (repro_sqrt_fast and
+// repro_recip_fast, for AdamW, are within 1 and 2 ULP instead, from
+// floats alone); exp, log, tanh, sin and cos
 // are deterministic polynomials (Cephes' single-precision ones), not correctly
 // rounded: what matters is that every device gives the same bits.
 //
@@ -293,6 +295,68 @@ float repro_sqrt(float x)
         root += 1u;
     }
     return repro_round_pack(0u, e / 2, root, rem != 0u);
+}
+
+// √x from floats alone, where a root within 1 ULP will do (AdamW's
+// denominator): not correctly rounded, and about a fifth of repro_sqrt's
+// operations with no integer multiply or rounding by hand. 1/√x is
+// estimated as 0x5f3759df − bits/2 (within 3.5%), refined by two Newton
+// steps y·(1.5 − x/2·y²); then s = x·y and one Newton step of the root,
+// s + (x − s²)·y/2. Below 2^-100 (subnormals included) x is scaled by 2^64
+// first and the root by 2^-32 after, both exact. ±0 gives ±0, +Inf +Inf,
+// NaN and x < 0 NaN. test_repro_math: within 1 ULP of sqrtf.
+float repro_sqrt_fast(float x)
+{
+    uint u = floatBitsToUint(x);
+    bool tiny = x < uintBitsToFloat(0x0d800000u); // 2^-100
+    precise float xb = x * uintBitsToFloat(0x5f800000u); // · 2^64
+    precise float xs = tiny ? xb : x;
+    precise float y = uintBitsToFloat(0x5f3759dfu - (floatBitsToUint(xs) >> 1));
+    precise float hx = xs * 0.5f;
+    for (int i = 0; i < 2; i++) {
+        precise float yy = y * y;
+        precise float t = hx * yy;
+        precise float w = 1.5f - t;
+        y = y * w;
+    }
+    precise float s = xs * y;
+    precise float ss = s * s;
+    precise float r = xs - ss;
+    precise float hy = y * 0.5f;
+    precise float c = r * hy;
+    s = s + c;
+    precise float sb = s * uintBitsToFloat(0x2f800000u); // · 2^-32
+    s = tiny ? sb : s;
+    s = (u & REPRO_ABS) == 0u || u == REPRO_INF ? x : s;
+    return repro_is_nan(u) || u > REPRO_SIGN ? uintBitsToFloat(REPRO_NAN) : s;
+}
+
+// 1/d from floats alone, where a reciprocal within 2 ULP will do (AdamW's
+// quotient is a product by it): the estimate 0x7ef311c3 − bits of 1/|d|
+// (within 12%) and three Newton steps r·(2 − |d|·r), d's sign put back.
+// Outside [2^-120, 2^120] |d| is scaled by 2^64 or 2^-64 first and the
+// result by the same after (rounded twice where that result is
+// subnormal). ±0 gives ±Inf, ±Inf ±0, NaN NaN. test_repro_math: within 2
+// ULP of 1.0f / d.
+float repro_recip_fast(float d)
+{
+    uint u = floatBitsToUint(d), sign = u & REPRO_SIGN;
+    precise float a = uintBitsToFloat(u & REPRO_ABS);
+    bool lo = a < uintBitsToFloat(0x03800000u), hi = a > uintBitsToFloat(0x7b800000u); // 2^-120, 2^120
+    precise float up = a * uintBitsToFloat(0x5f800000u), down = a * uintBitsToFloat(0x1f800000u);
+    precise float as = lo ? up : hi ? down : a;
+    precise float r = uintBitsToFloat(0x7ef311c3u - floatBitsToUint(as));
+    for (int i = 0; i < 3; i++) {
+        precise float ar = as * r;
+        precise float e = 2.0f - ar;
+        r = r * e;
+    }
+    precise float rl = r * uintBitsToFloat(0x5f800000u), rh = r * uintBitsToFloat(0x1f800000u);
+    r = lo ? rl : hi ? rh : r;
+    r = (u & REPRO_ABS) == 0u ? uintBitsToFloat(REPRO_INF) : r;
+    r = (u & REPRO_ABS) == REPRO_INF ? 0.0f : r;
+    r = repro_is_nan(u) ? d : r;
+    return uintBitsToFloat(floatBitsToUint(r) | sign);
 }
 
 // k = round(x / ln2) as a float, for |x| below 2^22: adding 1.5·2^23

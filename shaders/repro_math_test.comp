@@ -8,6 +8,8 @@
 // variant: gelu -DFN=6
 // variant: sin -DFN=7
 // variant: cos -DFN=8
+// variant: sqrt_fast -DFN=9
+// variant: recip_fast -DFN=10
 // repro_math_test: applies one routine of repro_math.glsl (the variant's
 // name; div takes a / b) to n inputs, for tests/test_repro_math.c, which
 // compares the bits with the C build of the same source. One routine per
@@ -42,8 +44,12 @@ void main()
     float r = repro_gelu(x);
 #elif FN == 7
     float r = repro_sin(x);
-#else
+#elif FN == 8
     float r = repro_cos(x);
+#elif FN == 9
+    float r = repro_sqrt_fast(x);
+#else
+    float r = repro_recip_fast(x);
 #endif
     o[i] = floatBitsToUint(r);
 }

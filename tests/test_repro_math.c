@@ -4,7 +4,9 @@
  * class (payloads are not portable); and the C build must be within stated
  * ULP of an independent oracle: C's own division and sqrtf (0 ULP: both are
  * correctly rounded), the double-precision libm, rounded to float, for the
- * others (bounds at ulp_bound and within_bound).
+ * others (bounds at ulp_bound and within_bound); sqrt_fast and recip_fast
+ * (AdamW's root and reciprocal, from floats alone) within 1 and 2 ULP of
+ * sqrtf and 1.0f / x, the sign of zero exact.
  *
  * Inputs per routine: edge cases (±0, subnormals, FLT_MIN, FLT_MAX, ±Inf,
  * NaNs, the routines' own thresholds), a sweep of the whole 32-bit pattern
@@ -22,8 +24,22 @@
 #include "gpu_testing.h"
 #include "vktrain/repro.h"
 
-enum { FN_DIV, FN_SQRT, FN_EXP, FN_LOG, FN_TANH, FN_SIGMOID, FN_GELU, FN_SIN, FN_COS, FN_COUNT };
-static const char *fn_names[FN_COUNT] = {"div", "sqrt", "exp", "log", "tanh", "sigmoid", "gelu", "sin", "cos"};
+enum {
+    FN_DIV,
+    FN_SQRT,
+    FN_EXP,
+    FN_LOG,
+    FN_TANH,
+    FN_SIGMOID,
+    FN_GELU,
+    FN_SIN,
+    FN_COS,
+    FN_SQRT_FAST,
+    FN_RECIP,
+    FN_COUNT
+};
+static const char *fn_names[FN_COUNT] = {"div",  "sqrt", "exp", "log",       "tanh",      "sigmoid",
+                                         "gelu", "sin",  "cos", "sqrt_fast", "recip_fast"};
 
 #define SWEEP (1u << 20)  /* patterns i·4099, i < 2^20: all of 2^32 */
 #define RANDOM (1u << 19) /* random values in the working range */
@@ -75,8 +91,12 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
      * depend on nothing else): sqrt of every float in [1, 4) (both
      * exponent parities), and every float in [1, 2) divided by, with
      * numerators 1, just below 2, and random. */
-    for (uint32_t i = 0; fn == FN_SQRT && i < EVERY; i++)
+    for (uint32_t i = 0; (fn == FN_SQRT || fn == FN_SQRT_FAST) && i < EVERY; i++)
         a[n++] = 0x3f800000u + i;
+    /* recip_fast: every float in [1, 2) and [2^-121, 2^-119), where the
+     * scaling starts (its estimate's error depends on nothing else) */
+    for (uint32_t i = 0; fn == FN_RECIP && i < EVERY; i++)
+        a[n++] = (i < EVERY / 2 ? 0x3f800000u : 0x03000000u) + (i & (EVERY / 2 - 1)) * 2;
     for (uint32_t i = 0; fn == FN_DIV && i < EVERY; i++) {
         uint32_t k = i >> 23;
         a[n] = k == 0 ? 0x3f800000u : (i & 1) ? 0x3fffffffu : ((uint32_t)ref_rng_u64(rng) & 0x807fffffu) | 0x3f800000u;
@@ -85,13 +105,15 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
     /* Working ranges: div any magnitudes near each other and subnormal
      * quotients; exp [−105, 90]; log (0, 4]; tanh, sigmoid, gelu [−20, 20];
      * sin, cos [−8192, 8192], a quarter within [−4, 4]. */
-    static const double range[FN_COUNT] = {0, 0, 0, 0, 20, 20, 20, 8192, 8192};
+    static const double range[FN_COUNT] = {0, 0, 0, 0, 20, 20, 20, 8192, 8192, 0, 0};
     for (uint32_t i = 0; i < RANDOM; i++) {
         double r = ref_rng_uniform(rng);
         uint32_t u;
         switch (fn) {
         case FN_DIV:
         case FN_SQRT:
+        case FN_SQRT_FAST:
+        case FN_RECIP:
             u = (uint32_t)ref_rng_u64(rng);
             if (i & 1) /* magnitudes near 1 or near the bottom of the range */
                 u = (u & 0x807fffffu) | ((i & 2) ? 0x3f800000u : 0x00800000u);
@@ -111,7 +133,8 @@ static size_t make_inputs(int fn, uint32_t *a, uint32_t *b, struct ref_rng *rng)
             u = repro_bits_of((float)(4.0 * r));
             break;
         default:
-            u = repro_bits_of((float)((fn >= FN_SIN && (i & 3) == 0 ? 4.0 : range[fn]) * (2.0 * r - 1.0)));
+            u = repro_bits_of(
+                (float)(((fn == FN_SIN || fn == FN_COS) && (i & 3) == 0 ? 4.0 : range[fn]) * (2.0 * r - 1.0)));
             break;
         }
         a[n++] = u;
@@ -138,6 +161,10 @@ static float c_routine(int fn, float x, float y)
         return repro_gelu(x);
     case FN_SIN:
         return repro_sin(x);
+    case FN_SQRT_FAST:
+        return repro_sqrt_fast(x);
+    case FN_RECIP:
+        return repro_recip_fast(x);
     default:
         return repro_cos(x);
     }
@@ -152,7 +179,10 @@ static float oracle(int fn, float x, float y)
     case FN_DIV:
         return x / y;
     case FN_SQRT:
+    case FN_SQRT_FAST:
         return sqrtf(x);
+    case FN_RECIP:
+        return 1.0f / x;
     case FN_EXP:
         return (float)exp(d);
     case FN_LOG:
@@ -181,7 +211,7 @@ static float oracle(int fn, float x, float y)
  * held to 40); the oracle computes u exactly. */
 static int64_t ulp_bound(int fn, float x)
 {
-    static const int64_t bound[FN_COUNT] = {0, 0, 2, 2, 3, 4, 4, 4, 4};
+    static const int64_t bound[FN_COUNT] = {0, 0, 2, 2, 3, 4, 4, 4, 4, 1, 2};
     if (fn == FN_GELU && x < 0) {
         double u = 0.7978845608028654 * fabs((double)x + 0.044715 * (double)x * x * x);
         return bound[fn] + (int64_t)(10.0 * (u < 40 ? u : 40));
@@ -251,19 +281,22 @@ int main(void)
                         repro_bits_of(c));
             float o = oracle(fn, x, y);
             int64_t dist = ulp_distance(c, o);
-            /* Division and sqrt: exact, the sign of zero included. */
-            if ((fn == FN_DIV || fn == FN_SQRT) && dist == 0 && !isnan(c) && repro_bits_of(c) != repro_bits_of(o))
+            /* Division and the roots: the sign of zero exact (and division
+             * and sqrt every bit). */
+            if ((fn == FN_DIV || fn == FN_SQRT || fn == FN_SQRT_FAST || fn == FN_RECIP) && dist == 0 && !isnan(c) &&
+                repro_bits_of(c) != repro_bits_of(o))
                 dist = 1;
             if (!within_bound(fn, x, c, o, dist) && over++ < 5)
                 fprintf(stderr, "%s(%a, %a) = %a, oracle %a: %lld ULP\n", fn_names[fn], x, y, c, o, (long long)dist);
-            if (dist > worst && dist != INT64_MAX && !(fn == FN_GELU && x < 0) && !(fn >= FN_SIN && fabsf(x) > 4))
+            if (dist > worst && dist != INT64_MAX && !(fn == FN_GELU && x < 0) &&
+                !((fn == FN_SIN || fn == FN_COS) && fabsf(x) > 4))
                 worst = dist;
         }
         printf("%-8s %zu inputs: shader = C on all but %zu; C vs oracle: %zu over the bound, worst %lld ULP%s\n",
                fn_names[fn], n, differ, over, (long long)worst,
-               fn == FN_GELU  ? " (x >= 0)"
-               : fn >= FN_SIN ? " (|x| <= 4)"
-                              : "");
+               fn == FN_GELU                    ? " (x >= 0)"
+               : (fn == FN_SIN || fn == FN_COS) ? " (|x| <= 4)"
+                                                : "");
         CHECK(differ == 0, "%s: %zu inputs where the shader's bits differ from C's", fn_names[fn], differ);
         CHECK(over == 0, "%s: %zu inputs beyond the stated bound", fn_names[fn], over);
         total += n;

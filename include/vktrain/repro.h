@@ -38,6 +38,8 @@ static inline uint32_t repro_bits_of(float f)
 
 float repro_div(float a, float b);
 float repro_sqrt(float x);
+float repro_sqrt_fast(float x);  /* within 1 ULP, from floats alone (repro_math.glsl) */
+float repro_recip_fast(float d); /* 1/d within 2 ULP, from floats alone */
 float repro_exp(float x);
 float repro_log(float x);
 float repro_tanh(float x);

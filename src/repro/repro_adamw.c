@@ -37,10 +37,10 @@ void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t
         float vi = v[i] * p.beta2, vg = p.one_minus_beta2 * g;
         vg = vg * g;
         vi = vi + vg;
-        float denom = repro_sqrt(vi) * p.inv_bc2_sqrt;
+        float denom = repro_sqrt_fast(vi) * p.inv_bc2_sqrt;
         denom = denom + p.eps;
-        float upd = p.neg_step_size * mi;
-        th = th + repro_div(upd, denom);
+        float upd = p.neg_step_size * mi, q = upd * repro_recip_fast(denom);
+        th = th + q;
         m[i] = mi;
         v[i] = vi;
         theta[i] = th;
