@@ -235,14 +235,15 @@ REPRO_INTERNAL float repro_div_normal(float a, float b)
     return repro_div_sig(0u, e, r, mb);
 }
 
-// About 1/√v for v in [2^24, 2^26): the bit pattern's guess (0x5f3759df)
-// and three Newton steps y ·= 1.5 − ½·v·y². Its bits need not be exact
-// (repro_sqrt corrects the root), only close.
-REPRO_INTERNAL float repro_rsqrt_sig(float v)
+// About 1/√v for a positive normal v: the bit pattern's guess
+// (0x5f3759df, within 3.5%) and `steps` Newton steps y ·= 1.5 − ½·v·y².
+// repro_sqrt takes three for v in [2^24, 2^26) (its bits need not be
+// exact: it corrects the root), repro_sqrt_fast two.
+REPRO_INTERNAL float repro_rsqrt_newton(float v, int steps)
 {
     precise float y = uintBitsToFloat(0x5f3759dfu - (floatBitsToUint(v) >> 1));
     precise float hv = v * 0.5f;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < steps; i++) {
         precise float yy = y * y;
         precise float hvyy = hv * yy;
         precise float c = 1.5f - hvyy;
@@ -276,7 +277,7 @@ float repro_sqrt(float x)
     // not depend on the estimate; tests/test_repro_math.c takes the root of
     // every significand, and so checks these bounds).
     precise float v = REPRO_F(REPRO_I(m << 1));
-    precise float y = repro_rsqrt_sig(v);
+    precise float y = repro_rsqrt_newton(v, 3);
     precise float s = v * y;         // about √v, in [2^12, 2^13)
     precise float s13 = s * 8192.0f; // exact
     uint root = REPRO_U(REPRO_I(s13));
@@ -311,14 +312,7 @@ float repro_sqrt_fast(float x)
     bool tiny = x < uintBitsToFloat(0x0d800000u); // 2^-100
     precise float xb = x * uintBitsToFloat(0x5f800000u); // · 2^64
     precise float xs = tiny ? xb : x;
-    precise float y = uintBitsToFloat(0x5f3759dfu - (floatBitsToUint(xs) >> 1));
-    precise float hx = xs * 0.5f;
-    for (int i = 0; i < 2; i++) {
-        precise float yy = y * y;
-        precise float t = hx * yy;
-        precise float w = 1.5f - t;
-        y = y * w;
-    }
+    precise float y = repro_rsqrt_newton(xs, 2);
     precise float s = xs * y;
     precise float ss = s * s;
     precise float r = xs - ss;
