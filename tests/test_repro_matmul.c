@@ -236,24 +236,42 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
     /* texel, tiled, tiled in bindings of 8 KiB (the column sums cut
      * into ranges of rows that start inside a sample), and tiled with one
      * workgroup across (the column sums in windows of 32 columns; the bias
-     * alone: repro_push takes windows of at least 256 elements) */
-    static const char *how[4] = {"texel", "tiled", "tiled, 8 KiB bindings", "tiled, 1 workgroup across"};
-    static const char *limits[4] = {NULL, NULL, "storage_range=8192", "workgroups=1"};
-    for (int pass = 0; pass < 4; pass++) {
-        gpu_set_kernel_class(g, pass ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
+     * alone: repro_push takes windows of at least 256 elements); then
+     * texel with the embedding's calls per sample
+     * (VKTRAIN_REPRO_EMBED_LOOP=0), where the first texel pass, with N % 4
+     * == 0, runs the whole micro-batch in one dispatch (its samples
+     * variant, checked in the profile) */
+    static const char *how[5] = {"texel", "tiled", "tiled, 8 KiB bindings", "tiled, 1 workgroup across",
+                                 "texel, embedding per sample"};
+    static const char *limits[5] = {NULL, NULL, "storage_range=8192", "workgroups=1", NULL};
+    for (int pass = 0; pass < 5; pass++) {
+        gpu_set_kernel_class(g, pass % 4 ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_set_limits(g, limits[pass]);
+        if (pass == 4)
+            setenv("VKTRAIN_REPRO_EMBED_LOOP", "0", 1);
         gpu_zero(g, bb);
         gpu_zero(g, be);
         gpu_set_reproducible(g, 1); /* the ops record the reproducible kernels */
+        gpu_submit(g);
+        int timed = gpu_profile_start(g);
         gpu_set_repro_samples(g, T, B);
         op_bias_backward(g, bdy, bb, R, N);
-        int embedding = pass < 3;
+        int embedding = pass < 3 || pass == 4;
         if (embedding)
             op_embedding_backward(g, bi, bdy, be, R, N, V);
         gpu_set_repro_samples(g, 0, 0);
         gpu_set_reproducible(g, 0);
-        gpu_submit(g);
+        gpu_profile_stop(g);
+        uint64_t one = profile_dispatches(g, "repro_embedding_back_texel_vec4_samples");
+        unsetenv("VKTRAIN_REPRO_EMBED_LOOP");
         gpu_set_limits(g, NULL);
+        /* (within the device's loop bound: its rows, then V per sample;
+         * the 12000-row samples take the calls per sample) */
+        uint32_t bound = gpu_info(g)->max_loop_iterations;
+        int loop_fits = !bound || (size_t)R + (size_t)B * (V + 1) + 1 <= bound - bound / 16;
+        CHECK(!timed || (one > 0) == (pass == 0 && N % 4 == 0 && loop_fits),
+              "embedding over samples, %s: %llu dispatches of the one-dispatch kernel", how[pass],
+              (unsigned long long)one);
         float *db = download_floats(g, bb, N), *de = download_floats(g, be, (size_t)N * V);
         size_t d1 = repro_bit_differences(db, ref, N),
                d2 = embedding ? repro_bit_differences(de, ref + N, (size_t)N * V) : 0;

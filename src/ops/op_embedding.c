@@ -237,6 +237,40 @@ static void embed_back_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t e
     }
 }
 
+/* The reproducible texel backward of a whole micro-batch with the sums
+ * over samples in its loop (repro_embedding_back.comp's samples variant):
+ * one dispatch where the rows, the table and its stack fit a binding each
+ * and the loops the device's limit (else 0, nothing recorded: the calls
+ * per sample; GPT-2's vocabulary pushed after each sample is past
+ * lavapipe's). VKTRAIN_REPRO_EMBED_LOOP=0 turns it off (tests: the same
+ * bits either way). */
+static int embed_back_samples(struct gpu *g, const struct embed_back *x)
+{
+    uint32_t T, levels;
+    struct gpu_buffer *stack = repro_sample_stack(g, x->args[2].buf, 0, x->rows, &T, &levels);
+    if (!stack || x->width != 4 || !repro_stack_texels(g) || !vkt_env_flag("VKTRAIN_REPRO_EMBED_LOOP", 1))
+        return 0;
+    struct gpu_kernel_desc d = {
+        .shader = "repro_embedding_back_texel_vec4_samples",
+        .n_bindings = 4,
+        .bindings = {GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_IMAGE_VEC4},
+        .push_size = 9 * sizeof(uint32_t)};
+    struct gpu_kernel *k = gpu_kernel_get(g, &d);
+    size_t elements = (size_t)x->V * x->C, stack_bytes = repro_stack_floats(elements, levels) * sizeof(float);
+    struct gpu_arg a[4] = {x->args[0], x->args[1], x->args[2], {stack, 1, 0, stack_bytes}};
+    size_t ub[4] = {x->ub[0], x->ub[1], 0, 0}, step;
+    size_t per_r = ops_range_units(g, k, a, ub, &step), chunk = ops_loop_chunk(g);
+    /* (llvmpipe counts the iterations of nested loops together: rows,
+     * then V per sample, and the samples, under its bound) */
+    size_t iterations = (size_t)x->rows + (size_t)(x->rows / T) * ((size_t)x->V + 1) + 1;
+    if (per_r < x->rows || iterations > chunk || elements * sizeof(float) > gpu_binding_limit(g, GPU_BIND_STORAGE) ||
+        stack_bytes > gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4))
+        return 0;
+    uint32_t push[9] = {0, x->rows, x->C, x->V, 0, x->V, T, levels, 0};
+    gpu_dispatch(g, k, a, push, (x->C / 4 + 7) / 8, 1, 1);
+    return 1;
+}
+
 void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buffer *dout, struct gpu_buffer *dtable,
                            uint32_t rows, uint32_t C, uint32_t V)
 {
@@ -263,9 +297,10 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         k = ops_kernel(g, gpu_reproducible(g) ? "repro_embedding_back" : "embedding_back", 3, 7 * sizeof(uint32_t), 1);
     }
     struct embed_back x = {k, {args[0], args[1], args[2]}, {ub[0], ub[1], ub[2]}, rows, C, V, width};
-    if (gpu_reproducible(g)) /* a parameter's gradient: summed per sample (repro_param_rows) */
-        repro_param_rows(g, dtable, 0, rows, embed_back_rows, &x);
-    else
+    if (gpu_reproducible(g)) { /* a parameter's gradient: summed per sample */
+        if (!embed_back_samples(g, &x))
+            repro_param_rows(g, dtable, 0, rows, embed_back_rows, &x);
+    } else
         embed_back_rows(g, &x, 0, rows);
 }
 
