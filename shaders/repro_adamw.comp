@@ -4,7 +4,7 @@
 // variant: vec4 -DVEC4=1 -DRUNS=1
 // repro_adamw: one AdamW step over n floats in the reproducible profile:
 // the torch-order arithmetic of adamw.comp (its `torch` variant), with the
-// square root and the division taken from repro_math.glsl, so every
+// square root and the reciprocal taken from repro_math.glsl, so every
 // device gives the bits of the C reference (src/repro/repro_adamw.c):
 //   g     = grad·grad_scale
 //   θ     = θ·decay                              (decay = 1 − lr·wd)

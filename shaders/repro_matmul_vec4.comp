@@ -55,7 +55,7 @@
 // is summed from +0, and the pair's sum even + odd (the tree's lowest
 // level, the sum the push after the odd sample makes from the stack's
 // level 0) is pushed from level 1: half the pushes, whose stack loads
-// and stores (one float per lane each on llvmpipe) cost the in-loop push
+// and stores (a texel per lane each on llvmpipe) cost the in-loop push
 // about a third of the tn's speed over 16 samples of 128 rows (44 GFLOP/s
 // against 61 without the push code, bench_matmul 2048 384 128 on
 // lavapipe). The same operations in the same order, so the same bits.
