@@ -15,7 +15,7 @@
 // compares the bits with the C build of the same source. One routine per
 // module (a CPU device runs every side of a branch, a switch's cases too).
 // Inputs and outputs are float bit patterns.
-#include "repro_math.glsl"
+#include "repro_trig.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer BA { uint a[]; };
 layout(std430, binding = 1) readonly buffer BB { uint b[]; };

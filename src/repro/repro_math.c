@@ -1,8 +1,9 @@
 /* repro_math: the reproducible profile's math (division, square root, exp,
- * log, tanh, sigmoid, GELU) for the host and the C reference, compiled from
+ * log, tanh, sigmoid, GELU; sin and cos) for the host and the C reference, compiled from
  * the very source the shaders include, so both give the same bits. */
 #include "vktrain/repro.h"
 
 #include "repro_glsl_c.h"
 
 #include "../../shaders/repro_math.glsl"
+#include "../../shaders/repro_trig.glsl"
