@@ -89,7 +89,7 @@ void main()
     float m[NR];
     for (uint u = 0u; u < NR; u++)
         m[u] = p.w0 == 0u ? uintBitsToFloat(0xff800000u) : lse[p.l_off + r[u]];
-    for (uint s = p.w0; s < end; s++) {
+    for (uint s = max(p.w0, doc_first(b, t[0])); s < end; s++) {
         bool ok[NR], any = false;
         int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
@@ -204,7 +204,11 @@ void main()
     // operation's latency. No [[unroll]] here: glslc's unrolling copied the
     // loops' float operations without their NoContraction (test_repro_lint
     // caught it), and llvmpipe unrolls these constant loops as fast itself.
-    for (uint s8 = p.w0; s8 < end; s8 += RK) {
+    uint g0 = p.w0 == 0u ? doc_first(b, t[0]) / RK * RK : p.w0;
+    for (uint u = 0u; u < NR; u++)
+        for (uint level = 0u; level < 32u; level++)
+            stack[u][level] = 0.0f;
+    for (uint s8 = g0; s8 < end; s8 += RK) {
         bool ok[NR][RK], any = false;
         uint ks[RK];
         for (uint q = 0u; q < RK; q++) {

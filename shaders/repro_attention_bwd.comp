@@ -68,7 +68,7 @@ void main()
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
     }
     uint end = min(last + 1u, p.w1);
-    for (uint s = p.w0; s < end; s++) {
+    for (uint s = max(p.w0, doc_first(b, t[0])); s < end; s++) {
         bool ok[NR], any = false;
         int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
@@ -162,7 +162,7 @@ void main()
     }
     for (uint hh = first; hh < last; hh++) {
         uint h = kh * group + hh, base = hh * p.T;
-        uint lo = max(sr[0], p.w0 > base ? p.w0 - base : 0u), hi = min(p.T, p.w1 - base);
+        uint lo = max(sr[0], p.w0 > base ? p.w0 - base : 0u), hi = min(min(p.T, p.w1 - base), doc_past(b, sr[NR - 1u]));
         for (uint t = lo; t < hi; t++) {
             bool ok[NR], any = false;
             int dt = doc_of(b, t);
