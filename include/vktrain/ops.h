@@ -133,7 +133,9 @@ void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
 void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, struct gpu_buffer *table,
              uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward);
 
-/* Causal GQA attention; doc (B, T) makes it block-causal by document.
+/* Causal GQA attention; doc (B, T) makes it block-causal by document,
+ * each document a run of consecutive positions with one id (as packing
+ * writes them: the flash kernels bound their walks by the runs).
  * q, k, v are token rows of q_stride / kv_stride floats starting at
  * q_off / k_off / v_off (0 strides: packed H·hd and KVH·hd), so they may be
  * separate buffers or views into one fused qkv buffer; dq, dk, dv use the
