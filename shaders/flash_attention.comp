@@ -197,9 +197,7 @@ bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], 
     return any;
 }
 
-// Packed documents are runs of positions with one id (as packing writes
-// them; block-causal by document): doc_first(b, t) is the first position
-// of t's run, doc_past(b, t) the one after its last. A walk over keys
+// Packed documents (attention_docs.glsl): a walk over keys
 // starts at the step (from `from`, KS positions each) that holds the
 // first key of its first row's document, a walk over query rows ends
 // after the step that holds the last row of its last key's: the steps
@@ -209,27 +207,7 @@ bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], 
 // a mask: llvmpipe runs a step's body under an all-false mask at full cost
 // where the loop goes on (the default recipe's fortunes: about a fifth
 // of the causal pairs are in other documents).
-uint doc_first(uint b, uint t)
-{
-    if (p.has_doc == 0u)
-        return 0u;
-    uint row = p.doc_off + b * p.T;
-    int dt = doc[row + t];
-    while (t > 0u && doc[row + t - 1u] == dt)
-        t--;
-    return t;
-}
-uint doc_past(uint b, uint t)
-{
-    if (p.has_doc == 0u)
-        return p.T;
-    uint row = p.doc_off + b * p.T;
-    int dt = doc[row + t];
-    t++;
-    while (t < p.T && doc[row + t] == dt)
-        t++;
-    return t;
-}
+#include "attention_docs.glsl"
 // The first step's start from `from` (steps of KS) for keys from `first`.
 uint step_start(uint from, uint first)
 {

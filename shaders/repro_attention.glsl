@@ -144,9 +144,7 @@ layout(std430, binding = 7) buffer BG2 { VT g2[]; };
 // The document of token s of sequence b (0, as every row's, without
 // documents): loaded once per key for the invocation's rows.
 int doc_of(uint b, uint s) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + s] : 0; }
-// Packed documents are runs of positions with one id (as packing writes
-// them): doc_first(b, t) is the first position of t's run, doc_past(b, t)
-// the one after its last. The walks over keys start at their first row's
+// Packed documents (attention_docs.glsl): the walks over keys start at their first row's
 // document (the max and dq walks at it, the fused walk at its group of
 // eight, its tree's pending levels +0) and the walk over query rows ends
 // after its last key's: every position skipped is one no row of the
@@ -154,25 +152,7 @@ int doc_of(uint b, uint s) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + 
 // are those of the whole walk (the fused sums are of non-negative terms,
 // where +0 + x is x). A bound, not a mask: llvmpipe runs a loop body under
 // an all-false mask at full cost.
-uint doc_first(uint b, uint t)
-{
-    if (p.has_doc == 0u)
-        return 0u;
-    int dt = doc_of(b, t);
-    while (t > 0u && doc_of(b, t - 1u) == dt)
-        t--;
-    return t;
-}
-uint doc_past(uint b, uint t)
-{
-    if (p.has_doc == 0u)
-        return p.T;
-    int dt = doc_of(b, t);
-    t++;
-    while (t < p.T && doc_of(b, t) == dt)
-        t++;
-    return t;
-}
+#include "attention_docs.glsl"
 
 #if STAGE != 5
 // The invocation's query rows: t[u] = NR·j + u (clamped to the sequence),
