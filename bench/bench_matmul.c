@@ -106,7 +106,13 @@ int main(int argc, char **argv)
                                   "tn  (tn kernel)  ", "nt  Y = X.W^T + b", "nt, then Y += b"};
     static const char *keys[] = {"nt", "nn", "tn", "tnk", "ntb", "ntp"};
     matmul_fn fns[] = {op_matmul_nt, op_matmul_nn, op_matmul_tn, op_matmul_tn, nt_bias, nt_then_bias};
-    const char *family = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel" : "tiled";
+    /* one word (scripts/gpu_check.sh reads the lines): the kernel family,
+     * or the cooperative matrices' input type (VKTRAIN_MATMUL_INPUTS) */
+    enum gpu_matmul_inputs inputs = gpu_matmul_inputs(g);
+    const char *family = inputs == GPU_MATMUL_F16                   ? "f16-cm"
+                         : inputs == GPU_MATMUL_BF16                ? "bf16-cm"
+                         : gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel"
+                                                                    : "tiled";
     printf("device: %s (%s kernels%s), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family,
            samples ? ", reproducible" : "", M, N, K, reps);
     for (int l = 0; l < 6; l++) {

@@ -7,20 +7,93 @@
 # compiled once under its own name. Each SPIR-V module becomes its own .c
 # file, so editing one shader recompiles only that module (glslc's depfile
 # tracks the .glsl includes), and shader_index.c lists them all by name.
+#
+# A line "// needs: FEATURE" makes the variants after it need a compiler
+# feature: coopmat (GL_KHR_cooperative_matrix) or coopmat_bf16 (with
+# GL_EXT_bfloat16). Those compile with VKTRAIN_GLSLC_COOPMAT (a command),
+# by default the system's glslc where it has the feature, else the one of
+# scripts/sid.sh's tree where that is present; where none has it, the
+# variants are left out of the build (the program says so where they are
+# asked for).
+
+# Whether the command in list `cmd` compiles a shader that uses `feature`.
+function(vktrain_glslc_has cmd feature out)
+  set(probe ${CMAKE_SOURCE_DIR}/cmake/coopmat_probe.comp)
+  set(bf16 0)
+  if(feature STREQUAL "coopmat_bf16")
+    set(bf16 1)
+  endif()
+  execute_process(COMMAND ${cmd} --target-env=vulkan1.2 -DBF16=${bf16} -o ${CMAKE_BINARY_DIR}/shaders/probe_${feature}.spv ${probe}
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    set(${out} 1 PARENT_SCOPE)
+  else()
+    set(${out} 0 PARENT_SCOPE)
+  endif()
+endfunction()
+
+# COOPMAT_GLSLC / COOPMAT_BF16_GLSLC: the command for each feature, or empty.
+function(vktrain_find_coopmat_glslc)
+  set(VKTRAIN_GLSLC_COOPMAT "" CACHE STRING
+      "glslc command for the cooperative-matrix shaders (empty: the system's where it can, else scripts/sid.sh's)")
+  set(cands "")
+  if(VKTRAIN_GLSLC_COOPMAT)
+    list(APPEND cands "${VKTRAIN_GLSLC_COOPMAT}")
+  else()
+    list(APPEND cands "${GLSLC}")
+    execute_process(COMMAND ${CMAKE_SOURCE_DIR}/scripts/sid.sh root
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE root ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0)
+      list(APPEND cands "${CMAKE_SOURCE_DIR}/scripts/sid.sh run ${root}/usr/bin/glslc")
+    endif()
+  endif()
+  foreach(feature coopmat coopmat_bf16)
+    set(found "")
+    foreach(cand ${cands})
+      separate_arguments(cmd UNIX_COMMAND "${cand}")
+      vktrain_glslc_has("${cmd}" ${feature} ok)
+      if(ok AND NOT found)
+        set(found "${cmd}")
+      endif()
+    endforeach()
+    string(TOUPPER ${feature} up)
+    set(${up}_GLSLC "${found}" PARENT_SCOPE)
+    if(found)
+      string(JOIN " " shown ${found})
+      message(STATUS "shaders needing ${feature}: ${shown}")
+    else()
+      message(STATUS "shaders needing ${feature}: left out (no glslc here compiles them; scripts/sid.sh fetch makes one)")
+    endif()
+  endforeach()
+endfunction()
+
 function(vktrain_add_shaders target dir)
   file(GLOB comps CONFIGURE_DEPENDS ${dir}/*.comp)
   set(gen ${CMAKE_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${gen})
+  vktrain_find_coopmat_glslc()
   set(sources "")
   set(names "")
   foreach(comp ${comps})
     get_filename_component(base ${comp} NAME_WE)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${comp})
-    file(STRINGS ${comp} vlines REGEX "^// variant: ")
+    file(STRINGS ${comp} vlines REGEX "^// (variant|needs): ")
     if(NOT vlines)
       set(vlines "// variant: - ")
     endif()
+    set(compiler ${GLSLC})
     foreach(vline ${vlines})
+      if(vline MATCHES "^// needs: *([a-z0-9_]+)")
+        string(TOUPPER ${CMAKE_MATCH_1} up)
+        if(NOT DEFINED ${up}_GLSLC)
+          message(FATAL_ERROR "${comp}: unknown need '${CMAKE_MATCH_1}' (coopmat, coopmat_bf16)")
+        endif()
+        set(compiler "${${up}_GLSLC}")
+        continue()
+      endif()
+      if(NOT compiler)
+        continue()
+      endif()
       string(REGEX REPLACE "^// variant: *" "" spec "${vline}")
       separate_arguments(spec UNIX_COMMAND "${spec}")
       list(POP_FRONT spec vname)
@@ -33,7 +106,7 @@ function(vktrain_add_shaders target dir)
       set(csrc ${gen}/${name}.spv.c)
       add_custom_command(
         OUTPUT ${csrc}
-        COMMAND ${GLSLC} --target-env=vulkan1.2 -O -MD -MF ${spv}.d -MT ${csrc} ${spec}
+        COMMAND ${compiler} --target-env=vulkan1.2 -O -MD -MF ${spv}.d -MT ${csrc} ${spec}
                 -I${dir} -o ${spv} ${comp}
         COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${csrc} -DNAME=${name}
                 -P ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake

@@ -56,3 +56,11 @@ fi
 if [ "${1:-build}" = test ]; then
   "$(dirname "$0")/lavapipe2.sh" fetch
 fi
+
+# Debian unstable's lavapipe and glslc (a debootstrap tree in a cache
+# folder, the system untouched) for the cooperative-matrix kernels, which
+# Debian 12's glslc cannot compile and its lavapipe cannot run
+# (test_coopmat_sid): scripts/sid.sh.
+if [ "${1:-build}" = test ]; then
+  "$(dirname "$0")/sid.sh" fetch
+fi

@@ -9,7 +9,9 @@
 #      the test), and a short training in precision: reproducible whose
 #      model.safetensors must have the bytes the --pack machine's lavapipe
 #      wrote (build-gpucheck/repro_reference.txt): the same bits across
-#      vendors;
+#      vendors; the cooperative-matrix matmul (test_coopmat, and where
+#      the device has bf16 ones test_parity_torch.py bf16), without the
+#      layer, which predates the extension;
 #   4. runs the matmul and model benchmarks, the same matmul shapes in
 #      PyTorch on the GPU (fp32, TF32 off), and GPT-2 124M training steps in
 #      vktrain and in PyTorch eager on the same GPU; on a GPU also the
@@ -20,7 +22,9 @@
 #      split-k (VKTRAIN_TILED_SPLITK=1) and tn in 4 parts, GPT-2's steps
 #      without split-k, and bench_attention in 32-row blocks, with dk and
 #      dv in two kernels (VKTRAIN_FLASH_DKV=split) and at head size 128 in
-#      8- and 16-row ones (VKTRAIN_FLASH_BLOCK_ROWS);
+#      8- and 16-row ones (VKTRAIN_FLASH_BLOCK_ROWS); where the device has
+#      bf16 cooperative matrices, bench_matmul on them against PyTorch's
+#      bf16 matmul, and GPT-2's steps in precision: bf16;
 #   5. writes one report, GPU_CHECK_REPORT (default gpu_check_report.md):
 #      the device, each test's result and time, the figures and their
 #      ratios to PyTorch, and what was skipped and why; GPU_CHECK_LOGS
@@ -197,11 +201,11 @@ torch_any=0
 
 # --- tests --------------------------------------------------------------
 rows=()
-run_test() { # name command...
+run_test() { # name command... (RUN_VALIDATE=0: without the validation layer)
   local t=$1 begin=$SECONDS status=0
   shift
   (cd "$bdir/tests" && timeout "${GPU_CHECK_TEST_TIMEOUT:-300}" env VKTRAIN="$vk" SRC="$root" BUILD="$bdir" TOOLS="$bdir/tests/tools" \
-    VKTRAIN_VALIDATE=$validate "$@") > "$work/$t.log" 2>&1 || status=$?
+    VKTRAIN_VALIDATE=${RUN_VALIDATE:-$validate} "$@") > "$work/$t.log" 2>&1 || status=$?
   if [ $status -eq 0 ] && grep -q 'Vulkan validation:' "$work/$t.log"; then
     status=99
   fi
@@ -210,6 +214,9 @@ run_test() { # name command...
     result="FAIL (timed out after ${GPU_CHECK_TEST_TIMEOUT:-300} s)"
     failed=1
     tail -40 "$work/$t.log"
+  elif [ $status -eq 77 ]; then
+    result="skipped: $(grep -m1 SKIPPED "$work/$t.log" | sed 's/.*SKIPPED //')"
+    skip $t "$(grep -m1 SKIPPED "$work/$t.log" | sed 's/.*SKIPPED //')"
   elif [ $status -ne 0 ]; then
     result="FAIL (status $status)"
     failed=1
@@ -239,6 +246,32 @@ for t in test_parity_torch test_train_parity_torch; do
   fi
   run_test $t "$py" "$root/tests/$t.py"
 done
+
+# Cooperative matrices (precision: bf16; docs/devices.md): the kernel
+# against the C reference, and where the device has bf16 ones one forward
+# and backward against PyTorch with bf16-rounded linear layers. Without the
+# validation layer: the carried one (Debian 12's, 1.3.239) predates
+# VK_KHR_cooperative_matrix.
+coop=$("$vk" devices 2> /dev/null | sed -n 's/^ *cooperative matrices *//p' | head -1)
+note "cooperative matrices: ${coop:-(not listed)}"
+coop_bf16=0
+grep -q "bf16 [0-9]" <<< "$coop" && ! grep -q "kernels: none" <<< "$coop" && coop_bf16=1
+if ! skip_unlisted test_coopmat; then
+  if grep -q "kernels: none" <<< "$coop"; then
+    skip test_coopmat "this build has no cooperative-matrix kernels (its glslc lacks them: scripts/sid.sh fetch on the --pack machine)"
+  else
+    RUN_VALIDATE=0 run_test test_coopmat ./test_coopmat
+  fi
+fi
+if ! skip_unlisted test_parity_torch_bf16; then
+  if [ $coop_bf16 = 0 ]; then
+    skip "test_parity_torch.py bf16" "no bf16 cooperative matrices here, or no kernels for them (${coop:-none listed})"
+  elif [ $torch_any = 0 ]; then
+    skip "test_parity_torch.py bf16" "no PyTorch for $py"
+  else
+    RUN_VALIDATE=0 run_test test_parity_torch_bf16 "$py" "$root/tests/test_parity_torch.py" bf16
+  fi
+fi
 
 # The same bytes as the --pack machine (lavapipe) in precision: reproducible.
 begin=$SECONDS
@@ -282,6 +315,8 @@ if [ $cpu = 0 ]; then
     "tile128|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=128|nt,nn,tn|without split-k, 128 x 128 tiles"
     "tiledefault|VKTRAIN_TILED_SPLITK=1|nt,nn,tn|without split-k, the default tiles"
     "splitk4|VKTRAIN_TILED_SPLITK=4|tn|tn in 4 parts")
+  # bf16 inputs on cooperative matrices (precision: bf16)
+  [ $coop_bf16 = 0 ] || matmul_runs+=("coopbf16|VKTRAIN_MATMUL_INPUTS=bf16|nt,nn,tn|bf16 inputs on cooperative matrices")
   for r in "${matmul_runs[@]}"; do
     IFS='|' read -r n e l _ <<< "$r"
     env $e "$bdir/bench/bench_matmul" $M $N $K $R $l > "$work/matmul_$n.log" 2>&1 ||
@@ -298,7 +333,9 @@ g = torch.Generator(device="cuda").manual_seed(0)
 X = torch.randn(M, K, device="cuda", generator=g)
 W = torch.randn(N, K, device="cuda", generator=g)
 dY = torch.randn(M, N, device="cuda", generator=g)
-for name, f in [("nt", lambda: X @ W.T), ("nn", lambda: dY @ W), ("tn", lambda: dY.T @ X)]:
+Xb, Wb, dYb = X.bfloat16(), W.bfloat16(), dY.bfloat16()
+for name, f in [("nt", lambda: X @ W.T), ("nn", lambda: dY @ W), ("tn", lambda: dY.T @ X),
+                ("nt_bf16", lambda: Xb @ Wb.T), ("nn_bf16", lambda: dYb @ Wb), ("tn_bf16", lambda: dYb.T @ Xb)]:
     f()
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -318,6 +355,13 @@ for l in nt nn tn; do
   t=$(awk -v l=$l '$1 == "torch" && $2 == l { print $3 }' "$work/torch_matmul.log" 2> /dev/null)
   bench+=("| matmul $l ${M}x${N}x${K} fp32, GFLOP/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.7x (cuBLAS, TF32 off) |")
 done
+if [ -f "$work/matmul_coopbf16.log" ]; then
+  for l in nt nn tn; do
+    v=$(awk -v l=$l '$1 == "vktrain" && $3 == l { print $(NF - 1) }' "$work/matmul_coopbf16.log")
+    t=$(awk -v l=${l}_bf16 '$1 == "torch" && $2 == l { print $3 }' "$work/torch_matmul.log" 2> /dev/null)
+    bench+=("| matmul $l ${M}x${N}x${K} bf16 inputs (vktrain: cooperative matrices, fp32 out; PyTorch: bf16 out), GFLOP/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | - |")
+  done
+fi
 
 "$bdir/bench/bench_model" "${model_args[@]}" > "$work/model.log" 2>&1 ||
   { note "bench_model failed"; cat "$work/model.log"; failed=1; }
@@ -360,6 +404,13 @@ PY
   w=$(VKTRAIN_TILED_SPLITK=1 gpt2_train gpt2_nosplit)
   bench+=("| GPT-2 124M training B=$B T=$T fp32, tn split-k against none (\`VKTRAIN_TILED_SPLITK=1\`), tokens/s | ${v:--} | ${w:--} (vktrain, no split-k) | $(ratio "${v:-0}" "${w:-0}") | - |")
   note "GPT-2 124M without split-k: ${w:--} tokens/s"
+  if [ $coop_bf16 = 1 ]; then
+    w=$(gpt2_train gpt2_bf16 precision=bf16)
+    bench+=("| GPT-2 124M training B=$B T=$T, precision: bf16 against fp32, tokens/s | ${w:--} | ${v:--} (vktrain fp32) | $(ratio "${w:-0}" "${v:-0}") | - |")
+    note "GPT-2 124M precision bf16: ${w:--} tokens/s"
+  else
+    skip "GPT-2 124M in precision: bf16" "no bf16 cooperative matrices here, or no kernels for them"
+  fi
   r=$(gpt2_train gpt2_repro precision=reproducible)
   bench+=("| GPT-2 124M training B=$B T=$T, precision: reproducible against fp32, tokens/s | ${r:--} | ${v:--} (vktrain fp32) | $(ratio "${r:-0}" "${v:-0}") | 0.8x |")
   note "GPT-2 124M reproducible: ${r:--} tokens/s"

@@ -38,6 +38,16 @@ static inline struct gpu_buffer *buffer_from_doubles(struct gpu *g, const double
     return b;
 }
 
+/* x (n values) as floats after `lead` zeros. */
+static inline struct gpu_buffer *buffer_at(struct gpu *g, const double *x, size_t n, size_t lead, const char *name)
+{
+    double *y = vkt_calloc(lead + n, sizeof *y, name);
+    memcpy(y + lead, x, n * sizeof *y);
+    struct gpu_buffer *b = buffer_from_doubles(g, y, lead + n, name);
+    free(y);
+    return b;
+}
+
 /* x rounded to bf16 in place (to nearest even, as the model's upload
  * does), and a buffer holding those bf16 values, tagged bf16 and a whole
  * number of uints long (what the model makes for a bf16 weight). */

@@ -175,6 +175,43 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 
 
+# The inputs of the linear layers' products: None (float32), torch.float16
+# or torch.bfloat16, as vktrain's matmuls on cooperative matrices take them
+# (VKTRAIN_MATMUL_INPUTS, precision: bf16): both operands of every product,
+# forward and backward, rounded to that type (to nearest even), the
+# products summed in float32.
+MATMUL_INPUTS = None
+
+
+class _Rounded(torch.autograd.Function):
+    """a @ b on operands rounded to MATMUL_INPUTS; its backward rounds the
+    incoming gradient and the saved operands the same way (dA = r(g)·r(b)^T,
+    dB = r(a)^T·r(g)), as vktrain's nn and tn do."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _round(a) @ _round(b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        g = _round(g)
+        return g @ _round(b).transpose(-1, -2), _round(a).transpose(-1, -2) @ g
+
+
+def _round(t):
+    return t.to(MATMUL_INPUTS).to(torch.float32)
+
+
+def mm(a, b):
+    """A linear layer's product a @ b (a: (..., k), b: (k, n))."""
+    if MATMUL_INPUTS is None:
+        return a @ b
+    a2 = a.reshape(-1, a.shape[-1])
+    return _Rounded.apply(a2, b).reshape(*a.shape[:-1], b.shape[-1])
+
+
 def forward(c, p, tokens, pos, mask, rope=rope_hf):
     """Logits (B, T, V) for tokens, pos: (B, T) int64 and mask: (B, T, T)."""
     B, T = tokens.shape
@@ -187,25 +224,25 @@ def forward(c, p, tokens, pos, mask, rope=rope_hf):
         for i in range(c["layers"]):
             w = lambda n: p[f"model.layers.{i}.{n}.weight"]
             h = rms_norm(x, w("input_layernorm"), c["eps"])
-            q = rope(heads(h @ w("self_attn.q_proj").T, H), pos, c["theta"])
-            k = rope(heads(h @ w("self_attn.k_proj").T, c["kv_heads"]), pos, c["theta"])
-            v = heads(h @ w("self_attn.v_proj").T, c["kv_heads"])
-            x = x + merge(attention(q, k, v, mask)) @ w("self_attn.o_proj").T
+            q = rope(heads(mm(h, w("self_attn.q_proj").T), H), pos, c["theta"])
+            k = rope(heads(mm(h, w("self_attn.k_proj").T), c["kv_heads"]), pos, c["theta"])
+            v = heads(mm(h, w("self_attn.v_proj").T), c["kv_heads"])
+            x = x + mm(merge(attention(q, k, v, mask)), w("self_attn.o_proj").T)
             h = rms_norm(x, w("post_attention_layernorm"), c["eps"])
-            gate, up = h @ w("mlp.gate_proj").T, h @ w("mlp.up_proj").T
-            x = x + (gate * torch.sigmoid(gate) * up) @ w("mlp.down_proj").T
+            gate, up = mm(h, w("mlp.gate_proj").T), mm(h, w("mlp.up_proj").T)
+            x = x + mm(gate * torch.sigmoid(gate) * up, w("mlp.down_proj").T)
         x = rms_norm(x, p["model.norm.weight"], c["eps"])
         head = p["model.embed_tokens.weight"] if c["tied"] else p["lm_head.weight"]
-        return x @ head.T
+        return mm(x, head.T)
     x = p["wte.weight"][tokens] + p["wpe.weight"][pos]
     for i in range(c["layers"]):
         w = lambda n: p[f"h.{i}.{n}.weight"]
         b = lambda n: p[f"h.{i}.{n}.bias"]
         h = layer_norm(x, w("ln_1"), b("ln_1"), c["eps"])
-        q, k, v = (h @ w("attn.c_attn") + b("attn.c_attn")).split(D, dim=-1)
+        q, k, v = (mm(h, w("attn.c_attn")) + b("attn.c_attn")).split(D, dim=-1)
         a = attention(heads(q, H), heads(k, H), heads(v, H), mask)
-        x = x + merge(a) @ w("attn.c_proj") + b("attn.c_proj")
+        x = x + mm(merge(a), w("attn.c_proj")) + b("attn.c_proj")
         h = layer_norm(x, w("ln_2"), b("ln_2"), c["eps"])
-        x = x + gelu_tanh(h @ w("mlp.c_fc") + b("mlp.c_fc")) @ w("mlp.c_proj") + b("mlp.c_proj")
+        x = x + mm(gelu_tanh(mm(h, w("mlp.c_fc")) + b("mlp.c_fc")), w("mlp.c_proj")) + b("mlp.c_proj")
     x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"], c["eps"])
-    return x @ p["wte.weight"].T
+    return mm(x, p["wte.weight"].T)

@@ -160,6 +160,9 @@ entry reproducible-batch-size 1 "batch_size: 6 is not a power of two" \
 entry reproducible-probe 1 "the start-up probe failed on rank 0" \
   "precision: reproducible on a device that fails the start-up probe (simulated by VKTRAIN_TEST_PROBE; docs/reproducible.md, \"Which devices\")." \
   env VKTRAIN_TEST_PROBE=fail:0 "$VKTRAIN" train --config recipe.yaml output_dir=p_fail precision=reproducible
+entry precision-bf16 1 "no bf16 cooperative matrices" \
+  "precision: bf16 on a device without bf16 cooperative matrices (docs/devices.md, \"Cooperative matrices\"); nothing is written." \
+  train precision=bf16
 
 section "Data" "The dataset files (docs/data.md); read before the model is built, so nothing is left behind."
 entry data-missing 1 "missing.txt" "A dataset path that does not exist." \

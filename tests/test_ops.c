@@ -15,9 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gpu_testing.h"
-#include "ref_ops.h"
-#include "vktrain/ops.h"
+#include "matmul_testing.h"
 
 static struct ref_rng rng;
 
@@ -27,33 +25,6 @@ static double *random_doubles(size_t n)
     for (size_t i = 0; i < n; i++)
         x[i] = (double)(float)(2.0 * ref_rng_uniform(&rng) - 1.0);
     return x;
-}
-
-enum layout { NT, NN, TN };
-static const char *layout_name[] = {"nt", "nn", "tn"};
-
-/* x (n values) as floats after `lead` zeros. */
-static struct gpu_buffer *buffer_at(struct gpu *g, const double *x, size_t n, size_t lead, const char *name)
-{
-    double *y = vkt_calloc(lead + n, sizeof *y, name);
-    memcpy(y + lead, x, n * sizeof *y);
-    struct gpu_buffer *b = buffer_from_doubles(g, y, lead + n, name);
-    free(y);
-    return b;
-}
-
-/* The product of layout l with the first input and the output `lead`
- * floats into their buffers (op_matmul_*_at). */
-static void matmul_run(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c,
-                       int M, int N, int K, int accumulate, size_t lead)
-{
-    const size_t off[3] = {lead, 0, lead};
-    if (l == NT)
-        op_matmul_nt_at(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off, NULL);
-    else if (l == NN)
-        op_matmul_nn_at(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off, NULL);
-    else
-        op_matmul_tn_at(g, a, b, c, (uint32_t)M, (uint32_t)N, (uint32_t)K, accumulate, off, NULL);
 }
 
 static float *download_at(struct gpu *g, struct gpu_buffer *b, size_t lead, size_t n)
@@ -68,7 +39,7 @@ static float *download_at(struct gpu *g, struct gpu_buffer *b, size_t lead, size
  * buffer; with `same_order` (no limits that split the reduction, which
  * may split at other places for a 2-byte weight) the result must also
  * equal, bit for bit, the fp32 kernel's on the rounded weight. */
-static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int accumulate, size_t lead, int bf16,
+static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K, int accumulate, size_t lead, int bf16,
                         int same_order)
 {
     /* nt: a = X (M,K), b = W (N,K), c = Y (M,N)
@@ -81,23 +52,7 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
     double *ref = vkt_calloc(nc, sizeof *ref, "reference");
     if (accumulate)
         memcpy(ref, c0, nc * sizeof *ref);
-    double *tmp = vkt_calloc(nc, sizeof *tmp, "reference");
-    switch (l) {
-    case NT:
-        ref_matmul_forward(tmp, a, b, NULL, M, K, N);
-        for (size_t i = 0; i < nc; i++)
-            ref[i] += tmp[i];
-        break;
-    case NN: {
-        double *unused_inp = vkt_calloc((size_t)M * K, sizeof(double), "reference");
-        ref_matmul_backward(ref, NULL, NULL, a, unused_inp, b, M, K, N);
-        free(unused_inp);
-        break;
-    }
-    case TN:
-        ref_matmul_backward(NULL, ref, NULL, a, b, NULL, M, K, N);
-        break;
-    }
+    matmul_reference(l, a, b, ref, M, N, K);
     struct gpu_buffer *ba = buffer_at(g, a, na, lead, "a");
     struct gpu_buffer *bc = buffer_at(g, c0, nc, lead, "c");
     matmul_run(g, l, ba, bb, bc, M, N, K, accumulate, lead);
@@ -111,7 +66,7 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
     double bound = fmax(1e-10, 4.0 * ldexp(1.0, -48) * n_sum);
     double err = normalized_error(out, ref, nc);
     CHECK(err < bound, "matmul_%s%s %s M=%d N=%d K=%d acc=%d lead=%zu: normalized error %.3g (bound %.3g)",
-          layout_name[l], bf16 ? " (bf16 weight)" : "", family, M, N, K, accumulate, lead, err, bound);
+          matmul_layout_name[l], bf16 ? " (bf16 weight)" : "", family, M, N, K, accumulate, lead, err, bound);
     if (bf16 && same_order) {
         struct gpu_buffer *b32 = buffer_from_doubles(g, b, nb, "b fp32"), *c32 = buffer_at(g, c0, nc, lead, "c");
         matmul_run(g, l, ba, b32, c32, M, N, K, accumulate, lead);
@@ -122,7 +77,7 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
         CHECK(differ == 0,
               "matmul_%s %s M=%d N=%d K=%d: %zu of %zu outputs of the bf16 weight differ from the fp32 "
               "kernel's on the same rounded weight (bitwise expected)",
-              layout_name[l], family, M, N, K, differ, nc);
+              matmul_layout_name[l], family, M, N, K, differ, nc);
         free(want);
         gpu_buffer_destroy(g, b32);
         gpu_buffer_destroy(g, c32);
@@ -131,7 +86,7 @@ static void matmul_case(struct gpu *g, enum layout l, int M, int N, int K, int a
     gpu_buffer_destroy(g, ba);
     gpu_buffer_destroy(g, bb);
     gpu_buffer_destroy(g, bc);
-    free(a), free(b), free(c0), free(ref), free(tmp);
+    free(a), free(b), free(c0), free(ref);
 }
 
 /* tn through the gpu's matmul scratch (op_matmul_tn_scratch: the texel
@@ -258,7 +213,7 @@ static void test_padded_rows(struct gpu *g, int M, int V, int C, uint32_t ld, in
     free(oy), free(odx), free(odw), free(packed);
 }
 
-static void test_matmul(struct gpu *g, enum layout l, int M, int N, int K, int accumulate)
+static void test_matmul(struct gpu *g, enum matmul_layout l, int M, int N, int K, int accumulate)
 {
     matmul_case(g, l, M, N, K, accumulate, 0, 0, 0);
 }
@@ -406,7 +361,7 @@ int main(void)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int l = 0; l < 3; l++)
                 for (int acc = 0; acc < 2; acc++)
-                    test_matmul(g, (enum layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc);
+                    test_matmul(g, (enum matmul_layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc);
         /* Binding limits of a few KiB split these into blocks of rows,
          * columns and (tiled) the reduction, at unaligned offsets and with
          * odd remainders; vec4 and scalar shapes. */
@@ -416,7 +371,8 @@ int main(void)
             for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
                 gpu_set_limits(g, limits[li]);
                 for (int l = 0; l < 3; l++)
-                    test_matmul(g, (enum layout)l, split_shapes[s][0], split_shapes[s][1], split_shapes[s][2], 1);
+                    test_matmul(g, (enum matmul_layout)l, split_shapes[s][0], split_shapes[s][1], split_shapes[s][2],
+                                1);
             }
         gpu_set_limits(g, NULL);
         if (classes[c] == GPU_KERNELS_TILED) {
@@ -451,15 +407,15 @@ int main(void)
             static const int few[][3] = {{33, 17, 9}, {130, 37, 68}, {128, 64, 64}, {200, 96, 1}};
             for (size_t s = 0; s < sizeof few / sizeof few[0]; s++)
                 for (int l = 0; l < 3; l++)
-                    test_matmul(g, (enum layout)l, few[s][0], few[s][1], few[s][2], 1);
+                    test_matmul(g, (enum matmul_layout)l, few[s][0], few[s][1], few[s][2], 1);
             gpu_set_limits(g, NULL);
         }
         /* The first input and the output 1 and 4 floats into their
          * buffers (as the LM head's chunks are): at 1, the second input
          * alone is read as vec4 (tiled bvec4, texel shift or scalar). */
         for (int l = 0; l < 3; l++) {
-            matmul_case(g, (enum layout)l, 37, 20, 12, 1, 1, 0, 0);
-            matmul_case(g, (enum layout)l, 37, 20, 12, 0, 4, 0, 0);
+            matmul_case(g, (enum matmul_layout)l, 37, 20, 12, 1, 1, 0, 0);
+            matmul_case(g, (enum matmul_layout)l, 37, 20, 12, 0, 4, 0, 0);
         }
         /* The bias added as the product is stored (vec4 and scalar
          * views, N not a multiple of the tile or of 4), in both
@@ -518,11 +474,12 @@ int main(void)
         static const int bf16_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {129, 33, 65}, {130, 37, 68}, {33, 18, 20}};
         for (size_t s = 0; s < sizeof bf16_shapes / sizeof bf16_shapes[0]; s++)
             for (int l = 0; l < 2; l++)
-                matmul_case(g, (enum layout)l, bf16_shapes[s][0], bf16_shapes[s][1], bf16_shapes[s][2], l, 0, 1, 1);
+                matmul_case(g, (enum matmul_layout)l, bf16_shapes[s][0], bf16_shapes[s][1], bf16_shapes[s][2], l, 0, 1,
+                            1);
         for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
             gpu_set_limits(g, limits[li]);
             for (int l = 0; l < 2; l++)
-                matmul_case(g, (enum layout)l, 261, 203, 67, 1, 0, 1, 0);
+                matmul_case(g, (enum matmul_layout)l, 261, 203, 67, 1, 0, 1, 0);
             gpu_set_limits(g, NULL);
         }
     }

@@ -23,9 +23,11 @@ enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
 enum save_dtype { SAVE_FP32, SAVE_BF16 };
 enum base_dtype { BASE_FP32, BASE_BF16 };
-/* reproducible: the same bits on every device and split (issue 14); refused
- * until the whole profile lands. */
-enum precision { PRECISION_FP32, PRECISION_REPRODUCIBLE };
+/* reproducible: the same bits on every device and split
+ * (docs/reproducible.md); bf16: the matmuls' inputs rounded to bf16 on the
+ * device's cooperative matrices, fp32 accumulators, master weights and
+ * optimizer (docs/devices.md, "Cooperative matrices"). */
+enum precision { PRECISION_FP32, PRECISION_REPRODUCIBLE, PRECISION_BF16 };
 
 struct config_model {
     enum config_arch arch;

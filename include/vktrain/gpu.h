@@ -24,11 +24,21 @@ struct gpu_kernel;
  * through texel buffers, GPUs use shared-memory tiling over storage buffers. */
 enum gpu_kernel_class { GPU_KERNELS_TEXEL, GPU_KERNELS_TILED };
 
+/* The inputs of the matmuls (gpu_set_matmul_inputs). */
+enum gpu_matmul_inputs { GPU_MATMUL_FP32, GPU_MATMUL_F16, GPU_MATMUL_BF16 };
+
 struct gpu_options {
     int device_index;      /* -1: VKTRAIN_DEVICE or automatic choice */
     int local_rank;        /* automatic choice takes local_rank modulo devices */
     int validate;          /* 1: Khronos validation layer (also VKTRAIN_VALIDATE=1) */
     int quiet;             /* 1: do not print the chosen device */
+    /* the matmul inputs to set (gpu_set_matmul_inputs) as the gpu is made;
+     * the device's cooperative matrices are enabled for f16 or bf16
+     * alone, so a run without them never asks the driver (or a validation
+     * layer older than the extension) for them. VKTRAIN_MATMUL_INPUTS=
+     * fp32|f16|bf16 overrides it (tests, benchmarks). */
+    enum gpu_matmul_inputs matmul_inputs;
+    int coopmat; /* 1: enable the cooperative matrices without setting them (tests) */
 };
 
 #define GPU_MAX_HEAPS 16
@@ -73,6 +83,12 @@ struct gpu_device_info {
      * their R32F variants right; docs/devices.md, "Newer Mesa".
      * VKTRAIN_REPRO_HD16_VEC4=0|1 overrides it (tests). */
     int repro_hd16_vec4;
+    /* Cooperative matrices (VK_KHR_cooperative_matrix, subgroup scope,
+     * fp32 accumulators): the M x N x K shape the matmul takes with f16
+     * inputs, and with bf16 inputs (VK_KHR_shader_bfloat16); 0 x 0 x 0
+     * where the device has none. 16 x 16 x 16 is preferred where offered,
+     * else the largest. VKTRAIN_COOPMAT=0 hides them (tests, benchmarks). */
+    uint32_t coopmat_f16[3], coopmat_bf16[3];
     /* lavapipe (llvmpipe) of a Mesa newer than 22, the tested one: its
      * major version (25 for 25.0.7), else 0. Training warns about it. */
     unsigned newer_lavapipe;
@@ -135,6 +151,22 @@ void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
  * the start-up probe. Off by default. */
 int gpu_reproducible(const struct gpu *g);
 void gpu_set_reproducible(struct gpu *g, int on);
+/* The inputs of the matmuls (ops.h's nt, nn, tn on fp32 operands):
+ * GPU_MATMUL_FP32 (the default) multiplies fp32 values; GPU_MATMUL_F16
+ * and GPU_MATMUL_BF16 round both operands to that 16-bit type and
+ * multiply them on the device's cooperative matrices, accumulating in
+ * fp32 (shaders/matmul_coopmat.comp). gpu_set_matmul_inputs fails, naming
+ * what is missing, where the device has no such matrices, the gpu was
+ * made without them (gpu_options.matmul_inputs) or this build has not
+ * their kernels (gpu_coopmat_missing says which, NULL: none). A
+ * frozen bf16 weight (model.base_dtype) and the reproducible profile keep
+ * their kernels. */
+const char *gpu_coopmat_missing(const struct gpu *g, enum gpu_matmul_inputs t);
+/* Whether this build embeds the cooperative-matrix kernels for t (its
+ * glslc could compile them: cmake/Shaders.cmake). */
+int gpu_coopmat_built(enum gpu_matmul_inputs t);
+void gpu_set_matmul_inputs(struct gpu *g, enum gpu_matmul_inputs t);
+enum gpu_matmul_inputs gpu_matmul_inputs(const struct gpu *g);
 /* precision: reproducible's sums over samples inside the gradients
  * (include/vktrain/repro.h, repro_param_rows): while a micro-batch of
  * `samples` sequences (a power of two) of `rows` rows each is recorded,
@@ -250,6 +282,9 @@ struct gpu_kernel_desc {
     uint32_t push_size;  /* bytes of push constants */
     int n_spec;          /* specialization constants, ids 0..n_spec-1 */
     uint32_t spec[GPU_MAX_SPEC];
+    /* VK_EXT_subgroup_size_control's full subgroups (cooperative
+     * matrices, with SPIR-V 1.5): a workgroup of whole subgroups */
+    int full_subgroups;
 };
 struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d);
 /* Largest buffer a texel binding of this kind can view (bytes). */

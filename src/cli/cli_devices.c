@@ -71,6 +71,17 @@ int cli_devices(int argc, char **argv)
                    x->max_loop_iterations);
         printf("    features             float16 %s, int64 %s, RGBA32F texel buffers %s, bf16 texel views %s\n",
                yes(x->float16), yes(x->int64), yes(x->texel_vec4), yes(x->texel_bf16));
+        char cm[2][32];
+        const uint32_t *shapes[2] = {x->coopmat_f16, x->coopmat_bf16};
+        for (int t = 0; t < 2; t++)
+            if (shapes[t][0])
+                snprintf(cm[t], sizeof cm[t], "%u x %u x %u", shapes[t][0], shapes[t][1], shapes[t][2]);
+            else
+                snprintf(cm[t], sizeof cm[t], "none");
+        printf("    cooperative matrices f16 %s, bf16 %s (fp32 accumulators; this build's kernels: %s)\n", cm[0], cm[1],
+               gpu_coopmat_built(GPU_MATMUL_BF16)  ? "f16, bf16"
+               : gpu_coopmat_built(GPU_MATMUL_F16) ? "f16"
+                                                   : "none, its glslc lacks them");
         for (uint32_t h = 0; h < x->heap_count; h++)
             printf("    memory heap %u        %.1f GiB%s\n", h, (double)x->heap_size[h] / (1 << 30),
                    x->heap_device_local[h] ? " device-local" : "");

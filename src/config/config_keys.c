@@ -22,7 +22,7 @@ static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL}
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", NULL}; /* save_dtype, base_dtype */
-static const char *const precision_names[] = {"fp32", "reproducible", NULL};
+static const char *const precision_names[] = {"fp32", "reproducible", "bf16", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {

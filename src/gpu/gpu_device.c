@@ -202,7 +202,7 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, NULL);
     VkExtensionProperties *dext = vkt_calloc(n_dext, sizeof *dext, "device extensions");
     vkEnumerateDeviceExtensionProperties(g->phys, NULL, &n_dext, dext);
-    const char *enable[3];
+    const char *enable[6];
     uint32_t n_enable = 0;
     /* GPU-assisted validation (1.3.239, Debian 12's layer) does not see
      * pushed descriptors and reports each as uninitialized: under it,
@@ -223,6 +223,41 @@ struct gpu *gpu_create(const struct gpu_options *opt)
         }
     }
     free(dext);
+    /* cooperative matrices (gpu_set_matmul_inputs), with 16-bit floats in
+     * shaders and bf16 ones where listed (coopmat_fill) */
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT, .computeFullSubgroups = VK_TRUE};
+    struct vkt_coopmat_features cf = {.sType = VKT_STYPE_COOPMAT_FEATURES, .pNext = &sc, .cooperativeMatrix = VK_TRUE};
+    struct vkt_bfloat16_features bf = {.sType = VKT_STYPE_BFLOAT16_FEATURES,
+                                       .pNext = &cf,
+                                       .shaderBFloat16Type = VK_TRUE,
+                                       .shaderBFloat16CooperativeMatrix = VK_TRUE};
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .shaderFloat16 = VK_TRUE,
+                                            .vulkanMemoryModel = VK_TRUE};
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    enum gpu_matmul_inputs inputs = opt ? opt->matmul_inputs : GPU_MATMUL_FP32;
+    const char *ienv = getenv("VKTRAIN_MATMUL_INPUTS");
+    if (ienv && *ienv) {
+        static const char *const names[] = {"fp32", "f16", "bf16"};
+        int i = 0;
+        while (i < 3 && strcmp(ienv, names[i]))
+            i++;
+        if (i == 3)
+            vkt_fatal("VKTRAIN_MATMUL_INPUTS='%s' is not a matmul input type (fp32, f16 or bf16)", ienv);
+        inputs = (enum gpu_matmul_inputs)i;
+    }
+    g->coopmat_enabled =
+        (inputs != GPU_MATMUL_FP32 || (opt && opt->coopmat)) && (g->info.coopmat_f16[0] || g->info.coopmat_bf16[0]);
+    if (g->coopmat_enabled) {
+        enable[n_enable++] = VKT_COOPMAT_EXTENSION;
+        enable[n_enable++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+        f12.pNext = &cf;
+        if (g->info.coopmat_bf16[0]) {
+            enable[n_enable++] = VKT_BFLOAT16_EXTENSION;
+            f12.pNext = &bf;
+        }
+    }
 
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {
@@ -237,6 +272,7 @@ struct gpu *gpu_create(const struct gpu_options *opt)
         .pQueueCreateInfos = &qci,
         .enabledExtensionCount = n_enable,
         .ppEnabledExtensionNames = enable,
+        .pNext = f12.pNext ? &feats : NULL,
     };
     VK_CHECK(vkCreateDevice(g->phys, &dci, NULL, &g->device), "creating the logical device on %s",
              g->info.name);
@@ -296,6 +332,8 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     }
     g->epoch = 1;
     g->fill_nan = env_flag("VKTRAIN_FILL_NAN");
+    if (inputs != GPU_MATMUL_FP32)
+        gpu_set_matmul_inputs(g, inputs);
     if (!(opt && opt->quiet))
         vkt_info("device %d: %s (%s, %s kernels%s%s)", g->info.index, g->info.name, g->info.type,
                  g->kclass == GPU_KERNELS_TEXEL ? "texel" : "tiled", g->unified ? "" : ", staged copies",
@@ -345,6 +383,54 @@ enum gpu_kernel_class gpu_kernel_class(const struct gpu *g) { return g->kclass; 
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c) { g->kclass = c; }
 int gpu_reproducible(const struct gpu *g) { return g->reproducible; }
 void gpu_set_reproducible(struct gpu *g, int on) { g->reproducible = on; }
+
+int gpu_coopmat_built(enum gpu_matmul_inputs t)
+{
+    static const char *const shaders[][3] = {
+        [GPU_MATMUL_F16] = {"matmul_coopmat_nt_f16", "matmul_coopmat_nn_f16", "matmul_coopmat_tn_f16"},
+        [GPU_MATMUL_BF16] = {"matmul_coopmat_nt_bf16", "matmul_coopmat_nn_bf16", "matmul_coopmat_tn_bf16"},
+    };
+    if (t == GPU_MATMUL_FP32)
+        return 1;
+    for (int i = 0; i < 3; i++)
+        if (!gpu_shader_built(shaders[t][i]))
+            return 0;
+    return 1;
+}
+
+const char *gpu_coopmat_missing(const struct gpu *g, enum gpu_matmul_inputs t)
+{
+    if (t == GPU_MATMUL_FP32)
+        return NULL;
+    const uint32_t *shape = t == GPU_MATMUL_F16 ? g->info.coopmat_f16 : g->info.coopmat_bf16;
+    if (shape[0] && !g->coopmat_enabled)
+        return "the gpu was made without its cooperative matrices (gpu_options.matmul_inputs)";
+    if (!shape[0])
+        return t == GPU_MATMUL_F16 ? "the device has no f16 cooperative matrices with fp32 accumulators "
+                                     "(VK_KHR_cooperative_matrix)"
+                                   : "the device has no bf16 cooperative matrices with fp32 accumulators "
+                                     "(VK_KHR_cooperative_matrix with VK_KHR_shader_bfloat16)";
+    if (!gpu_coopmat_built(t))
+        return "this build has no cooperative-matrix kernels: its glslc could not compile them "
+               "(docs/devices.md, \"Cooperative matrices\")";
+    /* the kernel's tile of 2 x 2 subgroup tiles of 2 x 2 matrices */
+    if (4 * g->info.subgroup_size > g->info.max_workgroup_invocations)
+        return "the device's workgroups hold fewer than 4 subgroups";
+    return NULL;
+}
+
+void gpu_set_matmul_inputs(struct gpu *g, enum gpu_matmul_inputs t)
+{
+    const char *missing = gpu_coopmat_missing(g, t);
+    if (missing)
+        vkt_fatal("%s matmul inputs on %s: %s", t == GPU_MATMUL_F16 ? "f16" : "bf16", g->info.name, missing);
+    g->matmul_inputs = t;
+}
+
+enum gpu_matmul_inputs gpu_matmul_inputs(const struct gpu *g)
+{
+    return g->matmul_inputs;
+}
 void gpu_set_repro_samples(struct gpu *g, uint32_t rows, uint32_t samples)
 {
     g->sample_rows = rows, g->samples = samples;

@@ -13,6 +13,14 @@
 #include "vktrain/shaders.h"
 #include "vktrain/util.h"
 
+int gpu_shader_built(const char *name)
+{
+    for (size_t i = 0; i < shader_blob_count; i++)
+        if (!strcmp(shader_blobs[i].name, name))
+            return 1;
+    return 0;
+}
+
 static const struct shader_blob *shader_find(const char *name)
 {
     for (size_t i = 0; i < shader_blob_count; i++)
@@ -95,13 +103,15 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
     };
     VkComputePipelineCreateInfo cp = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = module,
-            .pName = "main",
-            .pSpecializationInfo = d->n_spec ? &spec : NULL,
-        },
+        .stage =
+            {
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .flags = d->full_subgroups ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT : 0,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = module,
+                .pName = "main",
+                .pSpecializationInfo = d->n_spec ? &spec : NULL,
+            },
         .layout = k->layout,
     };
     VK_CHECK(vkCreateComputePipelines(g->device, VK_NULL_HANDLE, 1, &cp, NULL, &k->pipeline),

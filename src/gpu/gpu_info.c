@@ -52,9 +52,70 @@ int gpu_compute_queue_family(VkPhysicalDevice p)
     return best;
 }
 
+int gpu_has_extension(VkPhysicalDevice p, const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(p, NULL, &n, NULL);
+    VkExtensionProperties *e = vkt_calloc(n ? n : 1, sizeof *e, "device extensions");
+    vkEnumerateDeviceExtensionProperties(p, NULL, &n, e);
+    int found = 0;
+    for (uint32_t i = 0; i < n; i++)
+        found |= !strcmp(e[i].extensionName, name);
+    free(e);
+    return found;
+}
+
+/* d->coopmat_f16 and coopmat_bf16: the shape of the device's subgroup
+ * cooperative matrices for each input type with fp32 accumulators and
+ * results, 16 x 16 x 16 where listed, else the one of most products. */
+static void coopmat_fill(VkInstance inst, VkPhysicalDevice p, struct gpu_device_info *d)
+{
+    if (d->api_version < VK_API_VERSION_1_2 || !vkt_env_flag("VKTRAIN_COOPMAT", 1) ||
+        !gpu_has_extension(p, VKT_COOPMAT_EXTENSION) ||
+        !gpu_has_extension(p, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME))
+        return;
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+    struct vkt_coopmat_features cf = {.sType = VKT_STYPE_COOPMAT_FEATURES, .pNext = &sc};
+    struct vkt_bfloat16_features bf = {.sType = VKT_STYPE_BFLOAT16_FEATURES, .pNext = &cf};
+    int has_bf16 = gpu_has_extension(p, VKT_BFLOAT16_EXTENSION);
+    VkPhysicalDeviceVulkan12Features f12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .pNext = has_bf16 ? (void *)&bf : (void *)&cf};
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
+    vkGetPhysicalDeviceFeatures2(p, &feats);
+    vkt_coopmat_properties_fn list =
+        (vkt_coopmat_properties_fn)vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    /* glslc declares the Vulkan memory model for the matrices' scopes;
+     * whole subgroups stand in for SPIR-V 1.6 (the instance is 1.2) */
+    if (!cf.cooperativeMatrix || !f12.shaderFloat16 || !f12.vulkanMemoryModel || !sc.computeFullSubgroups || !list)
+        return;
+    uint32_t n = 0;
+    list(p, &n, NULL);
+    struct vkt_coopmat_properties *cp = vkt_calloc(n ? n : 1, sizeof *cp, "cooperative matrix shapes");
+    for (uint32_t i = 0; i < n; i++)
+        cp[i].sType = VKT_STYPE_COOPMAT_PROPERTIES;
+    list(p, &n, cp);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vkt_coopmat_properties *c = &cp[i];
+        uint32_t *shape = c->AType == VKT_COMPONENT_FLOAT16                                          ? d->coopmat_f16
+                          : c->AType == VKT_COMPONENT_BFLOAT16 && bf.shaderBFloat16CooperativeMatrix ? d->coopmat_bf16
+                                                                                                     : NULL;
+        if (!shape || c->BType != c->AType || c->CType != VKT_COMPONENT_FLOAT32 ||
+            c->ResultType != VKT_COMPONENT_FLOAT32 || c->scope != VKT_SCOPE_SUBGROUP || c->saturatingAccumulation)
+            continue;
+        int is16 = c->MSize == 16 && c->NSize == 16 && c->KSize == 16;
+        int had16 = shape[0] == 16 && shape[1] == 16 && shape[2] == 16;
+        if (!had16 && (is16 || (uint64_t)c->MSize * c->NSize * c->KSize > (uint64_t)shape[0] * shape[1] * shape[2])) {
+            shape[0] = c->MSize;
+            shape[1] = c->NSize;
+            shape[2] = c->KSize;
+        }
+    }
+    free(cp);
+}
+
 void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct gpu_device_info *d)
 {
-    (void)inst;
     memset(d, 0, sizeof *d);
     VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
@@ -127,6 +188,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
     }
     d->texel_rows_wg = vkt_env_flag("VKTRAIN_TEXEL_ROWS_WG", !d->newer_lavapipe);
     d->repro_hd16_vec4 = vkt_env_flag("VKTRAIN_REPRO_HD16_VEC4", !d->newer_lavapipe);
+    coopmat_fill(inst, p, d);
     gpu_limits_apply(d, NULL);
     d->usable = 1;
     if (d->api_version < VK_API_VERSION_1_2) {

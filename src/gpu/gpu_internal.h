@@ -15,6 +15,41 @@
             gpu_vk_fail(#call, vk_check_r_, __VA_ARGS__);                      \
     } while (0)
 
+/* VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 as the Vulkan
+ * registry defines them (Debian 12's headers, 1.3.239, predate both). */
+#define VKT_COOPMAT_EXTENSION "VK_KHR_cooperative_matrix"
+#define VKT_BFLOAT16_EXTENSION "VK_KHR_shader_bfloat16"
+#define VKT_STYPE_COOPMAT_FEATURES ((VkStructureType)1000506000)
+#define VKT_STYPE_COOPMAT_PROPERTIES ((VkStructureType)1000506001)
+#define VKT_STYPE_BFLOAT16_FEATURES ((VkStructureType)1000141000)
+#define VKT_COMPONENT_FLOAT16 0u
+#define VKT_COMPONENT_FLOAT32 1u
+#define VKT_COMPONENT_BFLOAT16 1000141000u
+#define VKT_SCOPE_SUBGROUP 3u
+struct vkt_coopmat_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+};
+struct vkt_coopmat_properties {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    uint32_t AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+    VkBool32 saturatingAccumulation;
+    uint32_t scope; /* VkScopeKHR */
+};
+struct vkt_bfloat16_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 shaderBFloat16Type, shaderBFloat16DotProduct, shaderBFloat16CooperativeMatrix;
+};
+typedef VkResult(VKAPI_PTR *vkt_coopmat_properties_fn)(VkPhysicalDevice, uint32_t *, struct vkt_coopmat_properties *);
+/* Whether the device lists extension `name`. */
+int gpu_has_extension(VkPhysicalDevice p, const char *name);
+/* Whether this build embeds the SPIR-V module `name`. */
+int gpu_shader_built(const char *name);
+
 _Noreturn void gpu_vk_fail(const char *call, VkResult r, const char *what, ...);
 const char *gpu_vk_result_name(VkResult r);
 
@@ -71,6 +106,8 @@ struct gpu {
     VkPhysicalDeviceLimits limits;
     enum gpu_kernel_class kclass;
     int reproducible;       /* the ops record the reproducible profile's kernels */
+    enum gpu_matmul_inputs matmul_inputs; /* gpu_set_matmul_inputs */
+    int coopmat_enabled;                  /* the device was made with its cooperative matrices */
     uint32_t sample_rows, samples; /* gpu_set_repro_samples */
     struct gpu_buffer *matmul_scratch; /* gpu_set_matmul_scratch */
     int unified;            /* device-local memory is host-visible */

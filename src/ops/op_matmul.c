@@ -29,6 +29,13 @@
  * scratch and nn on it (tn_transposed; op_matmul_tn_scratch sizes the
  * scratch), where the caller provided one.
  *
+ * With f16 or bf16 matmul inputs (gpu_set_matmul_inputs: precision bf16,
+ * VKTRAIN_MATMUL_INPUTS) products of fp32 operands run on the device's
+ * cooperative matrices (shaders/matmul_coopmat.comp) in both families: the
+ * tiled kernel's interface, blocks and split-k, with the device's matrix
+ * shape (tiles of 4 x 4 of them) and a walk bounded by llvmpipe's loop
+ * limit. A bf16 weight keeps its own kernels.
+ *
  * With gpu_reproducible(g) every layout records repro_matmul_at instead
  * (include/vktrain/repro.h: one accumulator per output in k order, fp32
  * operands only). Never allocates. */
@@ -113,7 +120,7 @@ static size_t storage_align(const struct gpu_device_info *info)
  * the reduction each, into `scratch` (need bytes) in one dispatch, then
  * added into the output in part order (matmul_splitk_sum.comp). */
 static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs, const struct operand *o,
-                   const size_t *size, size_t tile, uint32_t parts, size_t kpart, struct gpu_buffer *scratch,
+                   const size_t *size, const size_t *tile, uint32_t parts, size_t kpart, struct gpu_buffer *scratch,
                    size_t need, int accumulate)
 {
     const struct gpu_device_info *info = gpu_info(g);
@@ -131,7 +138,8 @@ static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs
     struct gpu_arg args[3] = {storage_arg(bufs[0], 0, &o[0], s, size, align, sizeof(float), &p.a0),
                               storage_arg(bufs[1], 0, &o[1], s, size, align, sizeof(float), &p.b0),
                               {.buf = scratch, .write = 1, .range = need}};
-    gpu_dispatch(g, k, args, &p, (uint32_t)ceil_div(size[COL], tile), (uint32_t)ceil_div(size[ROW], tile), parts);
+    gpu_dispatch(g, k, args, &p, (uint32_t)ceil_div(size[COL], tile[COL]), (uint32_t)ceil_div(size[ROW], tile[ROW]),
+                 parts);
 
     struct gpu_kernel_desc d = {.shader = "matmul_splitk_sum",
                                 .n_bindings = 2,
@@ -165,7 +173,9 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             vkt_fatal("%s: the %s has rows %u elements apart, fewer than its %u columns", names[l], roles[i], lds[i],
                       packed[i]);
     }
-    if (l == TN && !gpu_reproducible(g) && tn_transposed(g, a, b, c, M, N, K, accumulate, off, lds[0]))
+    enum gpu_matmul_inputs inputs = gpu_matmul_inputs(g);
+    if (l == TN && !gpu_reproducible(g) && inputs == GPU_MATMUL_FP32 &&
+        tn_transposed(g, a, b, c, M, N, K, accumulate, off, lds[0]))
         return 0;
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
     if (bias && gpu_reproducible(g) && repro_matmul_nt_bias(g, a, b, bias, c, M, N, K, accumulate))
@@ -220,7 +230,11 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     enum gpu_binding_kind tf = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
     enum gpu_binding_kind tk[2] = {tf, !bf16 ? tf : aligned ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16};
     size_t tlimit[2] = {gpu_texel_limit(g, tk[0]), gpu_texel_limit(g, tk[1])};
-    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit[0] && end[1] <= tlimit[1] &&
+    /* f16 or bf16 inputs: the cooperative-matrix kernel (fp32 operands
+     * only), in the tiled kernel's place and with its interface */
+    const uint32_t *cshape = inputs == GPU_MATMUL_BF16 ? info->coopmat_bf16 : info->coopmat_f16;
+    int coop = inputs != GPU_MATMUL_FP32 && !bf16;
+    int texel = !coop && gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit[0] && end[1] <= tlimit[1] &&
                 (!bf16 || info->texel_bf16);
 
     /* Block sizes: every storage binding fits the limit with up to align-4
@@ -238,9 +252,22 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     if (parts > 1 && (!scratch || need > gpu_buffer_size(scratch)))
         parts = 1, kpart = size[RED];
     struct ops_tiled_config tc = {0, 128, 0};
-    if (!texel)
+    if (!texel && !coop)
         tc = ops_tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
+    /* One step of the cooperative-matrix kernel walks 2·CK of the
+     * reduction in loops of up to 64 iterations in all (its tile loads; a
+     * margin for the matrices' own); the tiled kernel's steps count 1. */
+    size_t coop_walk = SIZE_MAX;
+    if (coop) {
+        tc.wg = 4 * info->subgroup_size;
+        tile[ROW] = 4 * (size_t)cshape[0];
+        tile[COL] = 4 * (size_t)cshape[1];
+        if (ops_loop_chunk(g) != UINT32_MAX)
+            coop_walk = ops_loop_chunk(g) / 64 * 2 * (size_t)cshape[2];
+        if (kpart > coop_walk)
+            parts = 1, kpart = size[RED];
+    }
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
                      min_size(size[COL], (size_t)info->max_workgroup_count[0] * tile[COL]), size[RED]};
     for (int i = texel ? 2 : 0; i < 3; i++) {
@@ -257,7 +284,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
      * 8 (its inner loops have constant counts and unroll); it is counted
      * as 1, which leaves a margin of 8 iterations per step. */
     size_t per_iteration = texel ? 4 : 1;
-    size_t walk = (size_t)ops_loop_chunk(g) * per_iteration;
+    size_t walk = coop ? coop_walk : (size_t)ops_loop_chunk(g) * per_iteration;
     if (walk < cap[RED])
         cap[RED] = walk - walk % 16;
     for (int d = ROW; d <= COL; d++) {
@@ -314,6 +341,20 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             d.spec[1] = 1;
             k_acc = gpu_kernel_get(g, &d);
         }
+    } else if (coop) {
+        char shader[40];
+        snprintf(shader, sizeof shader, "matmul_coopmat_%s_%s", names[l] + 7,
+                 inputs == GPU_MATMUL_BF16 ? "bf16" : "f16");
+        struct gpu_kernel_desc d = {
+            .shader = shader,
+            .n_bindings = 3,
+            .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+            .push_size = sizeof(struct matmul_push_tiled),
+            .n_spec = 4,
+            .spec = {tc.wg, cshape[0], cshape[1], cshape[2]},
+            .full_subgroups = 1,
+        };
+        k = gpu_kernel_get(g, &d);
     } else {
         /* vec4 loads of an operand whose rows, first element and
          * contiguous extent are whole vec4, in every block (blocks start
@@ -343,7 +384,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         k = gpu_kernel_get(g, &d);
     }
     if (parts > 1) {
-        splitk(g, k, bufs, o, size, tc.tile, parts, kpart, scratch, need, accumulate);
+        splitk(g, k, bufs, o, size, tile, parts, kpart, scratch, need, accumulate);
         return 0;
     }
 

@@ -72,14 +72,16 @@ struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, con
  * (< TILED_WIDE_GRID), parts enough for TILED_FULL_GRID tiles, each of at
  * least TILED_PART_MIN rows; VKTRAIN_TILED_SPLITK=N forces N parts (1:
  * none; tests and benchmarks) wherever the reduction has 8 rows per part.
- * None where the product would be split into blocks (an operand, or the
+ * The cooperative-matrix kernel (16-bit matmul inputs) splits the same
+ * way on either family. None where the product would be split into blocks (an operand, or the
  * parts' products, over the binding limit; a part's walk over the loop
  * limit; a grid over the workgroup counts). */
 uint32_t ops_tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t red, const size_t *bytes, size_t *kpart)
 {
     const struct gpu_device_info *info = gpu_info(g);
     *kpart = red;
-    if (gpu_kernel_class(g) != GPU_KERNELS_TILED || gpu_reproducible(g) || !tiled_big(info))
+    if ((gpu_kernel_class(g) != GPU_KERNELS_TILED && gpu_matmul_inputs(g) == GPU_MATMUL_FP32) || gpu_reproducible(g) ||
+        !tiled_big(info))
         return 1;
     size_t grid = ceil_div(rows, 128) * ceil_div(cols, 128), parts = 1;
     const char *force = getenv("VKTRAIN_TILED_SPLITK");

@@ -278,6 +278,12 @@ static void banner(struct trainer *t)
     if (t->repro)
         printf("  precision: reproducible (gradients summed per sample in a fixed tree over the global "
                "batch; docs/reproducible.md)\n");
+    if (cfg->precision == PRECISION_BF16) {
+        const uint32_t *cm = gpu_info(t->g)->coopmat_bf16;
+        printf("  precision: bf16 (the matmuls' inputs rounded to bf16 on %u x %u x %u cooperative matrices, fp32 "
+               "accumulators, master weights and optimizer)\n",
+               cm[0], cm[1], cm[2]);
+    }
     printf("  output: %s\n", cfg->output_dir);
     fflush(stdout);
 }
@@ -356,12 +362,26 @@ void trainer_buffers_destroy(struct trainer *t)
     model_destroy(t->model);
 }
 
-static struct gpu *trainer_gpu(const struct config *cfg, const struct dist *d)
+/* t->g for the recipe's device and precision (bf16: the matmuls on the
+ * device's bf16 cooperative matrices, or an error naming what is missing). */
+static void trainer_gpu(struct trainer *t)
 {
-    struct gpu_options opt = {.device_index = cfg->device_index, .local_rank = d->local_rank, .quiet = 1};
-    struct gpu *g = gpu_create(&opt);
-    gpu_set_reproducible(g, cfg->precision == PRECISION_REPRODUCIBLE);
-    return g;
+    const struct config *cfg = t->cfg;
+    struct gpu_options opt = {.device_index = cfg->device_index,
+                              .local_rank = t->dist->local_rank,
+                              .quiet = 1,
+                              .coopmat = cfg->precision == PRECISION_BF16};
+    t->g = gpu_create(&opt);
+    gpu_set_reproducible(t->g, cfg->precision == PRECISION_REPRODUCIBLE);
+    if (cfg->precision == PRECISION_BF16) {
+        const char *missing = gpu_coopmat_missing(t->g, GPU_MATMUL_BF16);
+        if (missing)
+            train_fail(t,
+                       "precision: bf16 multiplies bf16 values on cooperative matrices, and on %s %s; use "
+                       "precision: fp32",
+                       gpu_info(t->g)->name, missing);
+        gpu_set_matmul_inputs(t->g, GPU_MATMUL_BF16);
+    }
 }
 
 static void setup(struct trainer *t)
@@ -374,7 +394,7 @@ static void setup(struct trainer *t)
                       "a tree of aligned subtrees), this run has %d ranks; run 1, 2, 4, 8, ... ranks or use "
                       "precision: fp32",
                    t->dist->world);
-    t->g = trainer_gpu(cfg, t->dist);
+    trainer_gpu(t);
     repro_setup(t);       /* precision: reproducible: before the model exists */
     memory_plan_check(t); /* before anything is allocated */
     /* Every rank reads the same data: an error in it is printed once. */
@@ -426,7 +446,7 @@ static void teardown(struct trainer *t)
 int train_dry_run(const struct config *cfg, const struct dist *d)
 {
     struct trainer t = {.cfg = cfg, .dist = d};
-    t.g = trainer_gpu(cfg, d);
+    trainer_gpu(&t);
     memory_plan_check(&t);
     gpu_destroy(t.g);
     return 0;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Debian unstable's Vulkan driver and shader compiler, for the
+# cooperative-matrix kernels (shaders/matmul_coopmat.comp): Debian 12's
+# glslc predates GL_KHR_cooperative_matrix and its lavapipe has no
+# cooperative matrices; unstable's glslc compiles them and its lavapipe
+# (Mesa 26) runs them on the CPU. A minimal tree made by debootstrap in a
+# cache folder, never installed over the system; its programs, and the
+# tests built here, run on the tree's own C library through its dynamic
+# loader, so nothing of the system changes.
+#   scripts/sid.sh fetch          make the tree if it is not there (scripts/deps.sh test; root)
+#   scripts/sid.sh root           print the tree's folder (exit 1, naming the fix, if absent)
+#   scripts/sid.sh run PROG ARG.. run PROG on the tree's C library, lavapipe and
+#                                 validation layer (its glslc: run "$(scripts/sid.sh root)/usr/bin/glslc")
+# The folder: $VKTRAIN_SID, else ~/.cache/vktrain-sid.
+set -euo pipefail
+dir=${VKTRAIN_SID:-$HOME/.cache/vktrain-sid}
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+loader=$dir/usr/lib64/ld-linux-x86-64.so.2
+
+present() {
+  [ -x "$loader" ] && [ -f "$dir/usr/share/vulkan/icd.d/lvp_icd.json" ] && [ -x "$dir/usr/bin/glslc" ]
+}
+need() {
+  present || { echo "sid: no Debian unstable tree in $dir: run scripts/deps.sh test (or scripts/sid.sh fetch)" >&2; exit 1; }
+}
+
+case "${1:-}" in
+  root)
+    need
+    echo "$dir"
+    ;;
+  run)
+    need
+    shift
+    [ $# -ge 1 ] || { echo "usage: $0 run PROG [ARG...]" >&2; exit 2; }
+    icd=$dir/usr/share/vulkan/icd.d/lvp_icd.json
+    export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd VK_LAYER_PATH=$dir/usr/share/vulkan/explicit_layer.d
+    exec "$loader" --library-path "$dir/usr/lib/$multiarch" "$@"
+    ;;
+  fetch)
+    present && exit 0
+    command -v debootstrap >/dev/null || apt-get install -y -q debootstrap
+    mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
+    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /^http/ && $3 !~ /security/ {print $2; exit}' \
+                                   /etc/apt/sources.list 2>/dev/null)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    echo "vktrain: debootstrap of Debian unstable into $dir (lavapipe and glslc for the cooperative-matrix kernels)"
+    rm -rf "$dir.new"
+    mkdir -p "$(dirname "$dir")"
+    debootstrap --variant=minbase --include=mesa-vulkan-drivers,glslc,vulkan-validationlayers,libvulkan1 \
+      sid "$dir.new" "$mirror" > "$dir.log" 2>&1 ||
+      { echo "sid: debootstrap failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
+    rm -rf "$dir"
+    mv "$dir.new" "$dir"
+    present || { echo "sid: the tree in $dir lacks lavapipe or glslc" >&2; exit 1; }
+    ;;
+  *)
+    echo "usage: $0 fetch|root|run PROG [ARG...]" >&2
+    exit 2
+    ;;
+esac
