@@ -72,7 +72,7 @@ started=$SECONDS
 device_tests=(test_ops test_ops_nn test_flash_attention test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops
   test_repro_attention)
 packed=(vktrain repro_reference.txt bench/bench_matmul bench/bench_model bench/bench_attention tests/tools/parity_driver
-  "${device_tests[@]/#/tests/}")
+  "${device_tests[@]/#/tests/}" tests/test_coopmat)
 
 configure_and_build() {
   mkdir -p "$build"
@@ -121,6 +121,7 @@ if [ "${1:-}" = --pack ]; then
   # What the check runs, a few MB (the build folder is hundreds).
   tar cJf .gl/build-gpucheck.tar.xz -C "$build" "${packed[@]}"
   echo "gpu_check: built $build/ and put in .gl/: $(cd .gl && ls | tr '\n' ' ')"
+  echo "gpu_check: $("$build/vktrain" devices 2>&1 | grep -o "this build's kernels: [^)]*" | head -1) (cooperative matrices)"
   echo "gpu_check: carry .gl to the GPU machine (same checkout) and run scripts/gpu_check.sh there"
   exit 0
 elif [ $# -gt 0 ]; then
@@ -406,7 +407,8 @@ PY
   note "GPT-2 124M without split-k: ${w:--} tokens/s"
   if [ $coop_bf16 = 1 ]; then
     w=$(gpt2_train gpt2_bf16 precision=bf16)
-    bench+=("| GPT-2 124M training B=$B T=$T, precision: bf16 against fp32, tokens/s | ${w:--} | ${v:--} (vktrain fp32) | $(ratio "${w:-0}" "${v:-0}") | - |")
+    last_loss() { tail -1 "$work/$1/metrics.jsonl" 2> /dev/null | sed -n 's/.*"loss": *\([0-9.e+-]*\).*/\1/p'; }
+    bench+=("| GPT-2 124M training B=$B T=$T, precision: bf16 against fp32 (last step's loss $(last_loss gpt2_bf16) against $(last_loss gpt2)), tokens/s | ${w:--} | ${v:--} (vktrain fp32) | $(ratio "${w:-0}" "${v:-0}") | - |")
     note "GPT-2 124M precision bf16: ${w:--} tokens/s"
   else
     skip "GPT-2 124M in precision: bf16" "no bf16 cooperative matrices here, or no kernels for them"

@@ -32,7 +32,9 @@
 //
 // Edges: elements outside the block load as 0; accumulators go through a
 // shared staging tile per subgroup tile, which the subgroup's invocations
-// write to C where in range, adding to C where `accumulate`.
+// write to C where in range, adding to C where `accumulate`, between
+// workgroup barriers (GPU-assisted validation took subgroup barriers there
+// for a race).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -105,7 +107,7 @@ void main()
     uint ns = gl_NumSubgroups, rounds = (4u + ns - 1u) / ns;
     for (uint r = 0u; r < rounds; r++) {
         uint t = gl_SubgroupID + r * ns; // this subgroup's tile: (t / 2, t % 2)
-        bool mine = t < 4u;
+        bool mine = t < 4u; // (subgroup-uniform)
         uint sm = (t / 2u) * RM * CM, sn = (t % 2u) * RN * CN;
         coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator> acc[RM][RN];
         [[unroll]] for (uint i = 0u; i < RM; i++)
@@ -140,23 +142,23 @@ void main()
             }
             barrier();
         }
-        if (!mine)
-            continue;
+        // the epilogue: workgroup barriers in uniform control flow (every
+        // subgroup takes them, the ones without a tile too)
         uint lane = gl_SubgroupInvocationID, stage = t * CM * CN;
         [[unroll]] for (uint i = 0u; i < RM; i++)
             [[unroll]] for (uint j = 0u; j < RN; j++) {
-                coopMatStore(acc[i][j], Cs, stage, CN, gl_CooperativeMatrixLayoutRowMajor);
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                for (uint e = lane; e < CM * CN; e += gl_SubgroupSize) {
-                    uint m = m0 + sm + i * CM + e / CN, n = n0 + sn + j * CN + e % CN;
-                    if (m < p.M && n < p.N) {
-                        uint o = p.c0 + gl_WorkGroupID.z * p.zc + m * p.ldc + n;
-                        C[o] = p.accumulate != 0u ? C[o] + Cs[stage + e] : Cs[stage + e];
+                if (mine)
+                    coopMatStore(acc[i][j], Cs, stage, CN, gl_CooperativeMatrixLayoutRowMajor);
+                barrier();
+                if (mine)
+                    for (uint e = lane; e < CM * CN; e += gl_SubgroupSize) {
+                        uint m = m0 + sm + i * CM + e / CN, n = n0 + sn + j * CN + e % CN;
+                        if (m < p.M && n < p.N) {
+                            uint o = p.c0 + gl_WorkGroupID.z * p.zc + m * p.ldc + n;
+                            C[o] = p.accumulate != 0u ? C[o] + Cs[stage + e] : Cs[stage + e];
+                        }
                     }
-                }
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
+                barrier();
             }
     }
 }

@@ -50,7 +50,9 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityF
     if (sev < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
         return VK_FALSE;
     ++*(int *)user;
-    vkt_warn("Vulkan validation: %s", data->pMessage);
+    /* the message's name (a VUID, or the layer's own), which
+     * VK_LAYER_MESSAGE_ID_FILTER takes */
+    vkt_warn("Vulkan validation: [%s] %s", data->pMessageIdName ? data->pMessageIdName : "-", data->pMessage);
     return VK_FALSE;
 }
 
