@@ -26,9 +26,10 @@
 // the reduction goes in steps of BK = 2·CK. CM, CN, CK are specialization
 // constants from the device's cooperative-matrix properties (the defaults
 // are the largest, for SPIRV-Cross); WG is the workgroup's invocations,
-// 4 subgroups where the subgroup size is fixed. Where the device makes
-// fewer subgroups, each takes several subgroup tiles in turn; where more,
-// the extra ones only load.
+// 4 times the largest subgroup the driver may pick (whole subgroups are
+// required), so 4 subgroups or more; where the driver makes more, the
+// extra ones only load (and were there fewer, each would take several
+// subgroup tiles in turn).
 //
 // Edges: elements outside the block load as 0; accumulators go through a
 // shared staging tile per subgroup tile, which the subgroup's invocations

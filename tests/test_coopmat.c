@@ -133,6 +133,16 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
     /* a reduction of 20,000: past one walk on llvmpipe (accumulating blocks) */
     coop_case(g, t, NT, 9, 10, 20000, 0, 0, -1);
     coop_case(g, t, TN, 20000, 9, 10, 1, 1, -1);
+    /* workgroups of 1, 2 (the subgroup tiles in turns) and 8 subgroups
+     * (the extra ones only load), where the driver's subgroups differ
+     * from the size the kernel was sized for */
+    static const char *const subgroups[] = {"1", "2", "8"};
+    for (int i = 0; i < 3; i++) {
+        setenv("VKTRAIN_COOPMAT_SUBGROUPS", subgroups[i], 1);
+        for (int l = 0; l < 3; l++)
+            coop_case(g, t, (enum matmul_layout)l, 66, 70, 130, 1, 1, -1);
+    }
+    unsetenv("VKTRAIN_COOPMAT_SUBGROUPS");
     /* split-k: 3 parts (32, 32 and 13 rows), summed in one pass */
     setenv("VKTRAIN_TILED_SPLITK", "3", 1);
     size_t bytes = op_matmul_tn_scratch(g, 77, 37, 19);

@@ -89,6 +89,11 @@ struct gpu_device_info {
      * where the device has none. 16 x 16 x 16 is preferred where offered,
      * else the largest. VKTRAIN_COOPMAT=0 hides them (tests, benchmarks). */
     uint32_t coopmat_f16[3], coopmat_bf16[3];
+    /* The largest subgroup a kernel with full subgroups may get
+     * (VK_EXT_subgroup_size_control's maxSubgroupSize; the subgroup size
+     * where the device has not the extension): such a kernel's workgroup
+     * is a multiple of it. */
+    uint32_t subgroup_max;
     /* lavapipe (llvmpipe) of a Mesa newer than 22, the tested one: its
      * major version (25 for 25.0.7), else 0. Training warns about it. */
     unsigned newer_lavapipe;

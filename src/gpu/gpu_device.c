@@ -416,7 +416,7 @@ const char *gpu_coopmat_missing(const struct gpu *g, enum gpu_matmul_inputs t)
         return "this build has no cooperative-matrix kernels: its glslc could not compile them "
                "(docs/devices.md, \"Cooperative matrices\")";
     /* the kernel's tile of 2 x 2 subgroup tiles of 2 x 2 matrices */
-    if (4 * g->info.subgroup_size > g->info.max_workgroup_invocations)
+    if (4 * g->info.subgroup_max > g->info.max_workgroup_invocations)
         return "the device's workgroups hold fewer than 4 subgroups";
     return NULL;
 }

@@ -117,7 +117,11 @@ static void coopmat_fill(VkInstance inst, VkPhysicalDevice p, struct gpu_device_
 void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct gpu_device_info *d)
 {
     memset(d, 0, sizeof *d);
-    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceSubgroupSizeControlPropertiesEXT ssc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+    int has_ssc = gpu_has_extension(p, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
+                                              .pNext = has_ssc ? &ssc : NULL};
     VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
                                                  .pNext = &sub};
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, .pNext = &m3};
@@ -139,6 +143,7 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
         snprintf(d->driver_info, sizeof d->driver_info, "%s", drv.driverInfo);
     }
     d->subgroup_size = sub.subgroupSize ? sub.subgroupSize : 1;
+    d->subgroup_max = ssc.maxSubgroupSize > d->subgroup_size ? ssc.maxSubgroupSize : d->subgroup_size;
     d->subgroup_arithmetic = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     d->subgroup_shuffle = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     d->subgroup_ballot = !!(sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT);

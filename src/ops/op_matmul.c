@@ -260,7 +260,20 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
      * margin for the matrices' own); the tiled kernel's steps count 1. */
     size_t coop_walk = SIZE_MAX;
     if (coop) {
-        tc.wg = 4 * info->subgroup_size;
+        /* whole subgroups of any size the driver picks: 4 or more;
+         * VKTRAIN_COOPMAT_SUBGROUPS=1|2|8 (tests) makes fewer, which take
+         * the subgroup tiles in turns, or more, whose extra ones only load */
+        const char *sg = getenv("VKTRAIN_COOPMAT_SUBGROUPS");
+        uint32_t subgroups = 4;
+        if (sg && *sg) {
+            subgroups = (uint32_t)atoi(sg);
+            if (subgroups != 1 && subgroups != 2 && subgroups != 4 && subgroups != 8)
+                vkt_fatal("VKTRAIN_COOPMAT_SUBGROUPS='%s': expected 1, 2, 4 or 8", sg);
+        }
+        tc.wg = subgroups * info->subgroup_max;
+        if (tc.wg > info->max_workgroup_invocations)
+            vkt_fatal("%s: %u subgroups of %u exceed the device's %u invocations per workgroup", names[l], subgroups,
+                      info->subgroup_max, info->max_workgroup_invocations);
         tile[ROW] = 4 * (size_t)cshape[0];
         tile[COL] = 4 * (size_t)cshape[1];
         if (ops_loop_chunk(g) != UINT32_MAX)
