@@ -256,8 +256,10 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         tc = ops_tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
     /* One step of the cooperative-matrix kernel walks 2·CK of the
-     * reduction in loops of up to 64 iterations in all (its tile loads; a
-     * margin for the matrices' own); the tiled kernel's steps count 1. */
+     * reduction, its tile loads a loop of 8·CK·(CM + CN) / WG iterations
+     * (32 more counted for the matrices' own), in each of its rounds (a
+     * workgroup of fewer than 4 subgroups takes their tiles in turns); the
+     * tiled kernel's steps count 1. */
     size_t coop_walk = SIZE_MAX;
     if (coop) {
         /* whole subgroups of any size the driver picks: 4 or more;
@@ -276,8 +278,10 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                       info->subgroup_max, info->max_workgroup_invocations);
         tile[ROW] = 4 * (size_t)cshape[0];
         tile[COL] = 4 * (size_t)cshape[1];
+        size_t ns = tc.wg / info->subgroup_size, rounds = ceil_div(4, ns ? ns : 1);
+        size_t per_step = rounds * (ceil_div(8 * (size_t)cshape[2] * (cshape[0] + cshape[1]), tc.wg) + 32);
         if (ops_loop_chunk(g) != UINT32_MAX)
-            coop_walk = ops_loop_chunk(g) / 64 * 2 * (size_t)cshape[2];
+            coop_walk = ops_loop_chunk(g) / per_step * 2 * (size_t)cshape[2];
         if (kpart > coop_walk)
             parts = 1, kpart = size[RED];
     }
