@@ -10,7 +10,7 @@ case "${1:-build}" in
   train) want=("${build[@]}" fortunes fortunes-min python3-matplotlib) ;;
   test)  want=("${build[@]}" vulkan-validationlayers fortunes fortunes-min
                python3 python3-pip python3-venv python3-numpy python3-torch python3-matplotlib
-               python3-jinja2 spirv-tools) ;;
+               python3-jinja2 spirv-tools debootstrap) ;;
   bench) want=("${build[@]}" python3 python3-numpy python3-torch libopenblas0-pthread time) ;;
   fuzz)  want=("${build[@]}" clang libclang-rt-dev) ;;
   *) echo "usage: $0 build|train|test|bench|fuzz" >&2; exit 2 ;;

@@ -39,7 +39,9 @@ case "${1:-}" in
     ;;
   fetch)
     present && exit 0
-    command -v debootstrap >/dev/null || apt-get install -y -q debootstrap
+    command -v debootstrap >/dev/null ||
+      { echo "sid: no debootstrap: apt-get install debootstrap (scripts/deps.sh test installs it)" >&2; exit 1; }
+    [ "$(id -u)" -eq 0 ] || { echo "sid: debootstrap needs root (run scripts/deps.sh test as root)" >&2; exit 1; }
     mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
     [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /^http/ && $3 !~ /security/ {print $2; exit}' \
                                    /etc/apt/sources.list 2>/dev/null)
