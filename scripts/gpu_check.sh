@@ -317,7 +317,11 @@ if [ $cpu = 0 ]; then
     "tiledefault|VKTRAIN_TILED_SPLITK=1|nt,nn,tn|without split-k, the default tiles"
     "splitk4|VKTRAIN_TILED_SPLITK=4|tn|tn in 4 parts")
   # bf16 inputs on cooperative matrices (precision: bf16)
-  [ $coop_bf16 = 0 ] || matmul_runs+=("coopbf16|VKTRAIN_MATMUL_INPUTS=bf16|nt,nn,tn|bf16 inputs on cooperative matrices")
+  # (2 x 2 accumulators per subgroup, the default), and with 4 x 4 and 4 x 2
+  # (VKTRAIN_COOPMAT_TILE): which workgroup tile suits the GPU
+  [ $coop_bf16 = 0 ] || matmul_runs+=("coopbf16|VKTRAIN_MATMUL_INPUTS=bf16|nt,nn,tn|bf16 inputs on cooperative matrices"
+    "coopbf16_4x4|VKTRAIN_MATMUL_INPUTS=bf16 VKTRAIN_COOPMAT_TILE=4x4|nt,nn,tn|bf16 inputs, 4 x 4 matrices per subgroup"
+    "coopbf16_4x2|VKTRAIN_MATMUL_INPUTS=bf16 VKTRAIN_COOPMAT_TILE=4x2|nt,nn,tn|bf16 inputs, 4 x 2 matrices per subgroup")
   for r in "${matmul_runs[@]}"; do
     IFS='|' read -r n e l _ <<< "$r"
     env $e "$bdir/bench/bench_matmul" $M $N $K $R $l > "$work/matmul_$n.log" 2>&1 ||

@@ -24,8 +24,9 @@
 // needs. The workgroup tile is BM x BN = (2·RM·CM) x (2·RN·CN): 2 x 2
 // subgroup tiles, each RM x RN accumulators of the device's CM x CN shape;
 // the reduction goes in steps of BK = 2·CK. CM, CN, CK are specialization
-// constants from the device's cooperative-matrix properties (the defaults
-// are the largest, for SPIRV-Cross); WG is the workgroup's invocations,
+// constants from the device's cooperative-matrix properties, RM and RN
+// ones from op_matmul.c (2 x 2, or VKTRAIN_COOPMAT_TILE); the defaults
+// are the largest, for SPIRV-Cross. WG is the workgroup's invocations,
 // 4 times the largest subgroup the driver may pick (whole subgroups are
 // required), so 4 subgroups or more; where the driver makes more, the
 // extra ones only load (and were there fewer, each would take several
@@ -53,8 +54,8 @@ layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint CM = 16;
 layout(constant_id = 2) const uint CN = 16;
 layout(constant_id = 3) const uint CK = 16;
-#define RM 2u
-#define RN 2u
+layout(constant_id = 4) const uint RM = 4;
+layout(constant_id = 5) const uint RN = 4;
 const uint BM = 2u * RM * CM, BN = 2u * RN * CN, BK = 2u * CK;
 #define PAD 8u
 // Rows of the shared tiles: A is BM x BK (A_KMAJOR: BM rows of BK) or

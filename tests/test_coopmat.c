@@ -110,6 +110,19 @@ static void coop_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layou
     free(a), free(b), free(c0), free(ref16), free(ref32);
 }
 
+/* The three layouts at M x N x K (accumulating, lead 1) with the
+ * environment's `var` at each of its three values, then unset. */
+static void layouts_under(struct gpu *g, enum gpu_matmul_inputs t, const char *var, const char *const *values, int M,
+                          int N, int K)
+{
+    for (int i = 0; i < 3; i++) {
+        setenv(var, values[i], 1);
+        for (int l = 0; l < 3; l++)
+            coop_case(g, t, (enum matmul_layout)l, M, N, K, 1, 1, -1);
+    }
+    unsetenv(var);
+}
+
 static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
 {
     const uint32_t *shape = t == GPU_MATMUL_F16 ? gpu_info(g)->coopmat_f16 : gpu_info(g)->coopmat_bf16;
@@ -137,11 +150,11 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
      * (the extra ones only load), where the driver's subgroups differ
      * from the size the kernel was sized for */
     static const char *const subgroups[] = {"1", "2", "8"};
-    for (int i = 0; i < 3; i++) {
-        setenv("VKTRAIN_COOPMAT_SUBGROUPS", subgroups[i], 1);
-        for (int l = 0; l < 3; l++)
-            coop_case(g, t, (enum matmul_layout)l, 66, 70, 130, 1, 1, -1);
-    }
+    layouts_under(g, t, "VKTRAIN_COOPMAT_SUBGROUPS", subgroups, 66, 70, 130);
+    /* other accumulators per subgroup (the workgroup tile 2·RM·CM x
+     * 2·RN·CN): 1 x 1, 4 x 2, 1 x 3 */
+    static const char *const tiles[] = {"1x1", "4x2", "1x3"};
+    layouts_under(g, t, "VKTRAIN_COOPMAT_TILE", tiles, 130, 37, 68);
     /* one subgroup's turns over a long reduction, which op_matmul.c cuts
      * into shorter blocks for llvmpipe's loop bound (its count of loop
      * iterations per step is an upper bound: llvmpipe unrolls the tile
