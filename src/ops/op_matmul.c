@@ -152,32 +152,6 @@ static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs
     gpu_dispatch(g, gpu_kernel_get(g, &d), sum, push, gx, 1, 1);
 }
 
-/* The cooperative-matrix kernel's accumulators per subgroup, RM x RN
- * (its spec constants 4 and 5; the workgroup tile is 2·RM·CM x
- * 2·RN·CN): 2 x 2, or VKTRAIN_COOPMAT_TILE=RMxRN, each 1 to 4
- * (benchmarks on a GPU: which tile suits it), where the device's shared
- * memory holds the tiles (16-bit, rows padded by 8) and the staging. */
-static void coop_grid(const struct gpu_device_info *info, const char *name, const uint32_t *cshape, uint32_t *rm_rn)
-{
-    const char *env = getenv("VKTRAIN_COOPMAT_TILE");
-    rm_rn[0] = rm_rn[1] = 2;
-    if (env && *env) {
-        char x;
-        unsigned a, b;
-        if (sscanf(env, "%u%c%u", &a, &x, &b) != 3 || x != 'x' || a < 1 || a > 4 || b < 1 || b > 4)
-            vkt_fatal("VKTRAIN_COOPMAT_TILE='%s': expected RMxRN, each from 1 to 4 (e.g. 2x2)", env);
-        rm_rn[0] = a, rm_rn[1] = b;
-    }
-    size_t bm = 2 * (size_t)rm_rn[0] * cshape[0], bn = 2 * (size_t)rm_rn[1] * cshape[1], bk = 2 * (size_t)cshape[2];
-    size_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
-    size_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
-    size_t bytes = (a + b) * 2 + 4 * (size_t)cshape[0] * cshape[1] * sizeof(float);
-    if (bytes > info->shared_memory)
-        vkt_fatal("%s: the cooperative-matrix kernel's %u x %u accumulators per subgroup need %zu bytes of shared "
-                  "memory, more than the %u of %s",
-                  name, rm_rn[0], rm_rn[1], bytes, info->shared_memory, info->name);
-}
-
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
  * off[] their first elements (NULL: 0); ld[] their row strides in
  * elements (NULL or 0: packed rows). bias (nt on packed operands, else
@@ -281,36 +255,11 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     if (!texel && !coop)
         tc = ops_tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
-    /* One step of the cooperative-matrix kernel walks 2·CK of the
-     * reduction, its tile loads a loop of 8·CK·(CM + CN) / WG iterations
-     * (32 more counted for the matrices' own), in each of its rounds (a
-     * workgroup of fewer than 4 subgroups takes their tiles in turns); the
-     * tiled kernel's steps count 1. */
-    size_t coop_walk = SIZE_MAX;
-    uint32_t rm_rn[2] = {2, 2};
+    struct ops_coop_config cc = {0};
     if (coop) {
-        /* whole subgroups of any size the driver picks: 4 or more;
-         * VKTRAIN_COOPMAT_SUBGROUPS=1|2|8 (tests) makes fewer, which take
-         * the subgroup tiles in turns, or more, whose extra ones only load */
-        const char *sg = getenv("VKTRAIN_COOPMAT_SUBGROUPS");
-        uint32_t subgroups = 4;
-        if (sg && *sg) {
-            subgroups = (uint32_t)atoi(sg);
-            if (subgroups != 1 && subgroups != 2 && subgroups != 4 && subgroups != 8)
-                vkt_fatal("VKTRAIN_COOPMAT_SUBGROUPS='%s': expected 1, 2, 4 or 8", sg);
-        }
-        tc.wg = subgroups * info->subgroup_max;
-        if (tc.wg > info->max_workgroup_invocations)
-            vkt_fatal("%s: %u subgroups of %u exceed the device's %u invocations per workgroup", names[l], subgroups,
-                      info->subgroup_max, info->max_workgroup_invocations);
-        coop_grid(info, names[l], cshape, rm_rn);
-        tile[ROW] = 2 * (size_t)rm_rn[0] * cshape[0];
-        tile[COL] = 2 * (size_t)rm_rn[1] * cshape[1];
-        size_t ns = tc.wg / info->subgroup_size, rounds = ceil_div(4, ns ? ns : 1);
-        size_t per_step = rounds * (ceil_div(4 * (size_t)cshape[2] * (tile[ROW] + tile[COL]) / 2, tc.wg) + 32);
-        if (ops_loop_chunk(g) != UINT32_MAX)
-            coop_walk = ops_loop_chunk(g) / per_step * 2 * (size_t)cshape[2];
-        if (kpart > coop_walk)
+        cc = ops_coop_config(g, names[l], cshape);
+        tile[ROW] = cc.tile[0], tile[COL] = cc.tile[1];
+        if (kpart > cc.walk)
             parts = 1, kpart = size[RED];
     }
     size_t cap[3] = {min_size(size[ROW], (size_t)info->max_workgroup_count[1] * tile[ROW]),
@@ -329,7 +278,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
      * 8 (its inner loops have constant counts and unroll); it is counted
      * as 1, which leaves a margin of 8 iterations per step. */
     size_t per_iteration = texel ? 4 : 1;
-    size_t walk = coop ? coop_walk : (size_t)ops_loop_chunk(g) * per_iteration;
+    size_t walk = coop ? cc.walk : (size_t)ops_loop_chunk(g) * per_iteration;
     if (walk < cap[RED])
         cap[RED] = walk - walk % 16;
     for (int d = ROW; d <= COL; d++) {
@@ -396,7 +345,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
             .n_spec = 6,
-            .spec = {tc.wg, cshape[0], cshape[1], cshape[2], rm_rn[0], rm_rn[1]},
+            .spec = {cc.wg, cshape[0], cshape[1], cshape[2], cc.rm_rn[0], cc.rm_rn[1]},
             .full_subgroups = 1,
         };
         k = gpu_kernel_get(g, &d);

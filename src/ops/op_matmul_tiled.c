@@ -2,9 +2,12 @@
  * product, which op_matmul.c dispatches: the tile configuration for the
  * device and the grid (ops_tiled_config), and how many parts a weight
  * gradient's (tn) reduction is split into (ops_tiled_parts), whose sizing
- * op_matmul_tn_scratch shares with the dispatch. Reads the device's
- * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_SPLITK (benchmarks, tests);
+ * op_matmul_tn_scratch shares with the dispatch; and the cooperative-
+ * matrix kernel's configuration (ops_coop_config). Reads the device's
+ * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_SPLITK /
+ * VKTRAIN_COOPMAT_SUBGROUPS / VKTRAIN_COOPMAT_TILE (benchmarks, tests);
  * records nothing. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,4 +111,55 @@ uint32_t ops_tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t r
         return 1;
     *kpart = part;
     return (uint32_t)parts;
+}
+
+/* Matrices per subgroup, RM x RN (the workgroup tile is 2·RM·CM x
+ * 2·RN·CN): 2 x 2, or VKTRAIN_COOPMAT_TILE=RMxRN, each 1 to 4 (benchmarks
+ * on a GPU: which tile suits it), where the device's shared memory holds
+ * the tiles (16-bit, rows padded by 8) and the staging. Workgroups of
+ * whole subgroups of any size the driver picks, 4 or more;
+ * VKTRAIN_COOPMAT_SUBGROUPS=1|2|8 (tests) makes fewer, which take the
+ * subgroup tiles in turns, or more, whose extra ones only load. One step
+ * of the kernel walks 2·CK of the reduction, its tile loads a loop of
+ * 2·CK·(BM + BN) / WG iterations (32 more counted for the matrices' own)
+ * in each of its rounds. */
+struct ops_coop_config ops_coop_config(const struct gpu *g, const char *name, const uint32_t *cshape)
+{
+    const struct gpu_device_info *info = gpu_info(g);
+    struct ops_coop_config c = {.rm_rn = {2, 2}, .walk = SIZE_MAX};
+    const char *env = getenv("VKTRAIN_COOPMAT_TILE");
+    if (env && *env) {
+        char x;
+        unsigned a, b;
+        if (sscanf(env, "%u%c%u", &a, &x, &b) != 3 || x != 'x' || a < 1 || a > 4 || b < 1 || b > 4)
+            vkt_fatal("VKTRAIN_COOPMAT_TILE='%s': expected RMxRN, each from 1 to 4 (e.g. 2x2)", env);
+        c.rm_rn[0] = a, c.rm_rn[1] = b;
+    }
+    const char *sg = getenv("VKTRAIN_COOPMAT_SUBGROUPS");
+    uint32_t subgroups = 4;
+    if (sg && *sg) {
+        subgroups = (uint32_t)atoi(sg);
+        if (subgroups != 1 && subgroups != 2 && subgroups != 4 && subgroups != 8)
+            vkt_fatal("VKTRAIN_COOPMAT_SUBGROUPS='%s': expected 1, 2, 4 or 8", sg);
+    }
+    c.wg = subgroups * info->subgroup_max;
+    if (c.wg > info->max_workgroup_invocations)
+        vkt_fatal("%s: %u subgroups of %u exceed the device's %u invocations per workgroup", name, subgroups,
+                  info->subgroup_max, info->max_workgroup_invocations);
+
+    size_t bm = 2 * (size_t)c.rm_rn[0] * cshape[0], bn = 2 * (size_t)c.rm_rn[1] * cshape[1], bk = 2 * (size_t)cshape[2];
+    size_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
+    size_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
+    size_t bytes = (a + b) * 2 + 4 * (size_t)cshape[0] * cshape[1] * sizeof(float);
+    if (bytes > info->shared_memory)
+        vkt_fatal("%s: the cooperative-matrix kernel's %u x %u matrices per subgroup need %zu bytes of shared memory, "
+                  "more than the %u of %s",
+                  name, c.rm_rn[0], c.rm_rn[1], bytes, info->shared_memory, info->name);
+    c.tile[0] = bm, c.tile[1] = bn;
+
+    size_t ns = c.wg / info->subgroup_size, rounds = ceil_div(4, ns ? ns : 1);
+    size_t per_step = rounds * (ceil_div(bk * (bm + bn), c.wg) + 32);
+    if (ops_loop_chunk(g) != UINT32_MAX)
+        c.walk = ops_loop_chunk(g) / per_step * bk;
+    return c;
 }

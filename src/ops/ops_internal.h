@@ -29,6 +29,15 @@ struct ops_tiled_config {
 struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
                                          int split);
 uint32_t ops_tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t red, const size_t *bytes, size_t *kpart);
+/* The cooperative-matrix kernel's configuration for the device's matrix
+ * shape cshape (M, N, K): its invocations, matrices per subgroup (spec
+ * constants 0, 4 and 5), output tile (rows, columns) and the longest
+ * reduction one dispatch may walk under the device's loop limit. */
+struct ops_coop_config {
+    uint32_t wg, rm_rn[2];
+    size_t tile[2], walk;
+};
+struct ops_coop_config ops_coop_config(const struct gpu *g, const char *name, const uint32_t *cshape);
 
 /* Fatal unless buffer b holds at least `bytes`; names op and role. */
 void ops_check(const char *op, const char *role, const struct gpu_buffer *b, size_t bytes);
