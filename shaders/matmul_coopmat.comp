@@ -1,12 +1,24 @@
 #version 450
 // needs: coopmat
-// variant: nt_f16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0
-// variant: nn_f16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0
-// variant: tn_f16 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0
+// variant: nt_f16_vec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0 -DA_VEC4=1 -DB_VEC4=1
+// variant: nt_f16_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=1
+// variant: nt_f16_scalar -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=0
+// variant: nn_f16_vec4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=1 -DB_VEC4=1
+// variant: nn_f16_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=1
+// variant: nn_f16_scalar -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=0
+// variant: tn_f16_vec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=1 -DB_VEC4=1
+// variant: tn_f16_bvec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=1
+// variant: tn_f16_scalar -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=0
 // needs: coopmat_bf16
-// variant: nt_bf16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1
-// variant: nn_bf16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1
-// variant: tn_bf16 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1
+// variant: nt_bf16_vec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1
+// variant: nt_bf16_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1
+// variant: nt_bf16_scalar -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=0
+// variant: nn_bf16_vec4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1
+// variant: nn_bf16_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1
+// variant: nn_bf16_scalar -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=0
+// variant: tn_bf16_vec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1
+// variant: tn_bf16_bvec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1
+// variant: tn_bf16_scalar -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=0
 // C[M,N] (+)= A·B on cooperative matrices (VK_KHR_cooperative_matrix):
 // the fp32 operands are rounded to 16-bit floats (f16, or bf16 where the
 // device has VK_KHR_shader_bfloat16) as their tiles go to shared memory,
@@ -32,6 +44,18 @@
 // extra ones only load (and were there fewer, each would take several
 // subgroup tiles in turn).
 //
+// Loads: each invocation takes groups of 4 consecutive elements along an
+// operand's contiguous dimension: one vec4 load where the operand's rows,
+// first element and contiguous extent are whole vec4 (A_VEC4, B_VEC4,
+// checked by the host; "bvec4": B alone, as in the tiled kernel), else 4
+// float loads, each checked against the block's edge. The shared tiles
+// are arrays of 16-bit 4-vectors, so a group is one store, and the
+// matrices' offsets and strides count 4-vectors (every offset is a
+// multiple of 4 elements, every row 16 bytes and more).
+// Double-buffered: the next step's groups are loaded into registers (as
+// fp32, rounded when stored) before this step's matrices multiply, and
+// stored to the other buffer after, with one barrier per step.
+//
 // Edges: elements outside the block load as 0; accumulators go through a
 // shared staging tile per subgroup tile, which the subgroup's invocations
 // write to C where in range, adding to C where `accumulate`, between
@@ -45,8 +69,10 @@
 #if ELT_BF16
 #extension GL_EXT_bfloat16 : require
 #define ELT bfloat16_t
+#define EVEC4 bf16vec4
 #else
 #define ELT float16_t
+#define EVEC4 f16vec4
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -62,7 +88,13 @@ const uint BM = 2u * RM * CM, BN = 2u * RN * CN, BK = 2u * CK;
 // BK rows of BM; B is BN rows of BK (B_KMAJOR) or BK rows of BN.
 const uint A_OUTER = A_KMAJOR != 0 ? BM : BK, A_INNER = A_KMAJOR != 0 ? BK : BM;
 const uint B_OUTER = B_KMAJOR != 0 ? BN : BK, B_INNER = B_KMAJOR != 0 ? BK : BN;
-const uint A_LD = A_INNER + PAD, B_LD = B_INNER + PAD;
+// rows in 4-vectors, and one buffer's 4-vectors
+const uint A_LD4 = (A_INNER + PAD) / 4u, B_LD4 = (B_INNER + PAD) / 4u;
+const uint A_BUF4 = A_OUTER * A_LD4, B_BUF4 = B_OUTER * B_LD4;
+// groups of 4 elements in a tile, and per invocation
+const uint A_GROUPS = A_OUTER * A_INNER / 4u, B_GROUPS = B_OUTER * B_INNER / 4u;
+const uint LA = (A_GROUPS + WG - 1u) / WG, LB = (B_GROUPS + WG - 1u) / WG;
+const uint L = LA > LB ? LA : LB;
 
 layout(push_constant) uniform Push {
     uint M, N, K, accumulate;
@@ -70,33 +102,109 @@ layout(push_constant) uniform Push {
     uint kpart, zc;
 } p;
 
+#if A_VEC4
+layout(std430, binding = 0) readonly buffer BA { vec4 A4[]; };
+#else
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
+#endif
+#if B_VEC4
+layout(std430, binding = 1) readonly buffer BB { vec4 B4[]; };
+#else
 layout(std430, binding = 1) readonly buffer BB { float B[]; };
+#endif
 layout(std430, binding = 2) buffer BC { float C[]; };
 
-shared ELT As[A_OUTER * A_LD];
-shared ELT Bs[B_OUTER * B_LD];
+shared EVEC4 As[2u * A_BUF4];
+shared EVEC4 Bs[2u * B_BUF4];
 shared float Cs[4u * CM * CN];
 
+// The groups in flight between a step's global loads and its shared
+// stores: group r of an operand is its tile's group idx + r·WG.
+vec4 ra[L], rb[L];
+
+// The group at element `at` of A (is_a) or B, of which the first n are in
+// the block (vec4 operands: 0 or 4); the rest read as 0.
+vec4 fetch(bool is_a, uint at, uint n)
+{
+    vec4 v = vec4(0.0);
+    if (is_a) {
+#if A_VEC4
+        if (n > 0u) v = A4[at >> 2u];
+#else
+        [[unroll]] for (uint j = 0u; j < 4u; j++)
+            if (j < n) v[j] = A[at + j];
+#endif
+    } else {
+#if B_VEC4
+        if (n > 0u) v = B4[at >> 2u];
+#else
+        [[unroll]] for (uint j = 0u; j < 4u; j++)
+            if (j < n) v[j] = B[at + j];
+#endif
+    }
+    return v;
+}
+
 // Loads the tile of A (is_a) or B whose k starts at k0 and m (n) at mn0
-// into shared memory, as 16-bit values; 0 outside the block.
+// into registers.
 void tile_load(bool is_a, uint mn0, uint k0, uint k_end)
 {
     bool kmajor = is_a ? A_KMAJOR != 0 : B_KMAJOR != 0;
-    uint outer = is_a ? A_OUTER : B_OUTER, inner = is_a ? A_INNER : B_INNER, lds = is_a ? A_LD : B_LD;
+    uint inner = is_a ? A_INNER : B_INNER, groups = is_a ? A_GROUPS : B_GROUPS;
     uint mn_size = is_a ? p.M : p.N, ld = is_a ? p.lda : p.ldb, base = is_a ? p.a0 : p.b0;
-    for (uint e = gl_LocalInvocationIndex; e < outer * inner; e += WG) {
-        uint o = e / inner, i = e % inner;
-        uint k = k0 + (kmajor ? i : o), mn = mn0 + (kmajor ? o : i);
-        float v = 0.0;
-        if (k < k_end && mn < mn_size) {
-            uint at = base + (kmajor ? mn : k) * ld + (kmajor ? k : mn);
-            v = is_a ? A[at] : B[at];
-        }
+    // rows along the outer dimension, positions along the inner one
+    uint outer0 = kmajor ? mn0 : k0, outer_end = kmajor ? mn_size : k_end;
+    uint inner0 = kmajor ? k0 : mn0, inner_end = kmajor ? k_end : mn_size;
+    [[unroll]] for (uint r = 0u; r < (is_a ? LA : LB); r++) {
+        uint q = gl_LocalInvocationIndex + r * WG;
+        uint o = outer0 + 4u * q / inner, i = inner0 + 4u * q % inner;
+        uint n = q < groups && o < outer_end && i < inner_end ? min(inner_end - i, 4u) : 0u;
+        vec4 v = fetch(is_a, base + o * ld + i, n);
         if (is_a)
-            As[o * lds + i] = ELT(v);
+            ra[r] = v;
         else
-            Bs[o * lds + i] = ELT(v);
+            rb[r] = v;
+    }
+}
+
+// Stores the registers' tile of A (is_a) or B, rounded, into shared buffer `buf`.
+void tile_store(bool is_a, uint buf)
+{
+    uint inner = is_a ? A_INNER : B_INNER, groups = is_a ? A_GROUPS : B_GROUPS;
+    [[unroll]] for (uint r = 0u; r < (is_a ? LA : LB); r++) {
+        uint q = gl_LocalInvocationIndex + r * WG;
+        if (q >= groups)
+            break;
+        uint o = 4u * q / inner, i4 = q % (inner / 4u);
+        if (is_a)
+            As[buf * A_BUF4 + o * A_LD4 + i4] = EVEC4(ra[r]);
+        else
+            Bs[buf * B_BUF4 + o * B_LD4 + i4] = EVEC4(rb[r]);
+    }
+}
+
+// This subgroup's tile (rows sm.., columns sn..) times shared buffer `buf`.
+void multiply(uint buf, uint sm, uint sn, inout coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator> acc[RM][RN])
+{
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += CK) {
+        coopmat<ELT, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA> a[RM];
+        coopmat<ELT, gl_ScopeSubgroup, CK, CN, gl_MatrixUseB> b[RN];
+        [[unroll]] for (uint i = 0u; i < RM; i++) {
+            uint m = sm + i * CM;
+            if (A_KMAJOR != 0)
+                coopMatLoad(a[i], As, buf * A_BUF4 + m * A_LD4 + kk / 4u, A_LD4, gl_CooperativeMatrixLayoutRowMajor);
+            else
+                coopMatLoad(a[i], As, buf * A_BUF4 + kk * A_LD4 + m / 4u, A_LD4, gl_CooperativeMatrixLayoutColumnMajor);
+        }
+        [[unroll]] for (uint j = 0u; j < RN; j++) {
+            uint n = sn + j * CN;
+            if (B_KMAJOR != 0)
+                coopMatLoad(b[j], Bs, buf * B_BUF4 + n * B_LD4 + kk / 4u, B_LD4, gl_CooperativeMatrixLayoutColumnMajor);
+            else
+                coopMatLoad(b[j], Bs, buf * B_BUF4 + kk * B_LD4 + n / 4u, B_LD4, gl_CooperativeMatrixLayoutRowMajor);
+        }
+        [[unroll]] for (uint i = 0u; i < RM; i++)
+            [[unroll]] for (uint j = 0u; j < RN; j++) acc[i][j] = coopMatMulAdd(a[i], b[j], acc[i][j]);
     }
 }
 
@@ -115,32 +223,26 @@ void main()
         [[unroll]] for (uint i = 0u; i < RM; i++)
             [[unroll]] for (uint j = 0u; j < RN; j++)
                 acc[i][j] = coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator>(0.0);
+        // step s multiplies buffer s % 2 while step s + 1's groups load
+        // into registers, then stores them to the other buffer, which
+        // step s - 1 multiplied before the barrier that ended it
+        tile_load(true, m0, k_begin, k_end);
+        tile_load(false, n0, k_begin, k_end);
+        tile_store(true, 0u);
+        tile_store(false, 0u);
+        barrier();
         for (uint s = 0u; s < steps; s++) {
-            uint k0 = k_begin + s * BK;
-            tile_load(true, m0, k0, k_end);
-            tile_load(false, n0, k0, k_end);
-            barrier();
-            if (mine) {
-                [[unroll]] for (uint kk = 0u; kk < BK; kk += CK) {
-                    coopmat<ELT, gl_ScopeSubgroup, CM, CK, gl_MatrixUseA> a[RM];
-                    coopmat<ELT, gl_ScopeSubgroup, CK, CN, gl_MatrixUseB> b[RN];
-                    [[unroll]] for (uint i = 0u; i < RM; i++) {
-                        uint m = sm + i * CM;
-                        if (A_KMAJOR != 0)
-                            coopMatLoad(a[i], As, m * A_LD + kk, A_LD, gl_CooperativeMatrixLayoutRowMajor);
-                        else
-                            coopMatLoad(a[i], As, kk * A_LD + m, A_LD, gl_CooperativeMatrixLayoutColumnMajor);
-                    }
-                    [[unroll]] for (uint j = 0u; j < RN; j++) {
-                        uint n = sn + j * CN;
-                        if (B_KMAJOR != 0)
-                            coopMatLoad(b[j], Bs, n * B_LD + kk, B_LD, gl_CooperativeMatrixLayoutColumnMajor);
-                        else
-                            coopMatLoad(b[j], Bs, kk * B_LD + n, B_LD, gl_CooperativeMatrixLayoutRowMajor);
-                    }
-                    [[unroll]] for (uint i = 0u; i < RM; i++)
-                        [[unroll]] for (uint j = 0u; j < RN; j++) acc[i][j] = coopMatMulAdd(a[i], b[j], acc[i][j]);
-                }
+            uint cur = s & 1u;
+            bool next = s + 1u < steps;
+            if (next) {
+                tile_load(true, m0, k_begin + (s + 1u) * BK, k_end);
+                tile_load(false, n0, k_begin + (s + 1u) * BK, k_end);
+            }
+            if (mine)
+                multiply(cur, sm, sn, acc);
+            if (next) {
+                tile_store(true, cur ^ 1u);
+                tile_store(false, cur ^ 1u);
             }
             barrier();
         }

@@ -13,7 +13,8 @@
  * random terms; the margin covers accumulators that round otherwise), and
  * 1e-10 at least. Against the product of the unrounded operands the error
  * must be 10 times the bound and more (about 4e-8 for f16): the inputs were rounded,
- * so the 16-bit kernel ran. The profile shows which kernel ran.
+ * so the 16-bit kernel ran. The profile shows which kernel ran, with
+ * which loads: vec4 ones (aligned operands), vec4 for B alone, or floats.
  *
  * A device without cooperative matrices (Debian 12's lavapipe) skips the
  * test (exit 77, "skipped" in ctest, never a pass), saying why;
@@ -95,8 +96,15 @@ static void coop_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layou
               "matmul_%s %s M=%d N=%d K=%d: error %.3g against the fp32 product, not above 10x %.3g: were the "
               "inputs rounded?",
               matmul_layout_name[l], type_name[t], M, N, K, err32, bound);
-    char kernel[40];
-    snprintf(kernel, sizeof kernel, "matmul_coopmat_%s_%s", matmul_layout_name[l], type_name[t]);
+    /* the loads' variant: vec4 where an operand's rows and first element
+     * are whole vec4 (A's rows are K floats in nt, N in nn and tn; B's K;
+     * A starts `lead` floats in), "bvec4" where B's alone are */
+    int a4 = (l == NT ? K : N) % 4 == 0 && lead % 4 == 0, b4 = K % 4 == 0;
+    char kernel[48];
+    snprintf(kernel, sizeof kernel, "matmul_coopmat_%s_%s_%s", matmul_layout_name[l], type_name[t],
+             a4 && b4 ? "vec4"
+             : b4     ? "bvec4"
+                      : "scalar");
     CHECK(!timed || profile_dispatches(g, kernel) > 0, "matmul_%s %s M=%d N=%d K=%d: no %s dispatch in the profile",
           matmul_layout_name[l], type_name[t], M, N, K, kernel);
     if (splits >= 0)

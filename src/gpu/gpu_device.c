@@ -388,15 +388,17 @@ void gpu_set_reproducible(struct gpu *g, int on) { g->reproducible = on; }
 
 int gpu_coopmat_built(enum gpu_matmul_inputs t)
 {
-    static const char *const shaders[][3] = {
-        [GPU_MATMUL_F16] = {"matmul_coopmat_nt_f16", "matmul_coopmat_nn_f16", "matmul_coopmat_tn_f16"},
-        [GPU_MATMUL_BF16] = {"matmul_coopmat_nt_bf16", "matmul_coopmat_nn_bf16", "matmul_coopmat_tn_bf16"},
-    };
+    static const char *const layouts[] = {"nt", "nn", "tn"}, *const loads[] = {"vec4", "bvec4", "scalar"};
     if (t == GPU_MATMUL_FP32)
         return 1;
     for (int i = 0; i < 3; i++)
-        if (!gpu_shader_built(shaders[t][i]))
-            return 0;
+        for (int j = 0; j < 3; j++) {
+            char name[40];
+            snprintf(name, sizeof name, "matmul_coopmat_%s_%s_%s", layouts[i], t == GPU_MATMUL_BF16 ? "bf16" : "f16",
+                     loads[j]);
+            if (!gpu_shader_built(name))
+                return 0;
+        }
     return 1;
 }
 

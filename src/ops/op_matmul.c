@@ -303,6 +303,19 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     int img = texel && aligned && info->image_vec4 && ia && o[2].ld % 4 == 0 && o[2].off % 4 == 0 &&
               (l != NT || N % 4 == 0) &&
               block_extent(&o[2], cap) * sizeof(float) + ia <= gpu_texel_limit(g, GPU_BIND_IMAGE_VEC4);
+    /* The tiled and cooperative-matrix kernels: vec4 loads of an operand
+     * whose rows, first element and contiguous extent are whole vec4, in
+     * every block (blocks start on multiples of their size along each
+     * dimension); A alone as floats is the "bvec4" variant (dY rows of
+     * 50257 logits). A bf16 weight read as vec4 needs its bound ranges to
+     * start on 8 bytes. */
+    int v4[2];
+    for (int i = 0; i < 2; i++) {
+        size_t in = size[o[i].inner], bc = cap[o[i].inner];
+        v4[i] = o[i].ld % 4 == 0 && o[i].off % 4 == 0 && in % 4 == 0 && (bc == in || bc % 4 == 0) &&
+                (i == 0 || !bf16 || align % 8 == 0);
+    }
+    const char *loads = v4[0] && v4[1] ? "vec4" : v4[1] ? "bvec4" : "scalar";
     struct gpu_kernel *k = NULL, *k_acc = NULL;
     if (texel) {
         char shader[40];
@@ -337,8 +350,8 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         }
     } else if (coop) {
         char shader[40];
-        snprintf(shader, sizeof shader, "matmul_coopmat_%s_%s", names[l] + 7,
-                 inputs == GPU_MATMUL_BF16 ? "bf16" : "f16");
+        snprintf(shader, sizeof shader, "matmul_coopmat_%s_%s_%s", names[l] + 7,
+                 inputs == GPU_MATMUL_BF16 ? "bf16" : "f16", loads);
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
@@ -350,23 +363,8 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         };
         k = gpu_kernel_get(g, &d);
     } else {
-        /* vec4 loads of an operand whose rows, first element and
-         * contiguous extent are whole vec4, in every block (blocks start
-         * on multiples of their size along each dimension); A alone as
-         * floats is the "bvec4" variant (dY rows of 50257 logits). A bf16
-         * weight read as vec4 needs its bound ranges to start on 8 bytes. */
-        int v4[2];
-        for (int i = 0; i < 2; i++) {
-            size_t in = size[o[i].inner], bc = cap[o[i].inner];
-            v4[i] = o[i].ld % 4 == 0 && o[i].off % 4 == 0 && in % 4 == 0 && (bc == in || bc % 4 == 0) &&
-                    (i == 0 || !bf16 || align % 8 == 0);
-        }
         char shader[40];
-        snprintf(shader, sizeof shader, "matmul_tiled_%s_%s%s", names[l] + 7,
-                 v4[0] && v4[1] ? "vec4"
-                 : v4[1]        ? "bvec4"
-                                : "scalar",
-                 bf16 ? "_bf16" : "");
+        snprintf(shader, sizeof shader, "matmul_tiled_%s_%s%s", names[l] + 7, loads, bf16 ? "_bf16" : "");
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,

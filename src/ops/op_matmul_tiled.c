@@ -116,7 +116,7 @@ uint32_t ops_tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t r
 /* Matrices per subgroup, RM x RN (the workgroup tile is 2·RM·CM x
  * 2·RN·CN): 2 x 2, or VKTRAIN_COOPMAT_TILE=RMxRN, each 1 to 4 (benchmarks
  * on a GPU: which tile suits it), where the device's shared memory holds
- * the tiles (16-bit, rows padded by 8) and the staging. Workgroups of
+ * the tiles (16-bit, rows padded by 8, two buffers) and the staging. Workgroups of
  * whole subgroups of any size the driver picks, 4 or more;
  * VKTRAIN_COOPMAT_SUBGROUPS=1|2|8 (tests) makes fewer, which take the
  * subgroup tiles in turns, or more, whose extra ones only load. One step
@@ -150,7 +150,7 @@ struct ops_coop_config ops_coop_config(const struct gpu *g, const char *name, co
     size_t bm = 2 * (size_t)c.rm_rn[0] * cshape[0], bn = 2 * (size_t)c.rm_rn[1] * cshape[1], bk = 2 * (size_t)cshape[2];
     size_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
     size_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
-    size_t bytes = (a + b) * 2 + 4 * (size_t)cshape[0] * cshape[1] * sizeof(float);
+    size_t bytes = (a + b) * 2 * 2 + 4 * (size_t)cshape[0] * cshape[1] * sizeof(float); /* double-buffered */
     if (bytes > info->shared_memory)
         vkt_fatal("%s: the cooperative-matrix kernel's %u x %u matrices per subgroup need %zu bytes of shared memory, "
                   "more than the %u of %s",
