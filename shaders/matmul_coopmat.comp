@@ -56,11 +56,17 @@
 // fp32, rounded when stored) before this step's matrices multiply, and
 // stored to the other buffer after, with one barrier per step.
 //
-// Edges: elements outside the block load as 0; accumulators go through a
-// shared staging tile per subgroup tile, which the subgroup's invocations
-// write to C where in range, adding to C where `accumulate`, between
-// workgroup barriers (GPU-assisted validation took subgroup barriers there
-// for a race).
+// Outputs: a workgroup whose tile lies inside the block, where C's rows
+// and the tile's first element are on 16 bytes (DIRECT: the device's
+// storage bindings start on 16 bytes; C's ldc and first element multiples
+// of 4 floats), stores its accumulators to C with coopMatStore, first
+// adding C's values where `accumulate` (coopMatLoad needs 16-byte rows and
+// pointers). Elsewhere (edges: elements outside the block load as 0)
+// accumulators go through a shared staging tile per subgroup tile, which
+// the subgroup's invocations write to C where in range, adding to C where
+// `accumulate`, between workgroup barriers (GPU-assisted validation took
+// subgroup barriers there for a race); which of the two is uniform across
+// the workgroup, so its barriers are.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -82,6 +88,7 @@ layout(constant_id = 2) const uint CN = 16;
 layout(constant_id = 3) const uint CK = 16;
 layout(constant_id = 4) const uint RM = 4;
 layout(constant_id = 5) const uint RN = 4;
+layout(constant_id = 6) const bool DIRECT = false;
 const uint BM = 2u * RM * CM, BN = 2u * RN * CN, BK = 2u * CK;
 #define PAD 8u
 // Rows of the shared tiles: A is BM x BK (A_KMAJOR: BM rows of BK) or
@@ -246,8 +253,23 @@ void main()
             }
             barrier();
         }
-        // the epilogue: workgroup barriers in uniform control flow (every
-        // subgroup takes them, the ones without a tile too)
+        uint cz = p.c0 + gl_WorkGroupID.z * p.zc;
+        if (DIRECT && CN % 4u == 0u && m0 + BM <= p.M && n0 + BN <= p.N && cz % 4u == 0u && p.ldc % 4u == 0u) {
+            if (mine)
+                [[unroll]] for (uint i = 0u; i < RM; i++)
+                    [[unroll]] for (uint j = 0u; j < RN; j++) {
+                        uint o = cz + (m0 + sm + i * CM) * p.ldc + n0 + sn + j * CN;
+                        if (p.accumulate != 0u) {
+                            coopmat<float, gl_ScopeSubgroup, CM, CN, gl_MatrixUseAccumulator> c;
+                            coopMatLoad(c, C, o, p.ldc, gl_CooperativeMatrixLayoutRowMajor);
+                            acc[i][j] = c + acc[i][j];
+                        }
+                        coopMatStore(acc[i][j], C, o, p.ldc, gl_CooperativeMatrixLayoutRowMajor);
+                    }
+            continue;
+        }
+        // the staged epilogue: workgroup barriers in uniform control flow
+        // (every subgroup takes them, the ones without a tile too)
         uint lane = gl_SubgroupInvocationID, stage = t * CM * CN;
         [[unroll]] for (uint i = 0u; i < RM; i++)
             [[unroll]] for (uint j = 0u; j < RN; j++) {
@@ -258,7 +280,7 @@ void main()
                     for (uint e = lane; e < CM * CN; e += gl_SubgroupSize) {
                         uint m = m0 + sm + i * CM + e / CN, n = n0 + sn + j * CN + e % CN;
                         if (m < p.M && n < p.N) {
-                            uint o = p.c0 + gl_WorkGroupID.z * p.zc + m * p.ldc + n;
+                            uint o = cz + m * p.ldc + n;
                             C[o] = p.accumulate != 0u ? C[o] + Cs[stage + e] : Cs[stage + e];
                         }
                     }

@@ -143,6 +143,10 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
         for (int l = 0; l < 3; l++)
             for (int acc = 0; acc < 2; acc++)
                 coop_case(g, t, (enum matmul_layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc, (size_t)acc, -1);
+    /* accumulating into an output on 16 bytes (lead 4): the workgroups
+     * inside the block load C and store by coopMatStore, the edges stage */
+    for (int l = 0; l < 3; l++)
+        coop_case(g, t, (enum matmul_layout)l, 130, 68, 72, 1, 4, -1);
     /* blocks of rows, columns and the reduction under a small binding limit */
     static const int split_shapes[][3] = {{300, 200, 68}, {37, 129, 300}};
     gpu_set_limits(g, "storage_range=20000");

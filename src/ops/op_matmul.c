@@ -357,8 +357,9 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             .n_bindings = 3,
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
-            .n_spec = 6,
-            .spec = {cc.wg, cshape[0], cshape[1], cshape[2], cc.rm_rn[0], cc.rm_rn[1]},
+            .n_spec = 7,
+            /* DIRECT: outputs stored by coopMatStore where on 16 bytes */
+            .spec = {cc.wg, cshape[0], cshape[1], cshape[2], cc.rm_rn[0], cc.rm_rn[1], align % 16 == 0},
             .full_subgroups = 1,
         };
         k = gpu_kernel_get(g, &d);
