@@ -14,6 +14,9 @@
 // variant: tn_vec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1
 // variant: tn_bvec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=1
 // variant: tn_scalar -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=0
+// variant: nt_vec4_k16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=1 -DB_VEC4=1 -DSTEP_K=16u
+// variant: nn_vec4_k16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1 -DSTEP_K=16u
+// variant: tn_vec4_k16 -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1 -DSTEP_K=16u
 // C[M,N] (+)= A·B for GPUs ("tiled" family): shared-memory tiles over
 // storage buffers. The three training layouts differ in which stride of an
 // operand is 1, and each variant loads along that one, so the invocations
@@ -32,7 +35,9 @@
 // even, widened by a shift, so the products are those of the fp32 variant
 // on the same weights rounded to bf16, bit for bit.
 //
-// Workgroup tile BT x BT of C, reduction in steps of BK = 8, WG = (BT/(4·TV))²
+// Workgroup tile BT x BT of C, reduction in steps of BK = 8 (the "k16"
+// variants, vec4 loads only: 16, half the barriers per product, for
+// benchmarks on a GPU through VKTRAIN_TILED_BK=16), WG = (BT/(4·TV))²
 // invocations each owning a (4·TV) x (4·TV) micro-tile: TV x TV groups of
 // 4x4, the groups BT/TV apart, so the 16 invocations along n read 16
 // consecutive vec4 of a shared row (no bank conflict) and write
@@ -65,7 +70,11 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint BT = 128;
 layout(constant_id = 2) const uint TV = 2;
+#ifdef STEP_K
+#define BK STEP_K
+#else
 #define BK 8u
+#endif
 const uint NX = BT / (4u * TV);              // invocations along n (and m)
 const uint SV = BT / 4u + 1u;                // vec4 per shared row, with padding
 const uint TILE4 = BT * BK / 4u;             // vec4 in one operand's tile

@@ -218,6 +218,40 @@ static void test_matmul(struct gpu *g, enum matmul_layout l, int M, int N, int K
     matmul_case(g, l, M, N, K, accumulate, 0, 0, 0);
 }
 
+/* The tiled kernel in steps of 16 along the reduction
+ * (VKTRAIN_TILED_BK=16, benchmarks on a GPU: its vec4 variants "k16"; the
+ * others keep 8): small tiles with vec4 loads of both operands and of B
+ * alone, and, where the device's shared memory holds them (33,792 bytes:
+ * a GPU's, not lavapipe's 32 KiB, which this says), large ones and split-k. */
+static void test_tiled_k16(struct gpu *g)
+{
+    setenv("VKTRAIN_TILED_BK", "16", 1);
+    static const int shapes[][3] = {{128, 64, 64}, {130, 37, 68}, {64, 4, 300}, {5, 259, 12}};
+    int timed = gpu_profile_start(g);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int l = 0; l < 3; l++)
+            for (int acc = 0; acc < 2; acc++)
+                test_matmul(g, (enum matmul_layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc);
+    gpu_profile_stop(g);
+    for (int l = 0; l < 3; l++) {
+        char kernel[40];
+        snprintf(kernel, sizeof kernel, "matmul_tiled_%s_vec4_k16", matmul_layout_name[l]);
+        CHECK(!timed || profile_dispatches(g, kernel) > 0, "VKTRAIN_TILED_BK=16: no %s dispatch in the profile",
+              kernel);
+    }
+    if (gpu_info(g)->shared_memory >= 33792) {
+        test_matmul(g, NT, 2052, 2052, 12, 1);
+        test_matmul(g, NN, 2052, 12, 2052, 0);
+        test_matmul(g, TN, 12, 2052, 2052, 1);
+        test_tn_split(g, 5000, 200, 136, NULL, 4);
+    } else {
+        printf("  VKTRAIN_TILED_BK=16 with 128 x 128 tiles: not run on %s (%u bytes of shared memory, 33,792 "
+               "needed)\n",
+               gpu_info(g)->name, gpu_info(g)->shared_memory);
+    }
+    unsetenv("VKTRAIN_TILED_BK");
+}
+
 /* op_matmul_nt_bias against op_matmul_nt then op_bias_add on the same
  * inputs, in precision fp32 or reproducible (repro): the same bits, and
  * within the matmul tolerance of the C reference. The profile must name
@@ -403,6 +437,7 @@ int main(void)
             test_tn_split(g, 77, 37, 19, "3", 3);
             test_tn_split(g, 77, 61, 41, "3", 1);
             gpu_set_limits(g, NULL);
+            test_tiled_k16(g);
             gpu_set_limits(g, "shared=16384");
             static const int few[][3] = {{33, 17, 9}, {130, 37, 68}, {128, 64, 64}, {200, 96, 1}};
             for (size_t s = 0; s < sizeof few / sizeof few[0]; s++)

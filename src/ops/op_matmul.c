@@ -251,7 +251,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     size_t need = (size_t)parts * size[ROW] * size[COL] * sizeof(float);
     if (parts > 1 && (!scratch || need > gpu_buffer_size(scratch)))
         parts = 1, kpart = size[RED];
-    struct ops_tiled_config tc = {0, 128, 0};
+    struct ops_tiled_config tc = {0, 128, 0, 8};
     if (!texel && !coop)
         tc = ops_tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
@@ -365,7 +365,10 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         k = gpu_kernel_get(g, &d);
     } else {
         char shader[40];
-        snprintf(shader, sizeof shader, "matmul_tiled_%s_%s%s", names[l] + 7, loads, bf16 ? "_bf16" : "");
+        snprintf(shader, sizeof shader, "matmul_tiled_%s_%s%s", names[l] + 7, loads,
+                 bf16                            ? "_bf16"
+                 : tc.bk == 16 && v4[0] && v4[1] ? "_k16"
+                                                 : "");
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,

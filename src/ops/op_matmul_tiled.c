@@ -4,7 +4,7 @@
  * gradient's (tn) reduction is split into (ops_tiled_parts), whose sizing
  * op_matmul_tn_scratch shares with the dispatch; and the cooperative-
  * matrix kernel's configuration (ops_coop_config). Reads the device's
- * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_SPLITK /
+ * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_BK / VKTRAIN_TILED_SPLITK /
  * VKTRAIN_COOPMAT_SUBGROUPS / VKTRAIN_COOPMAT_TILE (benchmarks, tests);
  * records nothing. */
 #include <stdio.h>
@@ -15,11 +15,11 @@
 #include "ops_texel.h"
 #include "vktrain/util.h"
 
-/* Shared bytes of a configuration: 2 operands x 2 buffers x 8 steps x
+/* Shared bytes of a configuration: 2 operands x 2 buffers x bk steps x
  * (tile + 4 floats of padding). */
-static size_t tiled_shared(uint32_t tile)
+static size_t tiled_shared(uint32_t tile, uint32_t bk)
 {
-    return (size_t)2 * 2 * 8 * (tile + 4) * sizeof(float);
+    return (size_t)2 * 2 * bk * (tile + 4) * sizeof(float);
 }
 /* A grid of fewer large tiles than this leaves compute units of a large
  * GPU idle: such products use 64 x 64 tiles, or, tn into a weight
@@ -43,11 +43,11 @@ static size_t tiled_shared(uint32_t tile)
  * whole subgroups. */
 static int tiled_big(const struct gpu_device_info *info)
 {
-    return info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128) &&
+    return info->max_workgroup_invocations >= 256 && info->shared_memory >= tiled_shared(128, 8) &&
            256 % info->subgroup_size == 0;
 }
-struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
-                                         int split)
+static struct ops_tiled_config tiled_choice(const struct gpu_device_info *info, const char *name, size_t rows,
+                                            size_t cols, int split)
 {
     int big = tiled_big(info);
     /* VKTRAIN_TILED_TILE=64 or 128 (benchmarks on a GPU: which grids the
@@ -56,15 +56,36 @@ struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, con
     if (force && *force && strcmp(force, "64") && strcmp(force, "128"))
         vkt_fatal("VKTRAIN_TILED_TILE='%s': expected 64 or 128", force);
     if (big && force && *force)
-        return !strcmp(force, "128") ? (struct ops_tiled_config){256, 128, 2} : (struct ops_tiled_config){256, 64, 1};
+        return !strcmp(force, "128") ? (struct ops_tiled_config){256, 128, 2, 8}
+                                     : (struct ops_tiled_config){256, 64, 1, 8};
     if (big && (split || ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID))
-        return (struct ops_tiled_config){256, 128, 2};
+        return (struct ops_tiled_config){256, 128, 2, 8};
     if (big)
-        return (struct ops_tiled_config){256, 64, 1};
-    if (info->shared_memory < tiled_shared(64))
+        return (struct ops_tiled_config){256, 64, 1, 8};
+    if (info->shared_memory < tiled_shared(64, 8))
         vkt_fatal("%s: the tiled kernel needs %zu bytes of shared memory, more than the %u bytes of %s", name,
-                  tiled_shared(64), info->shared_memory, info->name);
-    return (struct ops_tiled_config){64, 64, 2};
+                  tiled_shared(64, 8), info->shared_memory, info->name);
+    return (struct ops_tiled_config){64, 64, 2, 8};
+}
+
+/* The configuration, and its step along the reduction: 8, or
+ * VKTRAIN_TILED_BK=16 (benchmarks on a GPU: half the barriers per product,
+ * twice the shared memory), which the kernel's vec4 variants take (the
+ * others keep 8) where the device's shared memory holds it. */
+struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
+                                         int split)
+{
+    struct ops_tiled_config c = tiled_choice(info, name, rows, cols, split);
+    const char *bk = getenv("VKTRAIN_TILED_BK");
+    if (bk && *bk && strcmp(bk, "8") && strcmp(bk, "16"))
+        vkt_fatal("VKTRAIN_TILED_BK='%s': expected 8 or 16", bk);
+    if (bk && !strcmp(bk, "16")) {
+        if (tiled_shared(c.tile, 16) > info->shared_memory)
+            vkt_fatal("%s: steps of 16 (VKTRAIN_TILED_BK) need %zu bytes of shared memory, more than the %u of %s",
+                      name, tiled_shared(c.tile, 16), info->shared_memory, info->name);
+        c.bk = 16;
+    }
+    return c;
 }
 
 /* Split-k of tn on the tiled family: the number of parts of the
