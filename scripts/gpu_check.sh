@@ -20,7 +20,8 @@
 #      by kernel, bench_attention at GPT-2's heads in blocks and in rows,
 #      bench_matmul with each tile configuration forced and without
 #      split-k (VKTRAIN_TILED_SPLITK=1), tn in 4 parts and the reduction
-#      in steps of 16 (VKTRAIN_TILED_BK=16), GPT-2's steps
+#      in steps of 16 (VKTRAIN_TILED_BK=16), the large tiles in 32 x 64
+#      blocks per 32 invocations (VKTRAIN_TILED_WARPTILE=1), GPT-2's steps
 #      without split-k, and bench_attention in 32-row blocks, with dk and
 #      dv in two kernels (VKTRAIN_FLASH_DKV=split) and at head size 128 in
 #      8- and 16-row ones (VKTRAIN_FLASH_BLOCK_ROWS); where the device has
@@ -312,13 +313,16 @@ if [ $cpu = 0 ]; then
   # variants at the same shape, each "log name|environment|layouts|what":
   # each tile configuration forced, without split-k (tn's grid of 144
   # large tiles left an H200's 132 multiprocessors half idle), the default
-  # tiles without split-k, tn in 4 parts (the default takes 8 here), and
-  # the reduction in steps of 16 (half the barriers per product)
+  # tiles without split-k, tn in 4 parts (the default takes 8 here), the
+  # reduction in steps of 16 (half the barriers per product), subgroups
+  # of 32 on 32 x 64 blocks (half the shared reads' bytes), and both
   matmul_runs=("tile64|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=64|nt,nn,tn|without split-k, 64 x 64 tiles"
     "tile128|VKTRAIN_TILED_SPLITK=1 VKTRAIN_TILED_TILE=128|nt,nn,tn|without split-k, 128 x 128 tiles"
     "tiledefault|VKTRAIN_TILED_SPLITK=1|nt,nn,tn|without split-k, the default tiles"
     "splitk4|VKTRAIN_TILED_SPLITK=4|tn|tn in 4 parts"
-    "k16|VKTRAIN_TILED_BK=16|nt,nn,tn|steps of 16 along the reduction (against the default's 8 above)")
+    "k16|VKTRAIN_TILED_BK=16|nt,nn,tn|steps of 16 along the reduction (against the default's 8 above)"
+    "warptile|VKTRAIN_TILED_WARPTILE=1|nt,nn,tn|each 32 invocations on a 32 x 64 block of a large tile"
+    "k16_warptile|VKTRAIN_TILED_BK=16 VKTRAIN_TILED_WARPTILE=1|nt,nn,tn|steps of 16 and 32 x 64 blocks")
   # bf16 inputs on cooperative matrices (precision: bf16)
   # (2 x 2 accumulators per subgroup, the default), and with 4 x 4 and 4 x 2
   # (VKTRAIN_COOPMAT_TILE): which workgroup tile suits the GPU

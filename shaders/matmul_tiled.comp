@@ -70,6 +70,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint BT = 128;
 layout(constant_id = 2) const uint TV = 2;
+layout(constant_id = 3) const bool WARP_TILES = false;
 #ifdef STEP_K
 #define BK STEP_K
 #else
@@ -87,6 +88,25 @@ layout(push_constant) uniform Push {
 } p;
 
 uint k_end; // the end of this workgroup's part of the reduction
+
+// The vec4 of a shared row (4 rows of C's tile) at which invocation t's
+// group g along m starts (am), and its group h along n (bn): by default
+// the groups are NX apart, t % NX along n and t / NX along m, so 32
+// consecutive invocations span 2 x 16 vec4 of C's tile. WARP_TILES (large
+// configuration only; VKTRAIN_TILED_WARPTILE=1, benchmarks on a GPU):
+// each 32 consecutive invocations own a 32 x 64 block of C, 4 x 8 of them
+// in it, whose groups are 4 and 8 vec4 apart, so a subgroup of 32 reads
+// 4 vec4 of A's shared row and 8 of B's per step (128 bytes) instead of
+// 2 and 16 (256 bytes).
+const bool WT = WARP_TILES && BT == 128u && TV == 2u && WG == 256u;
+uint am(uint t, uint g)
+{
+    return WT ? (t / 64u) * 8u + g * 4u + (t % 32u) / 8u : t / NX + g * NX;
+}
+uint bn(uint t, uint h)
+{
+    return WT ? ((t / 32u) % 2u) * 16u + h * 8u + t % 8u : t % NX + h * NX;
+}
 
 #if A_VEC4
 layout(std430, binding = 0) readonly buffer BA { vec4 A[]; };
@@ -196,7 +216,7 @@ void tile_store(bool is_a, uint buf)
 
 void main()
 {
-    uint t = gl_LocalInvocationIndex, tx = t % NX, ty = t / NX;
+    uint t = gl_LocalInvocationIndex;
     uint m0 = gl_WorkGroupID.y * BT, n0 = gl_WorkGroupID.x * BT;
     vec4 acc[4u * TV][TV];
     [[unroll]] for (uint i = 0u; i < 4u * TV; i++)
@@ -221,8 +241,8 @@ void main()
             uint row = (cur * BK + kk) * SV;
             vec4 a[TV], b[TV];
             [[unroll]] for (uint g = 0u; g < TV; g++) {
-                a[g] = As[row + ty + g * NX];
-                b[g] = Bs[row + tx + g * NX];
+                a[g] = As[row + am(t, g)];
+                b[g] = Bs[row + bn(t, g)];
             }
             [[unroll]] for (uint g = 0u; g < TV; g++)
                 [[unroll]] for (uint i = 0u; i < 4u; i++)
@@ -237,11 +257,11 @@ void main()
 
     [[unroll]] for (uint g = 0u; g < TV; g++)
         [[unroll]] for (uint i = 0u; i < 4u; i++) {
-            uint m = m0 + 4u * (ty + g * NX) + i;
+            uint m = m0 + 4u * am(t, g) + i;
             if (m >= p.M) continue;
             [[unroll]] for (uint h = 0u; h < TV; h++)
                 [[unroll]] for (uint j = 0u; j < 4u; j++) {
-                    uint n = n0 + 4u * (tx + h * NX) + j;
+                    uint n = n0 + 4u * bn(t, h) + j;
                     if (n < p.N) {
                         uint o = p.c0 + gl_WorkGroupID.z * p.zc + m * p.ldc + n;
                         C[o] = p.accumulate != 0u ? C[o] + acc[4u * g + i][h][j] : acc[4u * g + i][h][j];

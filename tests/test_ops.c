@@ -218,6 +218,20 @@ static void test_matmul(struct gpu *g, enum matmul_layout l, int M, int N, int K
     matmul_case(g, l, M, N, K, accumulate, 0, 0, 0);
 }
 
+/* The tiled kernel's large configuration with each 32 invocations on a
+ * 32 x 64 block of the tile (VKTRAIN_TILED_WARPTILE=1, benchmarks on a
+ * GPU): vec4 and float loads, accumulating or not, and split-k. */
+static void test_tiled_warp_tiles(struct gpu *g)
+{
+    setenv("VKTRAIN_TILED_WARPTILE", "1", 1);
+    test_matmul(g, NT, 2055, 2053, 9, 1);
+    test_matmul(g, NT, 2052, 2052, 12, 0);
+    test_matmul(g, NN, 2052, 12, 2052, 1);
+    test_matmul(g, TN, 12, 2052, 2052, 0);
+    test_tn_split(g, 5000, 200, 136, NULL, 4);
+    unsetenv("VKTRAIN_TILED_WARPTILE");
+}
+
 /* The tiled kernel in steps of 16 along the reduction
  * (VKTRAIN_TILED_BK=16, benchmarks on a GPU: its vec4 variants "k16"; the
  * others keep 8): small tiles with vec4 loads of both operands and of B
@@ -244,6 +258,9 @@ static void test_tiled_k16(struct gpu *g)
         test_matmul(g, NN, 2052, 12, 2052, 0);
         test_matmul(g, TN, 12, 2052, 2052, 1);
         test_tn_split(g, 5000, 200, 136, NULL, 4);
+        setenv("VKTRAIN_TILED_WARPTILE", "1", 1);
+        test_matmul(g, NT, 2052, 2052, 12, 1);
+        unsetenv("VKTRAIN_TILED_WARPTILE");
     } else {
         printf("  VKTRAIN_TILED_BK=16 with 128 x 128 tiles: not run on %s (%u bytes of shared memory, 33,792 "
                "needed)\n",
@@ -438,6 +455,7 @@ int main(void)
             test_tn_split(g, 77, 61, 41, "3", 1);
             gpu_set_limits(g, NULL);
             test_tiled_k16(g);
+            test_tiled_warp_tiles(g);
             gpu_set_limits(g, "shared=16384");
             static const int few[][3] = {{33, 17, 9}, {130, 37, 68}, {128, 64, 64}, {200, 96, 1}};
             for (size_t s = 0; s < sizeof few / sizeof few[0]; s++)

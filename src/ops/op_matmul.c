@@ -251,7 +251,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     size_t need = (size_t)parts * size[ROW] * size[COL] * sizeof(float);
     if (parts > 1 && (!scratch || need > gpu_buffer_size(scratch)))
         parts = 1, kpart = size[RED];
-    struct ops_tiled_config tc = {0, 128, 0, 8};
+    struct ops_tiled_config tc = {0, 128, 0, 8, 0};
     if (!texel && !coop)
         tc = ops_tiled_config(info, names[l], size[ROW], size[COL], parts > 1);
     size_t tile[2] = {tc.tile, tc.tile};
@@ -374,8 +374,8 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             .n_bindings = 3,
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
-            .n_spec = 3,
-            .spec = {tc.wg, tc.tile, tc.tv},
+            .n_spec = 4,
+            .spec = {tc.wg, tc.tile, tc.tv, tc.warp_tiles},
         };
         k = gpu_kernel_get(g, &d);
     }

@@ -4,7 +4,7 @@
  * gradient's (tn) reduction is split into (ops_tiled_parts), whose sizing
  * op_matmul_tn_scratch shares with the dispatch; and the cooperative-
  * matrix kernel's configuration (ops_coop_config). Reads the device's
- * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_BK / VKTRAIN_TILED_SPLITK /
+ * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_BK / VKTRAIN_TILED_WARPTILE / VKTRAIN_TILED_SPLITK /
  * VKTRAIN_COOPMAT_SUBGROUPS / VKTRAIN_COOPMAT_TILE (benchmarks, tests);
  * records nothing. */
 #include <stdio.h>
@@ -56,22 +56,24 @@ static struct ops_tiled_config tiled_choice(const struct gpu_device_info *info, 
     if (force && *force && strcmp(force, "64") && strcmp(force, "128"))
         vkt_fatal("VKTRAIN_TILED_TILE='%s': expected 64 or 128", force);
     if (big && force && *force)
-        return !strcmp(force, "128") ? (struct ops_tiled_config){256, 128, 2, 8}
-                                     : (struct ops_tiled_config){256, 64, 1, 8};
+        return !strcmp(force, "128") ? (struct ops_tiled_config){256, 128, 2, 8, 0}
+                                     : (struct ops_tiled_config){256, 64, 1, 8, 0};
     if (big && (split || ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID))
-        return (struct ops_tiled_config){256, 128, 2, 8};
+        return (struct ops_tiled_config){256, 128, 2, 8, 0};
     if (big)
-        return (struct ops_tiled_config){256, 64, 1, 8};
+        return (struct ops_tiled_config){256, 64, 1, 8, 0};
     if (info->shared_memory < tiled_shared(64, 8))
         vkt_fatal("%s: the tiled kernel needs %zu bytes of shared memory, more than the %u bytes of %s", name,
                   tiled_shared(64, 8), info->shared_memory, info->name);
-    return (struct ops_tiled_config){64, 64, 2, 8};
+    return (struct ops_tiled_config){64, 64, 2, 8, 0};
 }
 
 /* The configuration, and its step along the reduction: 8, or
  * VKTRAIN_TILED_BK=16 (benchmarks on a GPU: half the barriers per product,
  * twice the shared memory), which the kernel's vec4 variants take (the
- * others keep 8) where the device's shared memory holds it. */
+ * others keep 8) where the device's shared memory holds it; with
+ * VKTRAIN_TILED_WARPTILE=1 (benchmarks on a GPU) the large configuration
+ * maps each 32 invocations to a 32 x 64 block of the tile. */
 struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
                                          int split)
 {
@@ -85,6 +87,10 @@ struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, con
                       name, tiled_shared(c.tile, 16), info->shared_memory, info->name);
         c.bk = 16;
     }
+    const char *wt = getenv("VKTRAIN_TILED_WARPTILE");
+    if (wt && *wt && strcmp(wt, "0") && strcmp(wt, "1"))
+        vkt_fatal("VKTRAIN_TILED_WARPTILE='%s': expected 0 or 1", wt);
+    c.warp_tiles = wt && !strcmp(wt, "1");
     return c;
 }
 

@@ -26,6 +26,7 @@ static inline size_t min_size(size_t a, size_t b)
 struct ops_tiled_config {
     uint32_t wg, tile, tv;
     uint32_t bk; /* the reduction's step: 8, or 16 (VKTRAIN_TILED_BK; vec4 loads) */
+    uint32_t warp_tiles; /* 1: 32 x 64 blocks per 32 invocations (VKTRAIN_TILED_WARPTILE; large tiles) */
 };
 struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, const char *name, size_t rows, size_t cols,
                                          int split);
