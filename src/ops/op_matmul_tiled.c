@@ -4,7 +4,8 @@
  * gradient's (tn) reduction is split into (ops_tiled_parts), whose sizing
  * op_matmul_tn_scratch shares with the dispatch; and the cooperative-
  * matrix kernel's configuration (ops_coop_config). Reads the device's
- * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_BK / VKTRAIN_TILED_WARPTILE / VKTRAIN_TILED_SPLITK /
+ * limits and VKTRAIN_TILED_TILE / VKTRAIN_TILED_BK /
+ * VKTRAIN_TILED_WARPTILE / VKTRAIN_TILED_SPLITK /
  * VKTRAIN_COOPMAT_SUBGROUPS / VKTRAIN_COOPMAT_TILE (benchmarks, tests);
  * records nothing. */
 #include <stdio.h>
