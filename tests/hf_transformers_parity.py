@@ -1,5 +1,5 @@
-"""hf_transformers_parity: vktrain against Hugging Face transformers itself
-(issue 11, items 4-6), run by test_hf_transformers.sh in a venv that holds
+"""hf_transformers_parity: vktrain against Hugging Face transformers itself,
+run by test_hf_transformers.sh in a venv that holds
 transformers==4.44.2 over Debian's torch.
 
 transformers builds and saves three tiny random models with a byte-level

@@ -1,5 +1,5 @@
-"""lora_parity: vktrain's LoRA against PEFT 0.12.0 on transformers 4.44.2
-(issue 12, items 1, 3, 5), run by test_lora.sh in the venv that
+"""lora_parity: vktrain's LoRA against PEFT 0.12.0 on transformers 4.44.2,
+run by test_lora.sh in the venv that
 scripts/deps.sh test makes.
 
 For a tiny llama (GQA 4/2, untied, q/k/v/o and MLP biases) and a tiny gpt2
@@ -35,7 +35,7 @@ adapter checks, and PEFT over the bf16 base with vktrain's adapter gives
 its merged model's logits (merged/ holds the base as loaded, bf16 values).
 An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
 logits bit for bit, are checked on the device by test_lora_model (C).
-Dropout: with lora.dropout 0.1 (issue 12, item 1), PyTorch applies the
+Dropout: with lora.dropout 0.1, PyTorch applies the
 mask of a Python port of vktrain's counter-based hash (op_dropout.c: seed,
 step, sample index in the global batch, position, layer, adapted layer,
 feature) through a module put in place of PEFT's lora_dropout; the losses

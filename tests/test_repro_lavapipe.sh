@@ -1,5 +1,5 @@
 # test_repro_lavapipe: the reproducible profile's kernels under the lavapipe
-# configurations issue 14 names: LP_NATIVE_VECTOR_WIDTH=128 and 512 (subgroup
+# configurations that change its arithmetic: LP_NATIVE_VECTOR_WIDTH=128 and 512 (subgroup
 # sizes 4 and 16; the default 256 gives 8) and GALLIUM_OVERRIDE_CPU_CAPS=sse4.1
 # (no AVX, no FMA). Each test program compares the device's bits with the C
 # build of the same code, so passing under every configuration means every

@@ -1,5 +1,5 @@
 # test_repro_train: precision: reproducible trains to the same bits under
-# every split of the global batch (issue 14 items 3 and 7), on lavapipe
+# every split of the global batch, on lavapipe
 # with one thread per rank:
 #  1. for a tiny llama and a tiny gpt2 (packed documents: rows hold several
 #     documents, so attention sees doc segments), (W,A,B) = (1,1,8),

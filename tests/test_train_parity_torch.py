@@ -1,5 +1,5 @@
 """test_train_parity_torch: whole training steps of `vktrain train` against an
-independent PyTorch computation of the same steps (issue 5, item 9).
+independent PyTorch computation of the same steps.
 
 For each architecture (llama: untied, GQA 4/2; gpt2: tied), a random model
 (vocab 259, dim 32, 2 layers, 4 heads, hidden 64, max_seq_len 32) is drawn in

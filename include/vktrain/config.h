@@ -120,7 +120,7 @@ struct config {
     int nan_max_skips;          /* skip: non-finite steps in a row before giving up */
     enum save_dtype save_dtype; /* of the final model in output_dir (checkpoints stay fp32) */
     int save_shard_mb;          /* model files above this are written as shards */
-    enum precision precision;   /* reproducible: refused until issue 14 is complete */
+    enum precision precision;   /* fp32, bf16 or reproducible (docs/reproducible.md) */
     int device_index;           /* -1: auto */
     struct config_dist dist;
     struct config_lora lora;

@@ -1,4 +1,4 @@
-/* repro_probe: the reproducible profile's start-up check (issue 14 item 5).
+/* repro_probe: the reproducible profile's start-up check.
  * A known-answer shader (shaders/repro_probe.comp) does, on the device,
  * the arithmetic the profile relies on: rounding to nearest even, signed
  * zeros, Inf and NaN, subnormal results and operands of add and multiply,

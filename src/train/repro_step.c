@@ -6,10 +6,11 @@
  * of repro_sum_ref, its leaves padded with +0 to the next power of two,
  * adjacent pairs first, each node left + right as one float add. Sample k
  * is sequence k of the step's global batch: micro-batch k / (W·B) of rank
- * (k / B) mod W (sampler.c), so with W and B powers of two each rank's
- * micro-batch is an aligned subtree of B leaves, the ranks' micro-batch a
- * the aligned subtree [a·W·B, (a+1)·W·B), and the micro-batches the leaves
- * of the tree above (A padded to a power of two with +0 subtrees):
+ * (k / B) mod W (sampler.c). With W and B powers of two, each rank's
+ * micro-batch is then an aligned subtree of B leaves; micro-batch a of
+ * all W ranks together is the aligned subtree [a·W·B, (a+1)·W·B); and
+ * the A micro-batches are the leaves of the tree above them (A padded to
+ * a power of two with +0 subtrees):
  *   - a micro-batch runs as one batch into zeroed gradients, its forward
  *     scaled by 1/N; every reduction over rows into a parameter gradient
  *     adds each sample's rows to +0 in row order and combines the samples
