@@ -52,7 +52,7 @@ static int apply_hf(struct config_ctx *ctx, const char *key, const char *json, d
     return 0;
 }
 
-/* The model keys from init_from's config.json (src/checkpoint/hfconfig.c
+/* The model keys from init_from's config.json (src/formats/hfconfig.c
  * reads it, with Hugging Face's defaults). */
 static int read_init_from(struct config_ctx *ctx)
 {

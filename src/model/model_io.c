@@ -2,7 +2,7 @@
  * (model.safetensors + config.json), walking the one parameter table.
  * Transposes GPT-2 Conv1D weights between the HF (in, out) layout and the
  * internal (out, in) one. Never leaves a half-written file (the writers
- * in src/checkpoint are atomic). */
+ * in src/formats are atomic). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

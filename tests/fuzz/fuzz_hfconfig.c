@@ -1,4 +1,4 @@
-/* fuzz_hfconfig: a model's config.json (src/checkpoint/hfconfig.c) and the
+/* fuzz_hfconfig: a model's config.json (src/formats/hfconfig.c) and the
  * recipe that takes its model from it (model.init_from, src/config).
  *
  * Input: one config.json, as it is. Promises checked for a file that

@@ -1,4 +1,4 @@
-/* fuzz_safetensors: the safetensors reader (src/checkpoint/safetensors.c).
+/* fuzz_safetensors: the safetensors reader (src/formats/safetensors.c).
  *
  * Input: one .safetensors file, as it is. Promises checked for a file that
  * reads: every tensor's shape is non-negative and its data readable (the
