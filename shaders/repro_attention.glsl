@@ -30,7 +30,7 @@
 // its pending subtrees kept between dispatches in the row of out, which
 // acc overwrites afterwards; fused and sum + acc compute the same
 // operations, so the bits do not depend on the cut either.
-// src/repro/repro_attention.c is the C.
+// tests/ref/ref_repro_attention.c is the C.
 // NR rows per invocation (the texel family's vec4 variants: 8 in max8,
 // 4 in fused4, 2 in dq2 and dkv2, 4 in dq4 and dkv4 at head sizes up to
 // 32), query rows NR·j .. NR·j + NR − 1 (key rows in dkv),

@@ -20,7 +20,7 @@
 // (C % 4 == 0) read dy and x as RGBA32F, an invocation owning 4 columns as
 // the components of a vec4 (each component's operations those of one
 // column, rounded on their own: the same bits). The reference is
-// src/repro/repro_ops.c.
+// tests/ref/ref_repro_ops.c.
 // Sums over samples (precision: reproducible, src/repro/repro_samples.c):
 // with seg_rows != 0 the rows are a micro-batch's samples of seg_rows rows,
 // binding row 0 being row seg_base; after each sample's last row the

@@ -14,7 +14,7 @@
 // Any other label (−100 = ignore, out of range): dx = +0, loss = count = 0.
 // Each invocation sums an aligned run of 2^log_run elements (the host
 // picks log_run so the workgroup covers V); neither the run nor the
-// workgroup size changes the bits. src/repro/repro_cross_entropy.c is the C.
+// workgroup size changes the bits. tests/ref/ref_repro_cross_entropy.c is the C.
 // TEXEL = 1 (CPU devices) reads the logits through an R32F texel view and
 // writes dlogits through a storage binding of the same rows, TEXEL = 0
 // reads and writes one storage binding: the same floats, the same bits.

@@ -16,7 +16,7 @@
 //   copy:  y = x              bias:  y[i] = y[i] + x[i mod C]
 // Every variant reads its inputs x (and y), then writes the output o
 // (z, x or y: an in-place op binds its buffer as input and output). The
-// reference is src/repro/repro_ops.c.
+// reference is tests/ref/ref_repro_ops.c.
 #define CUSTOM_PUSH
 layout(push_constant) uniform Push { uint n; float a; uint C; } p;
 #include "elementwise.glsl"

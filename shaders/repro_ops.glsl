@@ -1,6 +1,6 @@
 // repro_ops: the per-element formulas of the reproducible kernels of the
 // model's ops (shaders/repro_norm.comp, repro_activation.comp), one source
-// compiled as GLSL and as C (src/repro/repro_ops.c, the C reference), like
+// compiled as GLSL and as C (tests/ref/ref_repro_ops.c, the C reference), like
 // repro_math.glsl, whose rules it follows: every float operation `precise`
 // and assigned before it is returned or passed on, f-suffixed literals.
 // Each formula keeps the default kernel's operation order where that has

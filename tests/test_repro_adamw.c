@@ -13,7 +13,7 @@
 #include "gpu_testing.h"
 #include "repro_testing.h"
 #include "vktrain/ops_optim.h"
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 
 #define N 10007
 

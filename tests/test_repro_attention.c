@@ -1,7 +1,7 @@
 /* test_repro_attention: the reproducible profile's cross-entropy and
- * attention (issue 14): with gpu_set_reproducible on, op_cross_entropy(_at)
+ * attention: with gpu_set_reproducible on, op_cross_entropy(_at)
  * and op_flash_attention(_backward) give the bits of their C references
- * (src/repro/repro_cross_entropy.c, repro_attention.c) in both kernel
+ * (tests/ref/ref_repro_cross_entropy.c, ref_repro_attention.c) in both kernel
  * families, compared with memcmp on every output:
  *  - cross-entropy at V = 1, 5, 50257 with ignored (−100) and out-of-range
  *    labels, and the rows cut into blocks (op_cross_entropy_at) equal to
@@ -21,9 +21,9 @@
 
 #include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
+#include "repro_ref.h"
 #include "repro_testing.h"
 #include "vktrain/ops.h"
-#include "vktrain/repro.h"
 
 static struct gpu *g;
 static struct ref_rng rng;

@@ -1,5 +1,5 @@
-/* test_repro_matmul: the reproducible matmul (issue 14 item 2: one
- * accumulator per output in k order) gives the same bits in both kernel
+/* test_repro_matmul: the reproducible matmul (one accumulator
+ * per output in k order) gives the same bits in both kernel
  * families as the C reference repro_matmul_ref, in the three layouts, with
  * and without accumulate, at shapes that are not multiples of any tile
  * (edges), with a reduction longer than lavapipe lets one invocation loop
@@ -21,7 +21,7 @@
 #include "gpu_testing.h"
 #include "repro_testing.h"
 #include "vktrain/ops.h"
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 
 static const char *layout_names[] = {"nt", "nn", "tn"};
 

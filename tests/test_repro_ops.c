@@ -1,7 +1,7 @@
 /* test_repro_ops: with gpu_set_reproducible(g, 1), every op of ops.h and
  * ops_optim.h but attention and cross-entropy records its reproducible
- * kernel (issue 14), and that kernel gives the bits of its C reference
- * (src/repro/repro_ops.c, repro_matmul_ref, repro_sum_ref, ...) in both
+ * kernel, and that kernel gives the bits of its C reference
+ * (tests/ref/ref_repro_ops.c, repro_matmul_ref, repro_sum_ref, ...) in both
  * kernel families (memcmp of every output), on random data of awkward
  * sizes (odd rows, C not a multiple of 4, K = 1). As a check of the
  * formulas, the reference is also within REL of the default kernels'
@@ -21,7 +21,7 @@
 #include "repro_testing.h"
 #include "vktrain/ops.h"
 #include "vktrain/ops_optim.h"
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 
 /* The default kernels against the reproducible reference. */
 #define REL 1e-5

@@ -1,5 +1,5 @@
-/* test_repro_sum: the reproducible sum (issue 14 item 2: a pairwise tree
- * whose shape depends on the element index only) gives the bits of the C
+/* test_repro_sum: the reproducible sum (a pairwise tree whose
+ * shape depends on the element index only) gives the bits of the C
  * reference repro_sum_ref for every workgroup size and run per invocation
  * tried, so for any device's limits: lengths 1 to 2^20 + 3, one to three
  * passes, data of mixed magnitudes and signs; all −0 gives +0; Inf and NaN
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gpu_testing.h"
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 
 static int same(float a, float b)
 {

@@ -9,9 +9,9 @@
  * - the start-up probe, a known-answer shader that checks the device does
  *   the arithmetic the profile relies on;
  * - the matrix product and the sum of a vector in fixed orders, and the
- *   AdamW step, on the device and in C;
- * - the C references of the kernels the ops of ops.h record when
- *   gpu_reproducible(g) (the ops themselves route to them). */
+ *   AdamW step, on the device.
+ * The C references of these kernels, the tests' oracles, are in
+ * tests/ref/repro_ref.h. */
 #ifndef VKTRAIN_REPRO_H
 #define VKTRAIN_REPRO_H
 
@@ -101,7 +101,7 @@ uint32_t repro_probe_host(const struct repro_probe_case *c);
  * Each output is one accumulator, +0 (or its old value with accumulate)
  * plus each product in the order of the reduction index, every operation
  * rounded on its own: the same bits from either kernel family (texel or
- * tiled, as gpu_kernel_class says) and from repro_matmul_ref. Each operand
+ * tiled, as gpu_kernel_class says) and from the C reference. Each operand
  * must fit one binding; M, N, K >= 1. repro_matmul records the dispatches. */
 enum repro_layout { REPRO_NT, REPRO_NN, REPRO_TN };
 struct gpu_buffer;
@@ -122,8 +122,6 @@ int repro_matmul_nt_bias(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer 
  * micro-batch (the LM head's chunks of the forward pass). */
 void repro_matmul_grad(struct gpu *g, struct gpu_buffer *a, struct gpu_buffer *b, struct gpu_buffer *c, uint32_t M,
                        uint32_t N, uint32_t K, int accumulate, const size_t off[3]);
-void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
-                      uint32_t K, int accumulate);
 
 /* The reproducible sum of n >= 1 floats: the pairwise tree over x padded
  * with +0 to a power of two (adjacent pairs first), plus +0 (a −0 total
@@ -132,7 +130,6 @@ void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, 
  * invocation, log_run <= 10) shape the work, never the bits: 0 picks
  * 256 and 4. scratch holds repro_sum_scratch(...) floats (none may be
  * needed: NULL then). */
-float repro_sum_ref(const float *x, size_t n);
 size_t repro_sum_scratch(const struct gpu *g, size_t n, uint32_t wg, uint32_t log_run);
 void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
                size_t out_index, uint32_t wg, uint32_t log_run);
@@ -143,7 +140,6 @@ void repro_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer 
 void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows, uint32_t n, uint32_t wg,
                   uint32_t log_run);
 /* The same sum over the squares x[i]·x[i] (each rounded on its own). */
-float repro_sumsq_ref(const float *x, size_t n);
 void repro_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
                  size_t out_index, uint32_t wg, uint32_t log_run);
 
@@ -177,46 +173,13 @@ void repro_param_rows(struct gpu *g, struct gpu_buffer *grad, uint32_t first, ui
 struct gpu_buffer *repro_sample_stack(const struct gpu *g, struct gpu_buffer *grad, uint32_t first, uint32_t rows,
                                       uint32_t *sample_rows, uint32_t *levels);
 
-/* The C references of the reproducible kernels that the ops of ops.h
- * record when gpu_reproducible(g) (src/repro/repro_ops.c; the formulas
- * and their order are the shaders' own, shaders/repro_ops.glsl and the
- * comments atop shaders/repro_*.comp). Arguments as the op's; gradients
- * are added into, as the ops do. */
-void repro_add_ref(const float *x, const float *y, float *z, size_t n);
-void repro_scale_ref(float *x, float a, size_t n);
-void repro_axpy_ref(float a, const float *x, float *y, size_t n);
-void repro_bias_add_ref(const float *bias, float *y, size_t rows, size_t C);
-/* out[c] = out[c] + each row's term in row order: dy (plain), dy·(x·rstd)
- * (RMSNorm weight), dy·((x − mean)·rstd) (LayerNorm weight). */
-enum repro_colsum { REPRO_COLSUM_PLAIN, REPRO_COLSUM_RMS, REPRO_COLSUM_LN };
-void repro_colsum_ref(enum repro_colsum mode, const float *dy, const float *x, const float *mean, const float *rstd,
-                      float *out, size_t rows, size_t C);
-void repro_rmsnorm_ref(const float *x, const float *w, float *y, float *rstd, size_t rows, size_t C, float eps);
-void repro_rmsnorm_backward_ref(const float *dy, const float *x, const float *w, const float *rstd, float *dx,
-                                float *dw, size_t rows, size_t C);
-void repro_layernorm_ref(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
-                         size_t rows, size_t C, float eps);
-void repro_layernorm_backward_ref(const float *dy, const float *x, const float *w, const float *mean, const float *rstd,
-                                  float *dx, float *dw, float *db, size_t rows, size_t C);
-void repro_swiglu_ref(const float *gate, const float *up, float *h, size_t n);
-void repro_swiglu_backward_ref(const float *gate, const float *up, const float *dh, float *dgate, float *dup, size_t n);
-void repro_gelu_ref(const float *x, float *y, size_t n);
-void repro_gelu_backward_ref(const float *x, const float *dy, float *dx, size_t n);
-void repro_rope_ref(float *x, const int32_t *positions, const float *table, size_t rows, size_t H, size_t hd,
-                    size_t max_pos, int backward);
-void repro_embedding_ref(const int32_t *tokens, const int32_t *positions, const float *wte, const float *wpe,
-                         float *out, size_t rows, size_t C, size_t V, size_t P);
-void repro_embedding_backward_ref(const int32_t *ids, const float *dout, float *dtable, size_t rows, size_t C,
-                                  size_t V);
-
 /* The reproducible AdamW step: op_adamw's formula and operation order
  * (include/vktrain/ops_optim.h) with repro_sqrt and repro_div, except that
  * √v is multiplied by 1 / √(1 − β2^t) (a host scalar) where torch divides
  * by √(1 − β2^t): one division per element fewer, the same value to a
  * rounding. Its scalars are computed without libm but sqrt (correctly
  * rounded by IEEE 754) and with β^t by repeated squaring, so every host
- * and device gives the same bits. op_repro_adamw records it;
- * repro_adamw_ref is the C. */
+ * and device gives the same bits. op_repro_adamw records it. */
 struct repro_adamw_push {
     uint32_t n;
     float grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bc2_sqrt, neg_step_size, eps;
@@ -224,27 +187,24 @@ struct repro_adamw_push {
 void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro_adamw_push *p);
 void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,
                     struct gpu_buffer *v, size_t n, const struct op_adamw_step *s);
-void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s);
 
 /* The reproducible cross-entropy, op_cross_entropy_at's contract
  * (include/vktrain/ops.h; op_cross_entropy_at records it when
  * gpu_reproducible): per row with a label in [0, V), m = the row's max
- * (compare and select), l = repro_sum_ref of repro_exp(x − m) (the tree),
+ * (compare and select), l = repro_sum's tree over repro_exp(x − m),
  * lse = m + repro_log(l), loss = lse − x[label] and, in place,
  * dx = (repro_exp(x − lse) − onehot)·scale; other labels give dx = +0 and
  * loss = count = 0. Rows are independent, so any cut into row blocks gives
- * the same bits. repro_cross_entropy_ref is the C over rows 0 .. rows − 1. */
+ * the same bits. */
 void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                          struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
                          uint32_t V, float scale);
-void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_loss, float *row_count, uint32_t rows,
-                             uint32_t V, float scale);
 
 /* The reproducible attention, op_flash_attention(_backward)'s contract
  * (include/vktrain/ops.h; those ops record it when gpu_reproducible),
  * exact per query row in passes, no online rescaling. With the allowed keys
  * j of query row t (causal, same document) and s_j = (q·k_j, d in order
- * from +0)·scale: m = max s_j (compare and select), l = repro_sum_ref over
+ * from +0)·scale: m = max s_j (compare and select), l = repro_sum's tree over
  * the T keys of e_j = repro_exp(s_j − m) (+0 where not allowed), lse = m +
  * repro_log(l), out = repro_div(Σ_j e_j·v_j, l) per element (the sum over
  * the allowed j in order, from +0). Backward, with P_j = repro_exp(s_j −
@@ -254,9 +214,7 @@ void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_lo
  * query rows t >= j in order; each gradient is one accumulator from its old
  * value. The bits do not depend on the kernel family or on how the walk is
  * cut into dispatches (where it is cut, lse holds 2·B·H·T floats:
- * op_flash_attention_lse_floats). stats is scratch as for the default op. The _ref
- * functions are the C, on whole buffers (the views' offsets and strides as
- * in shape; dq, dk, dv may be one buffer, as GPT-2's fused qkv). */
+ * op_flash_attention_lse_floats). stats is scratch as for the default op. */
 void repro_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
                            struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
                            struct gpu_buffer *out);
@@ -265,10 +223,5 @@ void repro_flash_attention_backward(struct gpu *g, const struct op_attention_sha
                                     struct gpu_buffer *out, struct gpu_buffer *lse, struct gpu_buffer *dout,
                                     struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
                                     struct gpu_buffer *dv);
-void repro_attention_ref(const struct op_attention_shape *s, const float *q, const float *k, const float *v,
-                         const int32_t *doc, float *out, float *lse);
-void repro_attention_backward_ref(const struct op_attention_shape *s, const float *q, const float *k,
-                                  const float *v, const int32_t *doc, const float *out, const float *lse,
-                                  const float *dout, float *dq, float *dk, float *dv);
 
 #endif

@@ -12,7 +12,7 @@
  * With gpu_reproducible(g) each op takes the reproducible profile's
  * shader (repro_embedding.comp, repro_embedding_back.comp, repro_rope.comp:
  * the same walks, every float operation rounded on its own;
- * src/repro/repro_ops.c is their C), in both kernel families; on CPU
+ * tests/ref/ref_repro_ops.c is their C), in both kernel families; on CPU
  * devices their texel variants (repro_embedding's texel_fwd,
  * repro_embedding_back's texel, repro_rope_texel.comp: the texel kernels'
  * access patterns with the reproducible operations);

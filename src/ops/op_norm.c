@@ -12,7 +12,7 @@
  * With gpu_reproducible(g) they record the reproducible profile's kernels
  * instead (repro_norm.comp: the row sums on the fixed tree of
  * repro_tree.glsl; repro_colsum.comp: one invocation per column adding the
- * rows in row order to the old value), whose bits src/repro/repro_ops.c
+ * rows in row order to the old value), whose bits tests/ref/ref_repro_ops.c
  * reproduces. Never allocates. */
 #include <stdio.h>
 

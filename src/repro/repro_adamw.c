@@ -1,8 +1,8 @@
 /* repro_adamw: the host side of the reproducible AdamW step: its float
  * scalars, computed the same way on every host (no libm but sqrt, which
  * IEEE 754 and C's Annex F require correctly rounded; β^t by repeated
- * squaring; no FMA contraction), and the C reference of
- * shaders/repro_adamw.comp. */
+ * squaring; no FMA contraction), for shaders/repro_adamw.comp (its C
+ * reference is in tests/ref). */
 #include <math.h>
 
 #include "vktrain/repro.h"
@@ -25,24 +25,3 @@ void repro_adamw_scalars(const struct op_adamw_step *s, uint32_t n, struct repro
     };
 }
 
-void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s)
-{
-    struct repro_adamw_push p;
-    repro_adamw_scalars(s, (uint32_t)n, &p);
-    for (size_t i = 0; i < n; i++) {
-        float g = grad[i] * p.grad_scale;
-        float th = theta[i] * p.decay;
-        float mi = m[i] * p.beta1, mg = p.one_minus_beta1 * g;
-        mi = mi + mg;
-        float vi = v[i] * p.beta2, vg = p.one_minus_beta2 * g;
-        vg = vg * g;
-        vi = vi + vg;
-        float denom = repro_sqrt_fast(vi) * p.inv_bc2_sqrt;
-        denom = denom + p.eps;
-        float upd = p.neg_step_size * mi, q = upd * repro_recip_fast(denom);
-        th = th + q;
-        m[i] = mi;
-        v[i] = vi;
-        theta[i] = th;
-    }
-}

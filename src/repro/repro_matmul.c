@@ -1,7 +1,7 @@
 /* repro_matmul: the reproducible profile's matrix product (the order of
  * shaders/repro_matmul.glsl: one accumulator per output, k in order, every
- * operation rounded on its own), on the device in either kernel family and
- * on the host as the C reference. It records dispatches and never submits.
+ * operation rounded on its own), on the device in either kernel family
+ * (its C reference is in tests/ref). It records dispatches and never submits.
  * op_matmul_* record it when gpu_reproducible(g). */
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
@@ -30,21 +30,6 @@ static struct product product_of(enum repro_layout layout, uint32_t M, uint32_t 
 static const char *layout_name(enum repro_layout layout)
 {
     return layout == REPRO_NT ? "nt" : layout == REPRO_NN ? "nn" : "tn";
-}
-
-void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, float *c, uint32_t M, uint32_t N,
-                      uint32_t K, int accumulate)
-{
-    struct product p = product_of(layout, M, N, K);
-    for (size_t i = 0; i < p.M; i++)
-        for (size_t j = 0; j < p.N; j++) {
-            float acc = accumulate ? c[i * p.N + j] : 0.0f;
-            for (size_t k = 0; k < p.K; k++) {
-                float t = a[i * p.sai + k * p.sak] * b[k * p.sbk + j * p.sbj];
-                acc = acc + t;
-            }
-            c[i * p.N + j] = acc;
-        }
 }
 
 /* The binding of an operand of `bytes` bytes that starts `first` floats

@@ -1,7 +1,7 @@
 /* repro_sum: the reproducible profile's sum of a vector and of each row of
  * a matrix (the fixed tree of shaders/repro_tree.glsl), on the device
- * (repro_sum.comp in passes, repro_rowsum.comp) and on the host as the C
- * reference. The tree depends on the element indices only, so the
+ * (repro_sum.comp in passes, repro_rowsum.comp; its C reference is in
+ * tests/ref). The tree depends on the element indices only, so the
  * workgroup size and the run per invocation, which are parameters here
  * for the tests, never change the bits. It records dispatches and never
  * submits. */
@@ -11,24 +11,6 @@
 #include "vktrain/gpu.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
-
-float repro_sum_ref(const float *x, size_t n)
-{
-    size_t q = 1;
-    while (q < n)
-        q *= 2;
-    float *t = vkt_malloc(q * sizeof *t, "repro sum tree");
-    for (size_t i = 0; i < q; i++)
-        t[i] = i < n ? x[i] : 0.0f;
-    for (size_t width = q; width > 1; width /= 2)
-        for (size_t i = 0; i < width / 2; i++) {
-            float v = t[2 * i] + t[2 * i + 1];
-            t[i] = v;
-        }
-    float total = t[0] + 0.0f;
-    free(t);
-    return total;
-}
 
 /* The workgroup size and run: given, or 256 invocations of runs of 16
  * (within the device's workgroup limit), or for a vector's sum on CPU

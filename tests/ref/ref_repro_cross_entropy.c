@@ -1,10 +1,10 @@
-/* repro_cross_entropy_ref: the C reference of the reproducible
+/* ref_repro_cross_entropy: the C reference of the reproducible
  * cross-entropy (shaders/repro_cross_entropy.comp): the same operations in
  * the same order, the row sum by repro_sum_ref (the tree of
  * repro_tree.glsl). */
 #include <stdlib.h>
 
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 #include "vktrain/util.h"
 
 /* The larger of a and b; a NaN b wins (a NaN a stays). */

@@ -1,4 +1,4 @@
-/* repro_attention_ref: the C reference of the reproducible attention
+/* ref_repro_attention: the C reference of the reproducible attention
  * (shaders/repro_attention.comp and _bwd.comp), forward and backward: the same
  * operations in the same order, written as the plain loops of the formulas
  * (the probabilities of a row computed once, the row sum by repro_sum_ref
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 #include "vktrain/util.h"
 
 /* The shape with packed strides filled in. */

@@ -1,15 +1,15 @@
-/* repro_ops: the C references of the reproducible profile's kernels of the
+/* ref_repro_ops: the C references of the reproducible profile's kernels of the
  * model's ops (shaders/repro_elementwise.comp, repro_colsum.comp,
  * repro_norm.comp, repro_activation.comp, repro_rope.comp,
  * repro_embedding.comp, repro_embedding_back.comp): the same operations in
  * the same order, so a device's bits can be compared with them. The
  * per-element formulas are compiled from the shaders' own source
  * (shaders/repro_ops.glsl), the row sums are repro_sum_ref. Built with
- * -ffp-contract=off, as every file of src/repro. */
+ * -ffp-contract=off, as src/repro is (tests/CMakeLists.txt). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "vktrain/repro.h"
+#include "repro_ref.h"
 #include "vktrain/util.h"
 
 #include "repro_glsl_c.h"
