@@ -70,11 +70,19 @@ if [ -z "$py" ]; then
   done
 fi
 started=$SECONDS
-# The test programs run on the device, and what --pack's archive holds.
-device_tests=(test_ops test_ops_nn test_flash_attention test_model test_large test_generate test_repro_probe test_repro_matmul test_repro_ops
-  test_repro_attention)
-packed=(vktrain repro_reference.txt bench/bench_matmul bench/bench_model bench/bench_attention tests/tools/parity_driver
-  "${device_tests[@]/#/tests/}" tests/test_coopmat)
+# The test programs run on the device: those labelled device in
+# tests/suite.cmake, as ctest lists them where the build has its test files,
+# else as --pack wrote them into the archive (device_tests.txt); and what
+# --pack's archive holds.
+device_tests_of() { # build folder
+  if command -v ctest > /dev/null && [ -f "$1/CTestTestfile.cmake" ]; then
+    ctest --test-dir "$1" -N -L '^device$' | sed -n 's/^ *Test *#[0-9]*: *//p'
+  elif [ -f "$1/device_tests.txt" ]; then
+    cat "$1/device_tests.txt"
+  fi
+}
+packed=(vktrain repro_reference.txt device_tests.txt bench/bench_matmul bench/bench_model bench/bench_attention
+  tests/tools/parity_driver tests/test_coopmat)
 
 configure_and_build() {
   mkdir -p "$build"
@@ -121,7 +129,10 @@ if [ "${1:-}" = --pack ]; then
   echo "$sum $("$build/vktrain" devices 2>&1 | sed -n 's/^\* device [0-9]*: //p' | head -1)" > "$build/repro_reference.txt"
   rm -rf "$ref"
   # What the check runs, a few MB (the build folder is hundreds).
-  tar cJf .gl/build-gpucheck.tar.xz -C "$build" "${packed[@]}"
+  device_tests_of "$build" > "$build/device_tests.txt"
+  [ -s "$build/device_tests.txt" ] || { echo "gpu_check: no test is labelled device in $build" >&2; exit 1; }
+  mapfile -t device_tests < "$build/device_tests.txt"
+  tar cJf .gl/build-gpucheck.tar.xz -C "$build" "${packed[@]}" "${device_tests[@]/#/tests/}"
   echo "gpu_check: built $build/ and put in .gl/: $(cd .gl && ls | tr '\n' ' ')"
   echo "gpu_check: $("$build/vktrain" devices 2>&1 | grep -o "this build's kernels: [^)]*" | head -1) (cooperative matrices)"
   echo "gpu_check: carry .gl to the GPU machine (same checkout) and run scripts/gpu_check.sh there"
@@ -233,8 +244,19 @@ run_test() { # name command... (RUN_VALIDATE=0: without the validation layer)
 skip_unlisted() {
   [ -n "${GPU_CHECK_TESTS:-}" ] && ! grep -qw -- "$1" <<< "$GPU_CHECK_TESTS" && skip "$1" "not in GPU_CHECK_TESTS"
 }
+mapfile -t device_tests < <(device_tests_of "$bdir")
+if [ ${#device_tests[@]} -eq 0 ]; then
+  note "FAIL: no test labelled device in $bdir (ctest, or --pack's device_tests.txt)"
+  failed=1
+fi
+# GPU_CHECK_SUITE_RAN=1 (.ci/run, after scripts/test.sh on this build):
+# the suite has just run these tests on this device; they are not run twice.
+suite_ran() {
+  [ "${GPU_CHECK_SUITE_RAN:-0}" = 1 ] && skip "$1" "scripts/test.sh ran it on this device and build in this run"
+}
 for t in "${device_tests[@]}"; do
   skip_unlisted $t && continue
+  suite_ran $t && continue
   if [ $t = test_large ] && [ $cpu = 1 ]; then
     skip $t "CPU device: minutes here, and the suite (scripts/test.sh) runs it"
     continue
@@ -243,6 +265,7 @@ for t in "${device_tests[@]}"; do
 done
 for t in test_parity_torch test_train_parity_torch; do
   skip_unlisted $t && continue
+  suite_ran $t && continue
   if [ $torch_any = 0 ]; then
     skip $t "no PyTorch for $py"
     continue

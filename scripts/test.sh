@@ -3,35 +3,57 @@
 # test with ctest. The run has the Khronos validation layer on
 # (VKTRAIN_VALIDATE=1): any validation message fails the test that caused
 # it. VKTRAIN_TEST_VALIDATE=0 runs without it. Extra arguments go to ctest
-# (e.g. -R ops); without any, the stricter passes below follow the suite.
+# (e.g. -R ops, or -L unit for one class of tests/suite.cmake's labels);
+# without any, the stricter passes below follow the suite. Each phase's
+# wall time and the ten slowest tests are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+phases=()
+phase_start=$SECONDS
+# phase_done NAME: the time since the previous phase ended, kept for the end.
+phase_done() {
+  phases+=("$(printf '%-36s %5d s' "$1" $((SECONDS - phase_start)))")
+  phase_start=$SECONDS
+}
+ctest_log=$(mktemp)
+summary() {
+  echo
+  echo "=== wall time by phase"
+  printf '%s\n' "${phases[@]}"
+  echo "=== the ten slowest tests"
+  # ctest's lines: " 12/73 Test #12: NAME ......   Passed   34.56 sec"
+  awk '/ Test +#[0-9]+: / && / sec$/ { st = $0; sub(/^.*: [^ ]+ [ .*]*/, "", st); sub(/ +[0-9.]+ sec$/, "", st)
+       printf "%8.1f s  %s (%s)\n", $(NF - 1), $4, st }' "$ctest_log" | sort -rn | head -10
+  rm -f "$ctest_log"
+}
+trap summary EXIT
 scripts/deps.sh test
 # The Hugging Face tokenizer test's oracle is the `tokenizers` package,
 # which Debian does not ship: from PyPI, once.
 /usr/bin/python3 -c 'import tokenizers' 2>/dev/null ||
   /usr/bin/python3 -m pip install --quiet --break-system-packages --root-user-action=ignore tokenizers
 validate="${VKTRAIN_TEST_VALIDATE:-1}"
+phase_done "installs"
 scripts/build.sh -DVKTRAIN_WERROR=ON -DVKTRAIN_TEST_VALIDATE="$([ "$validate" = 0 ] && echo OFF || echo ON)"
+phase_done "build"
 export VKTRAIN_VALIDATE="$validate"
 # lavapipe: the tests are small; two threads per process is what we have.
 export LP_NUM_THREADS="${LP_NUM_THREADS:-2}"
-if [ $# -eq 0 ]; then
-  # The PyTorch parity test's per-tensor errors, shown (ctest hides the
-  # output of passing tests); the whole suite, this test included, follows.
-  ctest --test-dir build -R '^test_parity_torch$' -V | grep -E '^[0-9]+: ' | sed 's/^[0-9]*: //' |
-    sed -n '/^Test timeout/,$p' | tail -n +2 || true # a failure shows in the full run below
-fi
-ctest --test-dir build --output-on-failure "$@"
+ctest --test-dir build --output-on-failure "$@" | tee "$ctest_log"
+phase_done "the suite (ctest)"
+# The PyTorch parity test's per-tensor errors, shown from ctest's log (its
+# output is hidden when it passes).
+awk '/^[0-9]+\/[0-9]+ Testing: test_parity_torch$/ { on = 1 } on && /^<end of output>/ { exit }
+     on && f { print } on && /^-+$/ { f = 1 }' build/Testing/Temporary/LastTest.log
 [ $# -eq 0 ] && [ "$validate" != 0 ] || exit 0
 
 # Stricter passes: what lavapipe forgives and a GPU would not
 # (docs/devices.md, "What lavapipe hides"). Each runs a short subset, both
 # kernel families (the tests switch families themselves), and fails on any
-# validation message like the suite.
-strict='^(test_ops_nn|test_model|test_generate|test_optim|test_memory|test_descriptors|test_repro_ops|test_repro_attention)$'
+# validation message like the suite: the tests labelled strict
+# (tests/suite.cmake), and a short training run of each kind.
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; summary' EXIT
 for i in $(seq 1 200); do
   echo "the $((i % 7)) quick brown foxes jump over $((i * 13 % 11)) lazy dogs near river $((i % 5))"
 done > "$work/train.txt"
@@ -68,26 +90,27 @@ short_train() {
   done
   echo "ok: short training runs (llama, gpt2; texel, tiled; fp32, reproducible), sampled"
 }
-pass() { # name tests-regex train(0|1) environment...
-  local name=$1 tests=$2 train=$3
+pass() { # name label train(0|1) environment...
+  local name=$1 label=$2 train=$3
   shift 3
   echo "=== strict pass: $name"
-  env "$@" ctest --test-dir build --output-on-failure -R "$tests"
+  env "$@" ctest --test-dir build --output-on-failure -L "^$label\$"
   [ "$train" = 0 ] || short_train "$@"
+  phase_done "strict pass: $name"
 }
 # Synchronization validation: a missing or wrong barrier between dispatches
 # and copies, within a command buffer and across submits.
-pass "synchronization validation" "$strict" 1 \
+pass "synchronization validation" strict 1 \
   VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT:VALIDATION_CHECK_ENABLE_SYNCHRONIZATION_VALIDATION_QUEUE_SUBMIT
 # GPU-assisted validation: a shader reading or writing past a buffer. On
 # lavapipe it is some 50 times slower (every shader instrumented, every
 # submit waited for and its record read back: test_ops_nn takes minutes, a
 # training run minutes a step), so this pass runs the optimizer and
-# descriptor tests only; test_validation_passes (in the suite) shows it
-# catches an out-of-bounds read.
-pass "GPU-assisted validation" '^(test_optim|test_descriptors)$' 0 \
+# descriptor tests only (label gpu_assisted); test_validation_passes (in
+# the suite) shows it catches an out-of-bounds read.
+pass "GPU-assisted validation" gpu_assisted 0 \
   VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT
 # Device-local buffers and staged copies, the path of every discrete GPU.
-pass "forced staging" "$strict" 1 VKTRAIN_FORCE_STAGING=1
+pass "forced staging" strict 1 VKTRAIN_FORCE_STAGING=1
 # New buffers full of NaN: a read of memory nothing wrote shows.
-pass "NaN-filled buffers" "$strict" 1 VKTRAIN_FILL_NAN=1
+pass "NaN-filled buffers" strict 1 VKTRAIN_FILL_NAN=1

@@ -7,7 +7,8 @@
 # it after scripts/test.sh (.ci/run); about 5 minutes on 2 cores, most of
 # it the build.
 #
-# Left out, for time: test_ops, test_flash_attention, test_model_memory and
+# The C tests are those labelled sanitize in tests/suite.cmake. Left out,
+# for time: test_ops, test_flash_attention, test_model_memory and
 # test_large (minutes each even without sanitizers; the ops they cover run
 # in the training run), and the shell and Python tests (many processes,
 # mpirun). The validation layer is off: scripts/test.sh runs with it.
@@ -40,10 +41,10 @@ sanitized() {
 }
 export VKTRAIN_VALIDATE=0 LP_NUM_THREADS="${LP_NUM_THREADS:-2}"
 
-# The unit tests, run as ctest would (tests/CMakeLists.txt).
-tests=(test_config test_data_order test_data_sft test_data_text test_data_tokens test_generate test_gpu_profile
-       test_hfconfig test_limits_ops test_lora_dropout test_lora_model test_memory test_model test_model_io test_ops_nn test_optim test_ref_forward
-       test_ref_gradcheck test_safetensors test_tokenizer test_tokenizer_hf_unit)
+# The C tests labelled sanitize (tests/suite.cmake), run as ctest would
+# (tests/CMakeLists.txt) but each under the preload.
+mapfile -t tests < <(ctest --test-dir "$build" -N -L '^sanitize$' | sed -n 's/^ *Test *#[0-9]*: *//p')
+[ ${#tests[@]} -gt 0 ] || { echo "FAIL: no test is labelled sanitize in $build"; exit 1; }
 failed=()
 for t in "${tests[@]}"; do
   start=$SECONDS
