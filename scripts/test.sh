@@ -12,7 +12,7 @@ phases=()
 phase_start=$SECONDS
 # phase_done NAME: the time since the previous phase ended, kept for the end.
 phase_done() {
-  phases+=("$(printf '%-36s %5d s' "$1" $((SECONDS - phase_start)))")
+  phases+=("$(printf '%-42s %5d s' "$1" $((SECONDS - phase_start)))")
   phase_start=$SECONDS
 }
 ctest_log=$(mktemp)
