@@ -1,20 +1,31 @@
-# Compiles every shaders/*.comp to SPIR-V with glslc and embeds the words in
-# a static library, so the binary never reads a shader file at run time.
+# Compiles every shaders/<family>/*.comp to SPIR-V with glslc and embeds the
+# words in a static library, so the binary never reads a shader file at run
+# time. The folders are the kernel families: common (what every profile
+# uses, and the shared .glsl includes), default (the fp32 and bf16 kernels)
+# and reproducible (the reproducible profile's). Includes resolve across
+# the three.
 #
 # A shader may declare variants on its first lines:
 #   // variant: NAME -DDEFINE=VALUE ...
 # Each variant is compiled as <file>_<NAME>; a file without variant lines is
 # compiled once under its own name. Each SPIR-V module becomes its own .c
 # file, so editing one shader recompiles only that module (glslc's depfile
-# tracks the .glsl includes), and shader_index.c lists them all by name.
+# tracks the .glsl includes).
+#
+# The kernel table: shader_ids.h (include "vktrain/shader_ids.h") holds one
+# enum constant SHADER_<module> per module, and shader_index.c the table
+# indexed by it (name, file, family, the variant's defines, the words), so
+# that C code names a module by its constant: a misspelt or missing variant
+# is a compile error, not a run-time one. `vktrain devices --list-kernels`
+# prints the table.
 #
 # A line "// needs: FEATURE" makes the variants after it need a compiler
 # feature: coopmat (GL_KHR_cooperative_matrix) or coopmat_bf16 (with
 # GL_EXT_bfloat16). Those compile with VKTRAIN_GLSLC_COOPMAT (a command),
 # by default the system's glslc where it has the feature, else the one of
 # scripts/sid.sh's tree where that is present; where none has it, the
-# variants are left out of the build (the program says so where they are
-# asked for).
+# variants keep their constants but no words (the program says so where
+# they are asked for).
 
 # Whether the command in list `cmd` compiles a shader that uses `feature`.
 function(vktrain_glslc_has cmd feature out)
@@ -68,20 +79,36 @@ function(vktrain_find_coopmat_glslc)
 endfunction()
 
 function(vktrain_add_shaders target dir)
-  file(GLOB comps CONFIGURE_DEPENDS ${dir}/*.comp)
+  set(families common default reproducible)
+  set(comps "")
+  set(incs "")
+  foreach(family ${families})
+    file(GLOB fcomps CONFIGURE_DEPENDS ${dir}/${family}/*.comp)
+    list(APPEND comps ${fcomps})
+    list(APPEND incs -I${dir}/${family})
+  endforeach()
+  file(GLOB stray CONFIGURE_DEPENDS ${dir}/*.comp ${dir}/*.glsl)
+  if(stray)
+    message(FATAL_ERROR "shaders outside a family folder (${families}): ${stray}")
+  endif()
   set(gen ${CMAKE_BINARY_DIR}/shaders)
-  file(MAKE_DIRECTORY ${gen})
+  file(MAKE_DIRECTORY ${gen}/include/vktrain)
   vktrain_find_coopmat_glslc()
   set(sources "")
   set(names "")
+  set(rows "")
+  set(externs "")
   foreach(comp ${comps})
     get_filename_component(base ${comp} NAME_WE)
+    get_filename_component(fdir ${comp} DIRECTORY)
+    get_filename_component(family ${fdir} NAME)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${comp})
     file(STRINGS ${comp} vlines REGEX "^// (variant|needs): ")
     if(NOT vlines)
       set(vlines "// variant: - ")
     endif()
     set(compiler ${GLSLC})
+    set(need "")
     foreach(vline ${vlines})
       if(vline MATCHES "^// needs: *([a-z0-9_]+)")
         string(TOUPPER ${CMAKE_MATCH_1} up)
@@ -89,9 +116,7 @@ function(vktrain_add_shaders target dir)
           message(FATAL_ERROR "${comp}: unknown need '${CMAKE_MATCH_1}' (coopmat, coopmat_bf16)")
         endif()
         set(compiler "${${up}_GLSLC}")
-        continue()
-      endif()
-      if(NOT compiler)
+        set(need ${CMAKE_MATCH_1})
         continue()
       endif()
       string(REGEX REPLACE "^// variant: *" "" spec "${vline}")
@@ -102,12 +127,21 @@ function(vktrain_add_shaders target dir)
       else()
         set(name ${base}_${vname})
       endif()
+      if(name IN_LIST names)
+        message(FATAL_ERROR "${comp}: module name '${name}' declared twice")
+      endif()
+      list(APPEND names ${name})
+      string(JOIN " " defines ${spec})
+      if(NOT compiler)
+        string(APPEND rows "  [SHADER_${name}] = {\"${name}\", \"${family}/${base}.comp\", \"${family}\", \"${defines}\", \"${need}\", NULL, NULL},\n")
+        continue()
+      endif()
       set(spv ${gen}/${name}.spv)
       set(csrc ${gen}/${name}.spv.c)
       add_custom_command(
         OUTPUT ${csrc}
         COMMAND ${compiler} --target-env=vulkan1.2 -O -MD -MF ${spv}.d -MT ${csrc} ${spec}
-                -I${dir} -o ${spv} ${comp}
+                ${incs} -o ${spv} ${comp}
         COMMAND ${CMAKE_COMMAND} -DSPV=${spv} -DOUT=${csrc} -DNAME=${name}
                 -P ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
         DEPENDS ${comp} ${CMAKE_SOURCE_DIR}/cmake/EmbedSpirv.cmake
@@ -115,22 +149,26 @@ function(vktrain_add_shaders target dir)
         COMMENT "glslc ${name}"
         VERBATIM)
       list(APPEND sources ${csrc})
-      list(APPEND names ${name})
+      string(APPEND rows "  [SHADER_${name}] = {\"${name}\", \"${family}/${base}.comp\", \"${family}\", \"${defines}\", \"${need}\", spv_${name}, &spv_${name}_size},\n")
+      string(APPEND externs "extern const uint32_t spv_${name}[];\nextern const size_t spv_${name}_size;\n")
     endforeach()
   endforeach()
 
-  set(index "/* Generated by cmake/Shaders.cmake: every embedded SPIR-V module. */\n")
+  set(ids "/* Generated by cmake/Shaders.cmake from the shaders' variant lines: one\n")
+  string(APPEND ids " * constant per SPIR-V module, the index of shader_blobs[]. */\n")
+  string(APPEND ids "#ifndef VKTRAIN_SHADER_IDS_H\n#define VKTRAIN_SHADER_IDS_H\nenum shader_id {\n  SHADER_NONE, /* no module: a zeroed description */\n")
+  foreach(name ${names})
+    string(APPEND ids "  SHADER_${name},\n")
+  endforeach()
+  string(APPEND ids "  SHADER_COUNT\n};\n#endif\n")
+  file(CONFIGURE OUTPUT ${gen}/include/vktrain/shader_ids.h CONTENT "${ids}")
+
+  set(index "/* Generated by cmake/Shaders.cmake: every SPIR-V module, by shader_id. */\n")
   string(APPEND index "#include <stddef.h>\n#include <stdint.h>\n#include \"vktrain/shaders.h\"\n")
-  foreach(name ${names})
-    string(APPEND index "extern const uint32_t spv_${name}[];\nextern const size_t spv_${name}_size;\n")
-  endforeach()
-  string(APPEND index "const struct shader_blob shader_blobs[] = {\n")
-  foreach(name ${names})
-    string(APPEND index "  {\"${name}\", spv_${name}, &spv_${name}_size},\n")
-  endforeach()
-  string(APPEND index "};\nconst size_t shader_blob_count = sizeof(shader_blobs) / sizeof(shader_blobs[0]);\n")
+  string(APPEND index "${externs}")
+  string(APPEND index "const struct shader_blob shader_blobs[SHADER_COUNT] = {\n  [SHADER_NONE] = {\"(none)\", \"\", \"\", \"\", \"\", NULL, NULL},\n${rows}};\n")
   file(CONFIGURE OUTPUT ${gen}/shader_index.c CONTENT "${index}")
 
   add_library(${target} STATIC ${sources} ${gen}/shader_index.c)
-  target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/include)
+  target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/include ${gen}/include)
 endfunction()

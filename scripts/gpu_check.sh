@@ -430,7 +430,7 @@ PY
   bench+=("| GPT-2 124M training B=$B T=$T fp32, tokens/s | ${v:--} | ${t:--} | $(ratio "${v:-0}" "${t:-0}") | 0.5x (eager fp32) |")
   note "GPT-2 124M: vktrain ${v:--} tokens/s, PyTorch ${t:--} tokens/s"
   # the same with the attention's row kernels (VKTRAIN_FLASH=rows): what the
-  # blocks (shaders/flash_block.comp, the default on GPUs) gain in a step
+  # blocks (shaders/default/flash_block.comp, the default on GPUs) gain in a step
   w=$(VKTRAIN_FLASH=rows gpt2_train gpt2_rows)
   bench+=("| GPT-2 124M training B=$B T=$T fp32, attention in blocks against rows (\`VKTRAIN_FLASH=rows\`), tokens/s | ${v:--} | ${w:--} (vktrain, rows) | $(ratio "${v:-0}" "${w:-0}") | - |")
   note "GPT-2 124M with the attention in rows: ${w:--} tokens/s"

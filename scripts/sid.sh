@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian unstable's Vulkan driver and shader compiler, for the
-# cooperative-matrix kernels (shaders/matmul_coopmat.comp): Debian 12's
+# cooperative-matrix kernels (shaders/default/matmul_coopmat.comp): Debian 12's
 # glslc predates GL_KHR_cooperative_matrix and its lavapipe has no
 # cooperative matrices; unstable's glslc compiles them and its lavapipe
 # (Mesa 26) runs them on the CPU. A minimal tree made by debootstrap in a

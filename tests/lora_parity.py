@@ -116,7 +116,7 @@ M32 = 0xFFFFFFFF
 
 
 def hash32(v):
-    """lowbias32, as op_dropout.c and shaders/lora_dropout.comp (v: int or uint64 array)."""
+    """lowbias32, as op_dropout.c and shaders/common/lora_dropout.comp (v: int or uint64 array)."""
     v = v ^ (v >> 16)
     v = (v * 0x7FEB352D) & M32
     v = v ^ (v >> 15)

@@ -24,6 +24,18 @@ check "devices shows limits" 'grep -q "subgroup size" <<<"$out" && grep -q "maxS
 if grep -q llvmpipe <<<"$out"; then
   check "lavapipe shows its subgroup size 8 and the texel kernels" 'grep -q "subgroup size        8" <<<"$out" && grep -q "texel (CPU driver)" <<<"$out"'
 fi
+# The kernel table: one module per `// variant:` line of each shader (one
+# for a shader without), counted here from the sources.
+out=$("$VKTRAIN" devices --list-kernels); rc=$?
+want=0; fams=""
+for f in "$SRC"/shaders/*/*.comp; do
+  n=$(grep -c '^// variant:' "$f"); [ "$n" -eq 0 ] && n=1; want=$((want + n))
+done
+listed=$(grep -Ec '^  [a-z0-9_]+ +(common|default|reproducible)/[a-z0-9_]+\.comp' <<<"$out")
+check "devices --list-kernels lists every module of the sources ($want)" '[ $rc -eq 0 ] && [ "$listed" -eq "$want" ] && grep -q "^$want modules" <<<"$out"'
+check "devices --list-kernels groups the three families" 'grep -q "^common kernels" <<<"$out" && grep -q "^default kernels" <<<"$out" && grep -q "^reproducible kernels" <<<"$out"'
+out=$(VKTRAIN_FLASH=block "$VKTRAIN" devices 2>&1)
+check "devices names a kernel override that is set" 'grep -q "environment.*: VKTRAIN_FLASH=block" <<<"$out"'
 out=$(VKTRAIN_DEVICE=99 "$VKTRAIN" devices 2>&1); rc=$?
 check "an out-of-range VKTRAIN_DEVICE is a clear error" '[ $rc -ne 0 ] && grep -q "device index 99" <<<"$out"'
 exit $fail

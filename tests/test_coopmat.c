@@ -1,4 +1,4 @@
-/* test_coopmat: the cooperative-matrix matmul (shaders/matmul_coopmat.comp,
+/* test_coopmat: the cooperative-matrix matmul (shaders/default/matmul_coopmat.comp,
  * gpu_set_matmul_inputs) against the C reference, for each 16-bit input
  * type the device offers (f16, bf16): the three layouts on shapes that
  * are not multiples of any tile (1 included), accumulating or not, the

@@ -1,7 +1,7 @@
 /* test_flash_attention: op_flash_attention and its backward against the
  * double C reference (tests/ref/ref_attention.c) and the present kernels
  * (op_attention, which keeps the (T,T) probabilities), on both kernel
- * families, the tiled one also in blocks (shaders/flash_block.comp,
+ * families, the tiled one also in blocks (shaders/default/flash_block.comp,
  * GPUs' default; the test checks they ran): causal, packed with documents, grouped-query
  * heads, GPT-2's fused qkv views, short and long sequences (T = 1024, 2048), the walk split over dispatches (as under
  * llvmpipe's loop limit) and bindings in sequence ranges (as under a small storage range).
@@ -362,7 +362,7 @@ int main(void)
     ref_rng_seed(&rng, 11);
     g = test_gpu();
     /* the texel family, the tiled one with the row kernels' backward and
-     * with the block kernels' (shaders/flash_block.comp, the default on
+     * with the block kernels' (shaders/default/flash_block.comp, the default on
      * GPUs) */
     enum gpu_kernel_class classes[3] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED, GPU_KERNELS_TILED};
     for (int c = 0; c < 3; c++) {

@@ -1,6 +1,6 @@
 # test_repro_lint: scripts/repro_lint.py, the lint of the reproducible
 # profile, on the SPIR-V the build embeds.
-#  1. every reproducible shader the build made (shaders/repro_*.comp) passes;
+#  1. every reproducible shader the build made (shaders/reproducible/*.comp) passes;
 #  2. negative controls, each compiled here and each refused with a message
 #     naming its fault: a multiply-add, an add and a subtraction without
 #     `precise`, a `precise` loop under [[unroll]] (spirv-opt's unroller
@@ -26,7 +26,7 @@ refuse() { # NAME WANT BODY [EXTRA] [INCLUDE]
   local name=$1 want=$2 body=$3 extra=${4:-} include=${5-'#include "repro_math.glsl"'}
   printf '#version 450\n%s\n%s\nlayout(local_size_x = 8) in;\nlayout(std430, binding = 0) buffer B { float v[]; };\nvoid main()\n{\n%s\n}\n' \
     "$include" "$extra" "$body" >"$work/$name.comp"
-  if ! glslc --target-env=vulkan1.2 -O -I"$SRC/shaders" -o "$work/$name.spv" "$work/$name.comp" 2>"$work/$name.err"; then
+  if ! glslc --target-env=vulkan1.2 -O -I"$SRC/shaders/reproducible" -I"$SRC/shaders/common" -o "$work/$name.spv" "$work/$name.comp" 2>"$work/$name.err"; then
     echo "FAIL: negative control $name does not compile:"; cat "$work/$name.err"; fail=1; return
   fi
   local o r

@@ -1,4 +1,4 @@
-/* test_repro_math: the reproducible profile's math (shaders/repro_math.glsl)
+/* test_repro_math: the reproducible profile's math (shaders/reproducible/repro_math.glsl)
  * run by a shader over millions of inputs must give the same bits as the C
  * build of the same source (src/repro/repro_math.c), NaNs compared as a
  * class (payloads are not portable); and the C build must be within stated
@@ -23,6 +23,7 @@
 
 #include "gpu_testing.h"
 #include "vktrain/repro.h"
+#include "vktrain/shaders.h"
 
 enum {
     FN_DIV,
@@ -268,7 +269,11 @@ int main(void)
     for (int fn = 0; fn < FN_COUNT; fn++) {
         char shader[64];
         snprintf(shader, sizeof shader, "repro_math_test_%s", fn_names[fn]);
-        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 3, .push_size = 8};
+        struct gpu_kernel_desc d = {.shader = shader_lookup(shader), .n_bindings = 3, .push_size = 8};
+        if (d.shader == SHADER_NONE) {
+            fprintf(stderr, "no shader %s in the build\n", shader);
+            return 1;
+        }
         size_t n = make_inputs(fn, a, b, &rng);
         run_gpu(g, gpu_kernel_get(g, &d), a, b, n, out);
         size_t differ = 0, over = 0;

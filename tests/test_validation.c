@@ -45,7 +45,7 @@ static void invalid_call(struct gpu *g)
 static void out_of_bounds_read(struct gpu *g)
 {
     enum { N = 1024 };
-    struct gpu_kernel_desc d = {.shader = "copy", .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+    struct gpu_kernel_desc d = {.shader = SHADER_copy, .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
                                 .push_size = 8, .n_spec = 1, .spec = {64}};
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     struct gpu_buffer *x = gpu_buffer_create(g, N * sizeof(float), "x");
@@ -65,7 +65,7 @@ static void out_of_bounds_read(struct gpu *g)
 static void read_after_write(struct gpu *g)
 {
     enum { N = 1024 };
-    struct gpu_kernel_desc d = {.shader = "copy", .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+    struct gpu_kernel_desc d = {.shader = SHADER_copy, .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
                                 .push_size = 8, .n_spec = 1, .spec = {64}};
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     struct gpu_buffer *x = gpu_buffer_create(g, N * sizeof(float), "x");

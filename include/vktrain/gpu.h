@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "vktrain/shader_ids.h"
+
 struct gpu;
 struct gpu_buffer;
 struct gpu_kernel;
@@ -160,7 +162,7 @@ void gpu_set_reproducible(struct gpu *g, int on);
  * GPU_MATMUL_FP32 (the default) multiplies fp32 values; GPU_MATMUL_F16
  * and GPU_MATMUL_BF16 round both operands to that 16-bit type and
  * multiply them on the device's cooperative matrices, accumulating in
- * fp32 (shaders/matmul_coopmat.comp). gpu_set_matmul_inputs fails, naming
+ * fp32 (shaders/default/matmul_coopmat.comp). gpu_set_matmul_inputs fails, naming
  * what is missing, where the device has no such matrices, the gpu was
  * made without them (gpu_options.matmul_inputs) or this build has not
  * their kernels (gpu_coopmat_missing says which, NULL: none). A
@@ -190,7 +192,7 @@ void gpu_buffer_set_stack(struct gpu_buffer *b, struct gpu_buffer *stack);
 struct gpu_buffer *gpu_buffer_stack(const struct gpu_buffer *b);
 /* Workgroup size for 1-D kernels: a multiple of the subgroup size near 256,
  * at most GPU_WORKGROUP_1D_MAX (the size of their shared arrays,
- * shaders/wg1d.glsl), within the device's limits (and with a float per
+ * shaders/common/wg1d.glsl), within the device's limits (and with a float per
  * invocation within its shared memory, which the row and reduction kernels
  * need). */
 #define GPU_WORKGROUP_1D_MAX 256
@@ -281,7 +283,7 @@ enum gpu_binding_kind {
 #define GPU_MAX_BINDINGS 8
 #define GPU_MAX_SPEC 8
 struct gpu_kernel_desc {
-    const char *shader;  /* embedded module name */
+    enum shader_id shader; /* the embedded module (vktrain/shaders.h) */
     int n_bindings;
     enum gpu_binding_kind bindings[GPU_MAX_BINDINGS];
     uint32_t push_size;  /* bytes of push constants */

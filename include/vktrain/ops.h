@@ -194,7 +194,7 @@ struct op_dropout {
 };
 uint32_t op_dropout_key(uint64_t seed, int64_t step, uint32_t stream);
 /* Whether the element (sample, position, feature) is kept: the same
- * arithmetic as shaders/lora_dropout.comp. */
+ * arithmetic as shaders/common/lora_dropout.comp. */
 int op_dropout_keep(const struct op_dropout *d, uint32_t sample, uint32_t position, uint32_t feature);
 void op_dropout(struct gpu *g, const struct op_dropout *d, struct gpu_buffer *x, struct gpu_buffer *y, uint32_t rows,
                 uint32_t cols, int accumulate);

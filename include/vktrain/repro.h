@@ -2,7 +2,7 @@
  * device, kernel family and split of the batch is meant to give the same
  * bits. This header is its host side so far:
  *
- * - the deterministic math, the C build of shaders/repro_math.glsl (the
+ * - the deterministic math, the C build of shaders/reproducible/repro_math.glsl (the
  *   same source every reproducible shader includes): correctly rounded
  *   division and square root, and exp, log, tanh, sigmoid and GELU (tanh)
  *   made of single-precision + − × and integer operations only;
@@ -71,7 +71,7 @@ void repro_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
 float repro_normal(uint64_t r1, uint64_t r2);
 
 /* The start-up probe. A case is one operation (the op numbers of
- * shaders/repro_probe.comp) on the float bits a, b, c and its IEEE 754
+ * shaders/reproducible/repro_probe.comp) on the float bits a, b, c and its IEEE 754
  * answer; `what` names the property it checks. */
 struct repro_probe_case {
     const char *what;

@@ -6,6 +6,7 @@
 
 #include "vktrain/cli.h"
 #include "vktrain/gpu.h"
+#include "vktrain/shaders.h"
 
 static const char *vendor_name(uint32_t id)
 {
@@ -29,15 +30,69 @@ static const char *tight(const struct gpu_device_info *x, unsigned bit)
     return x->tightened & bit ? "  (tightened by VKTRAIN_DEVICE_LIMITS)" : "";
 }
 
+/* The environment variables that change which kernel runs or how it is
+ * tiled (docs/training.md, "Environment"), with what they take. */
+static const struct {
+    const char *name, *values;
+} kernel_env[] = {
+    {"VKTRAIN_KERNELS", "texel|tiled"},
+    {"VKTRAIN_MATMUL_INPUTS", "fp32|f16|bf16"},
+    {"VKTRAIN_COOPMAT", "0|1"},
+    {"VKTRAIN_COOPMAT_TILE", "RMxRN"},
+    {"VKTRAIN_COOPMAT_SUBGROUPS", "1|2|4|8"},
+    {"VKTRAIN_TILED_TILE", "64|128"},
+    {"VKTRAIN_TILED_BK", "8|16"},
+    {"VKTRAIN_TILED_WARPTILE", "0|1"},
+    {"VKTRAIN_TILED_SPLITK", "1..256"},
+    {"VKTRAIN_FLASH", "rows|block"},
+    {"VKTRAIN_FLASH_BLOCK_ROWS", "32|16|8"},
+    {"VKTRAIN_FLASH_DKV", "dkv|split"},
+    {"VKTRAIN_ADAMW", "torch|fused"},
+    {"VKTRAIN_REPRO_WIDE", "0|1"},
+    {"VKTRAIN_REPRO_PAIRS", "0|1"},
+    {"VKTRAIN_REPRO_EMBED_LOOP", "0|1"},
+    {"VKTRAIN_TEXEL_ROWS_WG", "0|1"},
+    {"VKTRAIN_REPRO_HD16_VEC4", "0|1"},
+};
+
+/* The kernel table: every SPIR-V module of this build, by family. */
+static void list_kernels(void)
+{
+    static const char *const families[] = {"common", "default", "reproducible"};
+    int left_out = 0;
+    for (int f = 0; f < 3; f++) {
+        int n = 0;
+        for (int i = SHADER_NONE + 1; i < SHADER_COUNT; i++)
+            n += !strcmp(shader_blobs[i].family, families[f]);
+        printf("%s%s kernels (shaders/%s, %d modules)\n", f ? "\n" : "", families[f], families[f], n);
+        for (int i = SHADER_NONE + 1; i < SHADER_COUNT; i++) {
+            const struct shader_blob *b = &shader_blobs[i];
+            if (strcmp(b->family, families[f]))
+                continue;
+            left_out += !b->code;
+            printf("  %-46s %-40s %s%s%s%s\n", b->name, b->file, b->defines, b->code ? "" : "  [not built: needs ",
+                   b->code ? "" : b->needs, b->code ? "" : "]");
+        }
+    }
+    printf("\n%d modules, %d of them not in this build\n", SHADER_COUNT - 1, left_out);
+}
+
 int cli_devices(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: vktrain devices\n\nLists the Vulkan devices and marks the one `vktrain train` "
-                   "would use\n(automatic: discrete > integrated > virtual > cpu; VKTRAIN_DEVICE=N overrides).\n");
+            printf("usage: vktrain devices [--list-kernels]\n\nLists the Vulkan devices and marks the one "
+                   "`vktrain train` would use\n(automatic: discrete > integrated > virtual > cpu; VKTRAIN_DEVICE=N "
+                   "overrides),\nand the environment variables that change the kernels' choice.\n"
+                   "--list-kernels: the kernel table instead, every SPIR-V module of this build\n"
+                   "(family, file, the variant's defines).\n");
             return 0;
         }
-        fprintf(stderr, "vktrain: error: `devices` takes no argument, got '%s'\n", argv[i]);
+        if (!strcmp(argv[i], "--list-kernels")) {
+            list_kernels();
+            return 0;
+        }
+        fprintf(stderr, "vktrain: error: `devices` takes no argument but --list-kernels, got '%s'\n", argv[i]);
         return 2;
     }
     struct gpu_device_info *d;
@@ -103,6 +158,18 @@ int cli_devices(int argc, char **argv)
         tightened |= d[i].tightened;
     if (tightened)
         printf("\nlimits marked tightened act as VKTRAIN_DEVICE_LIMITS sets them, below the device's own\n");
+    printf("\nkernel choice from the environment (docs/training.md, \"Environment\"):");
+    int set = 0;
+    for (size_t i = 0; i < sizeof kernel_env / sizeof kernel_env[0]; i++) {
+        const char *v = getenv(kernel_env[i].name);
+        if (v && *v)
+            printf("%s%s=%s", set++ ? ", " : " ", kernel_env[i].name, v);
+    }
+    printf("%s\n", set ? "" : " none set");
+    printf("  (");
+    for (size_t i = 0; i < sizeof kernel_env / sizeof kernel_env[0]; i++)
+        printf("%s%s=%s", i ? (i % 4 ? ", " : ",\n   ") : "", kernel_env[i].name, kernel_env[i].values);
+    printf(")\n");
     if (pick >= 0)
         printf("\n* = chosen: device %d (%s)\n", pick, d[pick].name);
     else

@@ -388,17 +388,21 @@ void gpu_set_reproducible(struct gpu *g, int on) { g->reproducible = on; }
 
 int gpu_coopmat_built(enum gpu_matmul_inputs t)
 {
-    static const char *const layouts[] = {"nt", "nn", "tn"}, *const loads[] = {"vec4", "bvec4", "scalar"};
+    static const enum shader_id f16[] = {SHADER_matmul_coopmat_nt_f16_vec4, SHADER_matmul_coopmat_nt_f16_bvec4,
+                                         SHADER_matmul_coopmat_nt_f16_scalar, SHADER_matmul_coopmat_nn_f16_vec4,
+                                         SHADER_matmul_coopmat_nn_f16_bvec4, SHADER_matmul_coopmat_nn_f16_scalar,
+                                         SHADER_matmul_coopmat_tn_f16_vec4, SHADER_matmul_coopmat_tn_f16_bvec4,
+                                         SHADER_matmul_coopmat_tn_f16_scalar},
+                                bf16[] = {SHADER_matmul_coopmat_nt_bf16_vec4, SHADER_matmul_coopmat_nt_bf16_bvec4,
+                                          SHADER_matmul_coopmat_nt_bf16_scalar, SHADER_matmul_coopmat_nn_bf16_vec4,
+                                          SHADER_matmul_coopmat_nn_bf16_bvec4, SHADER_matmul_coopmat_nn_bf16_scalar,
+                                          SHADER_matmul_coopmat_tn_bf16_vec4, SHADER_matmul_coopmat_tn_bf16_bvec4,
+                                          SHADER_matmul_coopmat_tn_bf16_scalar};
     if (t == GPU_MATMUL_FP32)
         return 1;
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            char name[40];
-            snprintf(name, sizeof name, "matmul_coopmat_%s_%s_%s", layouts[i], t == GPU_MATMUL_BF16 ? "bf16" : "f16",
-                     loads[j]);
-            if (!gpu_shader_built(name))
-                return 0;
-        }
+    for (int i = 0; i < 9; i++)
+        if (!gpu_shader_built(t == GPU_MATMUL_BF16 ? bf16[i] : f16[i]))
+            return 0;
     return 1;
 }
 

@@ -13,20 +13,25 @@
 #include "vktrain/shaders.h"
 #include "vktrain/util.h"
 
-int gpu_shader_built(const char *name)
+enum shader_id shader_lookup(const char *name)
 {
-    for (size_t i = 0; i < shader_blob_count; i++)
+    for (int i = SHADER_NONE + 1; i < SHADER_COUNT; i++)
         if (!strcmp(shader_blobs[i].name, name))
-            return 1;
-    return 0;
+            return (enum shader_id)i;
+    return SHADER_NONE;
 }
 
-static const struct shader_blob *shader_find(const char *name)
+int gpu_shader_built(enum shader_id id) { return id < SHADER_COUNT && shader_blobs[id].code; }
+
+static const struct shader_blob *shader_find(enum shader_id id)
 {
-    for (size_t i = 0; i < shader_blob_count; i++)
-        if (!strcmp(shader_blobs[i].name, name))
-            return &shader_blobs[i];
-    vkt_fatal("no embedded shader named '%s' (a build without shaders/%s.comp?)", name, name);
+    if (id == SHADER_NONE || (unsigned)id >= SHADER_COUNT)
+        vkt_fatal("a kernel without a shader (id %d)", (int)id);
+    const struct shader_blob *b = &shader_blobs[id];
+    if (!b->code)
+        vkt_fatal("shader '%s' (shaders/%s) is not in this build: it needs a glslc with %s (cmake/Shaders.cmake)",
+                  b->name, b->file, b->needs);
+    return b;
 }
 
 static VkDescriptorType descriptor_type(enum gpu_binding_kind k)
@@ -38,7 +43,7 @@ static VkDescriptorType descriptor_type(enum gpu_binding_kind k)
 
 static int kernel_matches(const struct gpu_kernel *k, const struct gpu_kernel_desc *d)
 {
-    return !strcmp(k->shader, d->shader) && k->n_spec == d->n_spec &&
+    return k->id == d->shader && k->n_spec == d->n_spec &&
            !memcmp(k->spec, d->spec, sizeof(uint32_t) * (size_t)d->n_spec);
 }
 
@@ -48,11 +53,13 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
         if (kernel_matches(&g->kernels[i], d))
             return &g->kernels[i];
     if (g->n_kernels == GPU_MAX_KERNELS)
-        vkt_fatal("too many distinct kernels (%d) while creating '%s'", GPU_MAX_KERNELS, d->shader);
+        vkt_fatal("too many distinct kernels (%d) while creating '%s'", GPU_MAX_KERNELS,
+                  shader_find(d->shader)->name);
     const struct shader_blob *blob = shader_find(d->shader);
     struct gpu_kernel *k = &g->kernels[g->n_kernels];
     memset(k, 0, sizeof *k);
-    snprintf(k->shader, sizeof k->shader, "%s", d->shader);
+    k->id = d->shader;
+    k->shader = blob->name;
     k->n_spec = d->n_spec;
     memcpy(k->spec, d->spec, sizeof k->spec);
     k->n_bindings = d->n_bindings;
@@ -74,7 +81,7 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
         .pBindings = b,
     };
     VK_CHECK(vkCreateDescriptorSetLayout(g->device, &dl, NULL, &k->set_layout),
-             "creating the descriptor layout of kernel '%s'", d->shader);
+             "creating the descriptor layout of kernel '%s'", blob->name);
     VkPushConstantRange pr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = d->push_size};
     VkPipelineLayoutCreateInfo pl = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
@@ -84,14 +91,14 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
         .pPushConstantRanges = &pr,
     };
     VK_CHECK(vkCreatePipelineLayout(g->device, &pl, NULL, &k->layout), "creating the pipeline layout of kernel '%s'",
-             d->shader);
+             blob->name);
     VkShaderModuleCreateInfo smci = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = *blob->size,
         .pCode = blob->code,
     };
     VkShaderModule module;
-    VK_CHECK(vkCreateShaderModule(g->device, &smci, NULL, &module), "loading shader '%s'", d->shader);
+    VK_CHECK(vkCreateShaderModule(g->device, &smci, NULL, &module), "loading shader '%s'", blob->name);
     VkSpecializationMapEntry map[GPU_MAX_SPEC];
     for (int i = 0; i < d->n_spec; i++)
         map[i] = (VkSpecializationMapEntry){.constantID = (uint32_t)i, .offset = 4u * (uint32_t)i, .size = 4};
@@ -115,7 +122,7 @@ struct gpu_kernel *gpu_kernel_get(struct gpu *g, const struct gpu_kernel_desc *d
         .layout = k->layout,
     };
     VK_CHECK(vkCreateComputePipelines(g->device, VK_NULL_HANDLE, 1, &cp, NULL, &k->pipeline),
-             "creating the compute pipeline of kernel '%s'", d->shader);
+             "creating the compute pipeline of kernel '%s'", blob->name);
     vkDestroyShaderModule(g->device, module, NULL);
     g->n_kernels++;
     return k;

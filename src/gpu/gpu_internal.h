@@ -48,7 +48,7 @@ typedef VkResult(VKAPI_PTR *vkt_coopmat_properties_fn)(VkPhysicalDevice, uint32_
 /* Whether the device lists extension `name`. */
 int gpu_has_extension(VkPhysicalDevice p, const char *name);
 /* Whether this build embeds the SPIR-V module `name`. */
-int gpu_shader_built(const char *name);
+int gpu_shader_built(enum shader_id id);
 
 _Noreturn void gpu_vk_fail(const char *call, VkResult r, const char *what, ...);
 const char *gpu_vk_result_name(VkResult r);
@@ -70,7 +70,8 @@ struct gpu_buffer {
 };
 
 struct gpu_kernel {
-    char shader[64];
+    enum shader_id id;
+    const char *shader; /* its name, shader_blobs[id].name */
     uint32_t spec[GPU_MAX_SPEC];
     int n_spec;
     int n_bindings;

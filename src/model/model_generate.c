@@ -5,7 +5,7 @@
  * training forward's layer recorder (model_layer_record, model_forward.c)
  * on this one row, its attention hook appending k, v to the layer's cache
  * row pos and attending the one query over cache rows 0..pos
- * (shaders/attention_decode.comp), the residual stream updated in place;
+ * (shaders/common/attention_decode.comp), the residual stream updated in place;
  * the final norm and the logits; then it submits once and reads the
  * logits back. The arithmetic is the training forward's for the last row,
  * so the logits match it to fp32 rounding (tests/test_generate.c). It owns
@@ -132,7 +132,7 @@ static void cache_append(struct decoder *d, uint32_t l, struct gpu_buffer *k, ui
 {
     struct gpu *g = d->m->g;
     struct gpu_kernel_desc desc = {
-        .shader = "attention_decode_append", .n_bindings = 4, .push_size = 4 * sizeof(uint32_t)};
+        .shader = SHADER_attention_decode_append, .n_bindings = 4, .push_size = 4 * sizeof(uint32_t)};
     struct gpu_arg args[4] = {{.buf = k}, {.buf = v}, {.buf = d->kc[l], .write = 1}, {.buf = d->vc[l], .write = 1}};
     uint32_t push[4] = {d->pos, d->kvd, k_off, v_off};
     gpu_dispatch(g, gpu_kernel_get(g, &desc), args, push, (d->kvd + 63) / 64, 1, 1);
@@ -142,7 +142,7 @@ static void cache_append(struct decoder *d, uint32_t l, struct gpu_buffer *k, ui
 static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, uint32_t q_off)
 {
     struct gpu *g = d->m->g;
-    struct gpu_kernel_desc desc = {.shader = "attention_decode_attend",
+    struct gpu_kernel_desc desc = {.shader = SHADER_attention_decode_attend,
                                    .n_bindings = 5,
                                    .push_size = 7 * sizeof(uint32_t),
                                    .n_spec = 1,

@@ -1,23 +1,31 @@
 /* op_activation: the MLP activations SwiGLU and GELU (tanh), forward and
- * backward, elementwise (shaders/activation.comp; on CPU devices, the
+ * backward, elementwise (shaders/default/activation.comp; on CPU devices, the
  * texel family, activation_texel.comp: vec4 chunks read through RGBA32F
  * texel views). With gpu_reproducible(g): the formulas of
- * shaders/repro_ops.glsl, in repro_activation_texel.comp on CPU devices
+ * shaders/reproducible/repro_ops.glsl, in repro_activation_texel.comp on CPU devices
  * (the same access pattern), repro_activation.comp (storage) on GPUs.
  * Never allocates. */
-#include <stdio.h>
-
 #include "ops_internal.h"
 #include "ops_texel.h"
 #include "vktrain/util.h"
 
-static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a, struct gpu_buffer *b,
+/* One activation's kernels, in each family and profile. */
+struct activation_kernels {
+    const char *op;
+    enum shader_id storage, texel, repro_texel, repro[2];
+};
+#define ACTIVATION(v)                                                                                      \
+    (&(const struct activation_kernels){"activation_" #v, SHADER_activation_##v, SHADER_activation_texel_##v, \
+                                        SHADER_repro_activation_texel_##v,                       \
+                                        {SHADER_repro_activation_##v, SHADER_repro_activation_##v##_runs}})
+
+static void activation(struct gpu *g, const struct activation_kernels *ks, struct gpu_buffer *a, struct gpu_buffer *b,
                        struct gpu_buffer *c, struct gpu_buffer *d, struct gpu_buffer *e, size_t n, int writes_c)
 {
     struct gpu_arg args[5] = {{.buf = a}, {.buf = b}, {.buf = c, .write = writes_c},
                               {.buf = d, .write = !writes_c}, {.buf = e, .write = !writes_c}};
     for (int i = 0; i < 5; i++)
-        ops_check(variant, "a", args[i].buf, n * sizeof(float));
+        ops_check(ks->op, "a", args[i].buf, n * sizeof(float));
     struct {
         uint32_t n;
         float unused;
@@ -32,11 +40,10 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
         enum gpu_binding_kind kinds[8] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
                                           GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE,    GPU_BIND_STORAGE};
-        char name[48];
-        snprintf(name, sizeof name, "%sactivation_texel_%s", gpu_reproducible(g) ? "repro_" : "", variant + 11);
+        enum shader_id shader = gpu_reproducible(g) ? ks->repro_texel : ks->texel;
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[8] = {16, 16, 16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, name, 8, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
+        ops_elements(g, ops_texel_kernel(g, shader, 8, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
         return;
     }
     if (gpu_reproducible(g)) {
@@ -49,34 +56,32 @@ static void activation(struct gpu *g, const char *variant, struct gpu_buffer *a,
             rargs[3] = (struct gpu_arg){.buf = d}, rargs[4] = (struct gpu_arg){.buf = e};
             rargs[5] = (struct gpu_arg){.buf = d, .write = 1}, rargs[6] = (struct gpu_arg){.buf = e, .write = 1};
         }
-        char name[48];
-        snprintf(name, sizeof name, "repro_%s", variant);
         const size_t floats[7] = {4, 4, 4, 4, 4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, name, writes_c ? 3 : 7, n_in, sizeof push), rargs, floats, &push, n, 1,
+        ops_elements(g, ops_repro_kernel(g, ks->repro, writes_c ? 3 : 7, n_in, sizeof push), rargs, floats, &push, n, 1,
                      1);
         return;
     }
     const size_t floats[5] = {4, 4, 4, 4, 4};
-    ops_elements(g, ops_kernel(g, variant, 5, sizeof push, 1), args, floats, &push, n, 1, 1);
+    ops_elements(g, ops_kernel(g, ks->storage, 5, sizeof push, 1), args, floats, &push, n, 1, 1);
 }
 
 void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n)
 {
-    activation(g, "activation_swiglu", gate, up, h, h, h, n, 1);
+    activation(g, ACTIVATION(swiglu), gate, up, h, h, h, n, 1);
 }
 
 void op_swiglu_backward(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *dh,
                         struct gpu_buffer *dgate, struct gpu_buffer *dup, size_t n)
 {
-    activation(g, "activation_swiglu_back", gate, up, dh, dgate, dup, n, 0);
+    activation(g, ACTIVATION(swiglu_back), gate, up, dh, dgate, dup, n, 0);
 }
 
 void op_gelu(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)
 {
-    activation(g, "activation_gelu", x, x, y, y, y, n, 1);
+    activation(g, ACTIVATION(gelu), x, x, y, y, y, n, 1);
 }
 
 void op_gelu_backward(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *dy, struct gpu_buffer *dx, size_t n)
 {
-    activation(g, "activation_gelu_back", x, x, dy, dx, dx, n, 0);
+    activation(g, ACTIVATION(gelu_back), x, x, dy, dx, dx, n, 0);
 }

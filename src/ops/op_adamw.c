@@ -1,4 +1,4 @@
-/* op_adamw: the wrapper of shaders/adamw.comp, one AdamW step of one
+/* op_adamw: the wrapper of shaders/default/adamw.comp, one AdamW step of one
  * parameter tensor (torch.optim.AdamW semantics; the formula and its
  * operation order are in include/vktrain/ops_optim.h and the shader).
  *
@@ -71,12 +71,12 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[7] = {16, 16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, fused ? "adamw_texel_fused" : "adamw_texel_torch", 7, kinds, sizeof push,
+        ops_elements(g, ops_texel_kernel(g, fused ? SHADER_adamw_texel_fused : SHADER_adamw_texel_torch, 7, kinds, sizeof push,
                                          1, &wg),
                      targs, vec4, &push, n, 4, 4);
         return;
     }
     const size_t floats[4] = {4, 4, 4, 4};
-    ops_elements(g, ops_kernel(g, fused ? "adamw_fused" : "adamw_torch", 4, sizeof push, 1), args, floats, &push, n,
+    ops_elements(g, ops_kernel(g, fused ? SHADER_adamw_fused : SHADER_adamw_torch, 4, sizeof push, 1), args, floats, &push, n,
                  1, 1);
 }

@@ -1,6 +1,6 @@
 /* op_attention: causal grouped-query self-attention, block-causal by
  * document when document ids are given; forward saves the probabilities,
- * backward runs three deterministic passes (shaders/attention_back.comp).
+ * backward runs three deterministic passes (shaders/default/attention_back.comp).
  * q, k, v may be views into one fused buffer (GPT-2's c_attn output).
  * On CPU devices (texel family) the kernels are attention_texel.comp and
  * attention_back_texel.comp: per-head vectors in registers, inputs read
@@ -187,13 +187,13 @@ struct probs_push {
     uint32_t o_off, p_off, doc_off;
 };
 
-/* The texel kernel `base` for width 4 or 1, head size hd (its chunks are
- * specialization constant 0). */
-static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+/* The texel kernel of widths (SHADER_WIDTHS) for width 4 or 1, head size
+ * hd (its chunks are specialization constant 0). */
+static struct gpu_kernel *texel_kernel(struct gpu *g, const enum shader_id *widths, int width, int n_tex, unsigned f32_mask,
                                        int n_bind, uint32_t hd)
 {
     uint32_t hdc = hd / (uint32_t)width;
-    return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, sizeof(struct probs_push), 1, &hdc);
+    return ops_texel_variant(g, widths, width, n_tex, f32_mask, n_bind, sizeof(struct probs_push), 1, &hdc);
 }
 
 /* Bindings of q, k, v at b[0..2] and of the document ids at b[3] (q
@@ -220,8 +220,8 @@ void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_
     int width = texel_width(g, &push.a, b, 3);
     if (!width)
         check_storage_loops(g, "attention", &push.a);
-    struct gpu_kernel *kern = width ? texel_kernel(g, "attention_texel", width, 3, 0, 6, s->hd)
-                                    : ops_kernel(g, "attention", 6, sizeof push, 0);
+    struct gpu_kernel *kern = width ? texel_kernel(g, SHADER_WIDTHS(attention_texel), width, 3, 0, 6, s->hd)
+                                    : ops_kernel(g, SHADER_attention, 6, sizeof push, 0);
     b[4] = (struct attention_bind){probs, 0, s->H * T * T, 0, 1, &push.p_off};
     b[5] = (struct attention_bind){out, 0, T * s->H * s->hd, 0, 1, &push.o_off};
     attention_dispatch(g, "attention", kern, b, 6, &push.a, &push, T * s->H, 1, 1, NULL);
@@ -255,25 +255,25 @@ void op_attention_backward(struct gpu *g, const struct op_attention_shape *s, st
     if (width) {
         /* dS and dq in one pass, then dk and dv. */
         struct attention_bind a0[6] = {qkv[1], qkv[2], P, dO, dS, grad[0]};
-        attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_ds", width, 4, DS_PROBS, 6, s->hd), a0, 6,
+        attention_dispatch(g, op, texel_kernel(g, SHADER_WIDTHS(attention_back_texel_ds), width, 4, DS_PROBS, 6, s->hd), a0, 6,
                            &push.a, &push, queries, 1, 1, NULL);
         dS.write = 0;
         struct attention_bind a1[6] = {qkv[0], P, dS, dO, grad[1], grad[2]};
-        attention_dispatch(g, op, texel_kernel(g, "attention_back_texel_dkv", width, 4, DKV_PROBS_DS, 6, s->hd), a1, 6,
+        attention_dispatch(g, op, texel_kernel(g, SHADER_WIDTHS(attention_back_texel_dkv), width, 4, DKV_PROBS_DS, 6, s->hd), a1, 6,
                            &push.a, &push, keys, 1, 1, NULL);
         return;
     }
     check_storage_loops(g, op, &push.a);
     struct attention_bind args[8] = {qkv[0], qkv[1], qkv[2], P, dO, dS, grad[0], grad[2]};
     args[6].write = args[7].write = 0;
-    attention_dispatch(g, op, ops_kernel(g, "attention_back_ds", 8, sizeof push, 0), args, 8, &push.a, &push, queries,
+    attention_dispatch(g, op, ops_kernel(g, SHADER_attention_back_ds, 8, sizeof push, 0), args, 8, &push.a, &push, queries,
                        1, 1, NULL);
     args[5].write = 0;
     args[6].write = 1;
-    attention_dispatch(g, op, ops_kernel(g, "attention_back_dq", 8, sizeof push, 0), args, 8, &push.a, &push, queries,
+    attention_dispatch(g, op, ops_kernel(g, SHADER_attention_back_dq, 8, sizeof push, 0), args, 8, &push.a, &push, queries,
                        1, 1, NULL);
     args[6] = grad[1];
     args[7] = grad[2];
-    attention_dispatch(g, op, ops_kernel(g, "attention_back_dkv", 8, sizeof push, 0), args, 8, &push.a, &push, keys, 1,
+    attention_dispatch(g, op, ops_kernel(g, SHADER_attention_back_dkv, 8, sizeof push, 0), args, 8, &push.a, &push, keys, 1,
                        1, NULL);
 }

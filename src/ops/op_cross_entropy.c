@@ -1,5 +1,5 @@
 /* op_cross_entropy: the masked softmax cross-entropy fused with its
- * backward (shaders/cross_entropy.comp), dispatched over row ranges so a
+ * backward (shaders/default/cross_entropy.comp), dispatched over row ranges so a
  * logits buffer larger than a binding (the GPT-2 vocabulary over many
  * tokens) or more rows than the workgroup count still work; rows are
  * independent, so the ranges change no bit. On CPU devices (texel family)
@@ -66,8 +66,8 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
-        struct gpu_kernel *k = per_row ? ops_texel_kernel(g, "cross_entropy_texel", 5, kinds, sizeof push, 0, NULL)
-                                       : ops_texel_kernel(g, "cross_entropy_texel_wg", 5, kinds, sizeof push, 1, &wg);
+        struct gpu_kernel *k = per_row ? ops_texel_kernel(g, SHADER_cross_entropy_texel, 5, kinds, sizeof push, 0, NULL)
+                                       : ops_texel_kernel(g, SHADER_cross_entropy_texel_wg, 5, kinds, sizeof push, 1, &wg);
         struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
         const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
         ops_rows(g, k, args, ub, &push, 1, rows, per_row ? 64 : 1);
@@ -75,5 +75,5 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     }
     struct gpu_arg args[4] = {x, lab, loss, count};
     const size_t ub[4] = {row_bytes, sizeof(float), sizeof(float), sizeof(float)};
-    ops_rows(g, ops_kernel(g, "cross_entropy", 4, sizeof push, 1), args, ub, &push, 1, rows, 1);
+    ops_rows(g, ops_kernel(g, SHADER_cross_entropy, 4, sizeof push, 1), args, ub, &push, 1, rows, 1);
 }

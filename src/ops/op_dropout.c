@@ -2,7 +2,7 @@
  * twin of the mask. The mask is a counter-based hash, lowbias32 (Chris
  * Wellons' integer hash, a bijection of 32-bit words) chained over the
  * words of the counter: the host folds (seed, step, stream) into the key,
- * the shader (shaders/lora_dropout.comp) folds in the sample, the position
+ * the shader (shaders/common/lora_dropout.comp) folds in the sample, the position
  * and the feature; an element is kept when the top 24 bits of the result
  * are at least p·2^24. Rows go in ranges within the binding limits, each
  * dispatch told its first row. Never allocates. */
@@ -57,7 +57,7 @@ void op_dropout(struct gpu *g, const struct op_dropout *d, struct gpu_buffer *x,
         uint32_t acc;
     } push = {
         0, cols, 0, d->key, d->sample0, d->T, threshold(d->p), (float)(1.0 / (1.0 - (double)d->p)), accumulate != 0};
-    struct gpu_kernel *k = ops_kernel(g, "lora_dropout", 2, sizeof push, 1);
+    struct gpu_kernel *k = ops_kernel(g, SHADER_lora_dropout, 2, sizeof push, 1);
     struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1}};
     const size_t ub[2] = {row, row};
     size_t step, per = ops_range_units(g, k, args, ub, &step);

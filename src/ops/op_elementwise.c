@@ -24,11 +24,20 @@ struct elementwise_push {
  * kernel binds the n_in inputs as views, then the written buffer as
  * storage; in-place ops name it among the inputs too. Buffers larger than
  * a binding are done in ranges (ops_elements). */
-static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_arg *args, int n_in,
+struct elementwise_kernels {
+    const char *op;
+    enum shader_id storage, texel, repro_texel, repro[2];
+};
+#define ELEMENTWISE(v)                                                                                       \
+    (&(const struct elementwise_kernels){#v, SHADER_##v, SHADER_elementwise_texel_##v,                       \
+                                         SHADER_repro_elementwise_texel_##v,                                 \
+                                         {SHADER_repro_elementwise_##v, SHADER_repro_elementwise_##v##_runs}})
+
+static void run(struct gpu *g, const struct elementwise_kernels *ks, int n_bind, const struct gpu_arg *args, int n_in,
                 struct gpu_buffer *const *in, size_t n, float a)
 {
     for (int i = 0; i < n_bind; i++)
-        ops_check(shader, "an", args[i].buf, n * sizeof(float));
+        ops_check(ks->op, "an", args[i].buf, n * sizeof(float));
     struct elementwise_push push = {0, a};
     int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
     if (gpu_reproducible(g) && !texel) {
@@ -42,10 +51,8 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
         for (int i = 0; i < n_in; i++)
             rargs[i] = (struct gpu_arg){.buf = in[i]};
         rargs[n_in] = args[n_bind - 1];
-        char name[32];
-        snprintf(name, sizeof name, "repro_elementwise_%s", shader);
         const size_t floats[3] = {4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, name, n_in + 1, n_in, sizeof rpush), rargs, floats, &rpush, n, 1, 1);
+        ops_elements(g, ops_repro_kernel(g, ks->repro, n_in + 1, n_in, sizeof rpush), rargs, floats, &rpush, n, 1, 1);
         return;
     }
     if (texel) {
@@ -54,37 +61,36 @@ static void run(struct gpu *g, const char *shader, int n_bind, const struct gpu_
         for (int i = 0; i < n_in; i++)
             targs[i] = (struct gpu_arg){.buf = in[i]}, kinds[i] = GPU_BIND_TEXEL_VEC4;
         targs[n_in] = args[n_bind - 1], kinds[n_in] = GPU_BIND_STORAGE;
-        char name[32];
-        snprintf(name, sizeof name, "%selementwise_texel_%s", gpu_reproducible(g) ? "repro_" : "", shader);
+        enum shader_id shader = gpu_reproducible(g) ? ks->repro_texel : ks->texel;
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[3] = {16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, name, n_in + 1, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,
+        ops_elements(g, ops_texel_kernel(g, shader, n_in + 1, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,
                      4);
         return;
     }
     const size_t floats[3] = {4, 4, 4};
-    ops_elements(g, ops_kernel(g, shader, n_bind, sizeof push, 1), args, floats, &push, n, 1, 1);
+    ops_elements(g, ops_kernel(g, ks->storage, n_bind, sizeof push, 1), args, floats, &push, n, 1, 1);
 }
 
 void op_add(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, struct gpu_buffer *z, size_t n)
 {
     struct gpu_arg args[3] = {{.buf = x}, {.buf = y}, {.buf = z, .write = 1}};
     struct gpu_buffer *in[2] = {x, y};
-    run(g, "add", 3, args, 2, in, n, 0.0f);
+    run(g, ELEMENTWISE(add), 3, args, 2, in, n, 0.0f);
 }
 
 void op_scale(struct gpu *g, struct gpu_buffer *x, float a, size_t n)
 {
     struct gpu_arg args[1] = {{.buf = x, .write = 1}};
     struct gpu_buffer *in[1] = {x};
-    run(g, "scale", 1, args, 1, in, n, a);
+    run(g, ELEMENTWISE(scale), 1, args, 1, in, n, a);
 }
 
 void op_axpy(struct gpu *g, float a, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)
 {
     struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1}};
     struct gpu_buffer *in[2] = {x, y};
-    run(g, "axpy", 2, args, 2, in, n, a);
+    run(g, ELEMENTWISE(axpy), 2, args, 2, in, n, a);
 }
 
 void op_copy(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)
@@ -102,5 +108,5 @@ void op_copy_to(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_
                   y0, gpu_buffer_name(y), align);
     struct gpu_arg args[2] = {{.buf = x}, {.buf = y, .write = 1, .offset = first, .range = n * sizeof(float)}};
     struct gpu_buffer *in[1] = {x};
-    run(g, "copy", 2, args, 1, in, n, 0.0f);
+    run(g, ELEMENTWISE(copy), 2, args, 1, in, n, 0.0f);
 }

@@ -126,16 +126,15 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         if (bf16) {
             enum gpu_binding_kind t = width == 4 ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16;
             const enum gpu_binding_kind kinds[5] = {t, t, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE};
-            k = ops_texel_kernel(g, width == 4 ? "embedding_texel_fwd_vec4_bf16" : "embedding_texel_fwd_scalar_bf16", 5,
+            k = ops_texel_kernel(g, width == 4 ? SHADER_embedding_texel_fwd_vec4_bf16 : SHADER_embedding_texel_fwd_scalar_bf16, 5,
                                  kinds, sizeof push, 1, &wg);
         } else {
-            k = ops_texel_variant(g, repro ? "repro_embedding_texel_fwd" : "embedding_texel_fwd", width, 2, 0, 5,
+            k = ops_texel_variant(g, repro ? SHADER_WIDTHS(repro_embedding_texel_fwd) : SHADER_WIDTHS(embedding_texel_fwd), width, 2, 0, 5,
                                   sizeof push, 1, &wg);
         }
     } else {
         width = 1;
-        char shader[32];
-        snprintf(shader, sizeof shader, "%s%s", repro ? "repro_embedding" : "embedding", repro ? ops_repro_walk(g) : "");
+        enum shader_id shader = !repro ? SHADER_embedding : SHADER_WALKS(repro_embedding)[ops_repro_runs(g)];
         struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
         d.spec[0] = wg, d.spec[1] = (uint32_t)bf16; /* BF16: the tables hold bf16 */
         for (int i = 0; i < 5; i++)
@@ -251,7 +250,7 @@ static int embed_back_samples(struct gpu *g, const struct embed_back *x)
     if (!stack || x->width != 4 || !repro_stack_texels(g) || !vkt_env_flag("VKTRAIN_REPRO_EMBED_LOOP", 1))
         return 0;
     struct gpu_kernel_desc d = {
-        .shader = "repro_embedding_back_texel_vec4_samples",
+        .shader = SHADER_repro_embedding_back_texel_vec4_samples,
         .n_bindings = 4,
         .bindings = {GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_IMAGE_VEC4},
         .push_size = 9 * sizeof(uint32_t)};
@@ -291,10 +290,10 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         struct gpu_arg t = args[0];
         args[0] = args[1], args[1] = t;
         ub[0] = sizeof(float) * C, ub[1] = sizeof(int32_t);
-        k = ops_texel_variant(g, gpu_reproducible(g) ? "repro_embedding_back_texel" : "embedding_texel_back", width, 1,
+        k = ops_texel_variant(g, gpu_reproducible(g) ? SHADER_WIDTHS(repro_embedding_back_texel) : SHADER_WIDTHS(embedding_texel_back), width, 1,
                               0, 3, 6 * sizeof(uint32_t), 0, NULL);
     } else {
-        k = ops_kernel(g, gpu_reproducible(g) ? "repro_embedding_back" : "embedding_back", 3, 7 * sizeof(uint32_t), 1);
+        k = ops_kernel(g, gpu_reproducible(g) ? SHADER_repro_embedding_back : SHADER_embedding_back, 3, 7 * sizeof(uint32_t), 1);
     }
     struct embed_back x = {k, {args[0], args[1], args[2]}, {ub[0], ub[1], ub[2]}, rows, C, V, width};
     if (gpu_reproducible(g)) { /* a parameter's gradient: summed per sample */
@@ -343,14 +342,14 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */
         uint32_t wg = gpu_workgroup_1d(g);
-        k = ops_texel_variant(g, gpu_reproducible(g) ? "repro_rope_texel" : "rope_texel", width, 2, 0, 4, sizeof push,
+        k = ops_texel_variant(g, gpu_reproducible(g) ? SHADER_WIDTHS(repro_rope_texel) : SHADER_WIDTHS(rope_texel), width, 2, 0, 4, sizeof push,
                               1, &wg);
         struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
         const size_t tub[4] = {0, row, sizeof(int32_t), row};
         memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
         it = 0, count /= (size_t)width, unit /= (size_t)width;
     } else {
-        k = gpu_reproducible(g) ? ops_repro_kernel(g, "repro_rope", 3, 0, sizeof push) : ops_kernel(g, "rope", 3, sizeof push, 1);
+        k = gpu_reproducible(g) ? ops_repro_kernel(g, SHADER_WALKS(repro_rope), 3, 0, sizeof push) : ops_kernel(g, SHADER_rope, 3, sizeof push, 1);
         struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
         const size_t sub[3] = {sizeof(int32_t), 0, row};
         memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);

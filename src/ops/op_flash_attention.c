@@ -1,10 +1,10 @@
 /* op_flash_attention: causal GQA self-attention (block-causal by document)
  * without the (T,T) probabilities: the forward keeps a per-row log-sum-exp,
  * the backward recomputes the probabilities from q, k and it
- * (shaders/flash_attention.comp). Memory is linear in T.
+ * (shaders/default/flash_attention.comp). Memory is linear in T.
  *
  * In the reproducible profile (gpu_reproducible) the same ops record
- * shaders/repro_attention.comp and _bwd.comp instead (repro_flash_attention and its
+ * shaders/reproducible/repro_attention.comp and _bwd.comp instead (repro_flash_attention and its
  * backward, include/vktrain/repro.h): exact per row, the forward in two
  * walks over the keys (max; the sum and the weighted values, fused), with
  * the same bindings and the same dispatch shapes; where the device's loop
@@ -60,21 +60,138 @@ static void flash_dispatch(struct gpu *g, const char *op, struct gpu_kernel *k, 
     attention_dispatch(g, op, k, binds, n, &push->a, push, rows_per_seq, walk, chunk, &push->w0);
 }
 
-/* The kernel <base>_<stage>_<texel|storage>_<vec4|scalar> (base
- * flash_attention or repro_attention): bindings 0..n_in−1 are inputs
- * (texel views in the texel family, R32F where f32_mask has the bit), the
- * rest storage. */
-static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const char *stage, int texel, int width,
-                                       int n_in, unsigned f32_mask, int n_bind, uint32_t hd)
+/* The attention kernels: base (flash_attention, flash_block, or the
+ * reproducible repro_attention, repro_attention_bwd,
+ * repro_attention_block), stage, family (texel views or storage), texel
+ * width, and for the block kernels the largest head size and the rows of
+ * a block: every variant of those shaders, by its constant. */
+struct flash_variant {
+    const char *base, *stage;
+    int texel, width;
+    uint32_t hd_max, rows;
+    enum shader_id id;
+};
+static const struct flash_variant flash_variants[] = {
+    {"flash_attention", "fwd", 1, 4, 0, 0, SHADER_flash_attention_fwd_texel_vec4},
+    {"flash_attention", "fwd", 1, 1, 0, 0, SHADER_flash_attention_fwd_texel_scalar},
+    {"flash_attention", "fwd4", 1, 4, 0, 0, SHADER_flash_attention_fwd4_texel_vec4},
+    {"flash_attention", "fwd", 0, 4, 0, 0, SHADER_flash_attention_fwd_storage_vec4},
+    {"flash_attention", "fwd", 0, 1, 0, 0, SHADER_flash_attention_fwd_storage_scalar},
+    {"flash_attention", "rows", 1, 4, 0, 0, SHADER_flash_attention_rows_texel_vec4},
+    {"flash_attention", "rows", 1, 1, 0, 0, SHADER_flash_attention_rows_texel_scalar},
+    {"flash_attention", "rows", 0, 4, 0, 0, SHADER_flash_attention_rows_storage_vec4},
+    {"flash_attention", "rows", 0, 1, 0, 0, SHADER_flash_attention_rows_storage_scalar},
+    {"flash_attention", "dq", 1, 4, 0, 0, SHADER_flash_attention_dq_texel_vec4},
+    {"flash_attention", "dq", 1, 1, 0, 0, SHADER_flash_attention_dq_texel_scalar},
+    {"flash_attention", "dq2", 1, 4, 0, 0, SHADER_flash_attention_dq2_texel_vec4},
+    {"flash_attention", "dq", 0, 4, 0, 0, SHADER_flash_attention_dq_storage_vec4},
+    {"flash_attention", "dq", 0, 1, 0, 0, SHADER_flash_attention_dq_storage_scalar},
+    {"flash_attention", "dkv", 1, 4, 0, 0, SHADER_flash_attention_dkv_texel_vec4},
+    {"flash_attention", "dkv", 1, 1, 0, 0, SHADER_flash_attention_dkv_texel_scalar},
+    {"flash_attention", "dkv2", 1, 4, 0, 0, SHADER_flash_attention_dkv2_texel_vec4},
+    {"flash_attention", "dk", 0, 4, 0, 0, SHADER_flash_attention_dk_storage_vec4},
+    {"flash_attention", "dk", 0, 1, 0, 0, SHADER_flash_attention_dk_storage_scalar},
+    {"flash_attention", "dv", 0, 4, 0, 0, SHADER_flash_attention_dv_storage_vec4},
+    {"flash_attention", "dv", 0, 1, 0, 0, SHADER_flash_attention_dv_storage_scalar},
+    {"flash_block", "dkv", 0, 1, 32, 32, SHADER_flash_block_dkv32x32_storage_scalar},
+    {"flash_block", "dkv", 0, 1, 64, 32, SHADER_flash_block_dkv64x32_storage_scalar},
+    {"flash_block", "dkv", 0, 1, 64, 16, SHADER_flash_block_dkv64x16_storage_scalar},
+    {"flash_block", "dkv", 0, 1, 128, 16, SHADER_flash_block_dkv128x16_storage_scalar},
+    {"flash_block", "dkv", 0, 1, 128, 8, SHADER_flash_block_dkv128x8_storage_scalar},
+    {"flash_block", "dk", 0, 1, 64, 16, SHADER_flash_block_dk64x16_storage_scalar},
+    {"flash_block", "dv", 0, 1, 64, 16, SHADER_flash_block_dv64x16_storage_scalar},
+    {"flash_block", "dq", 0, 1, 32, 32, SHADER_flash_block_dq32x32_storage_scalar},
+    {"flash_block", "dq", 0, 1, 64, 32, SHADER_flash_block_dq64x32_storage_scalar},
+    {"flash_block", "dq", 0, 1, 64, 16, SHADER_flash_block_dq64x16_storage_scalar},
+    {"flash_block", "dq", 0, 1, 128, 16, SHADER_flash_block_dq128x16_storage_scalar},
+    {"flash_block", "dq", 0, 1, 128, 8, SHADER_flash_block_dq128x8_storage_scalar},
+    {"flash_block", "fwd", 0, 1, 32, 32, SHADER_flash_block_fwd32x32_storage_scalar},
+    {"flash_block", "fwd", 0, 1, 64, 32, SHADER_flash_block_fwd64x32_storage_scalar},
+    {"flash_block", "fwd", 0, 1, 64, 16, SHADER_flash_block_fwd64x16_storage_scalar},
+    {"flash_block", "fwd", 0, 1, 128, 16, SHADER_flash_block_fwd128x16_storage_scalar},
+    {"flash_block", "fwd", 0, 1, 128, 8, SHADER_flash_block_fwd128x8_storage_scalar},
+    {"repro_attention", "max", 1, 4, 0, 0, SHADER_repro_attention_max_texel_vec4},
+    {"repro_attention", "max", 1, 1, 0, 0, SHADER_repro_attention_max_texel_scalar},
+    {"repro_attention", "max", 0, 4, 0, 0, SHADER_repro_attention_max_storage_vec4},
+    {"repro_attention", "max", 0, 1, 0, 0, SHADER_repro_attention_max_storage_scalar},
+    {"repro_attention", "sum", 1, 4, 0, 0, SHADER_repro_attention_sum_texel_vec4},
+    {"repro_attention", "sum", 1, 1, 0, 0, SHADER_repro_attention_sum_texel_scalar},
+    {"repro_attention", "sum", 0, 4, 0, 0, SHADER_repro_attention_sum_storage_vec4},
+    {"repro_attention", "sum", 0, 1, 0, 0, SHADER_repro_attention_sum_storage_scalar},
+    {"repro_attention", "acc", 1, 4, 0, 0, SHADER_repro_attention_acc_texel_vec4},
+    {"repro_attention", "acc", 1, 1, 0, 0, SHADER_repro_attention_acc_texel_scalar},
+    {"repro_attention", "acc", 0, 4, 0, 0, SHADER_repro_attention_acc_storage_vec4},
+    {"repro_attention", "acc", 0, 1, 0, 0, SHADER_repro_attention_acc_storage_scalar},
+    {"repro_attention", "fused", 1, 4, 0, 0, SHADER_repro_attention_fused_texel_vec4},
+    {"repro_attention", "fused", 1, 1, 0, 0, SHADER_repro_attention_fused_texel_scalar},
+    {"repro_attention", "fused", 0, 4, 0, 0, SHADER_repro_attention_fused_storage_vec4},
+    {"repro_attention", "fused", 0, 1, 0, 0, SHADER_repro_attention_fused_storage_scalar},
+    {"repro_attention", "max8", 1, 4, 0, 0, SHADER_repro_attention_max8_texel_vec4},
+    {"repro_attention", "fused4", 1, 4, 0, 0, SHADER_repro_attention_fused4_texel_vec4},
+    {"repro_attention_block", "dkv", 0, 1, 32, 32, SHADER_repro_attention_block_dkv32x32_storage_scalar},
+    {"repro_attention_block", "dkv", 0, 1, 64, 32, SHADER_repro_attention_block_dkv64x32_storage_scalar},
+    {"repro_attention_block", "dkv", 0, 1, 64, 16, SHADER_repro_attention_block_dkv64x16_storage_scalar},
+    {"repro_attention_block", "dkv", 0, 1, 128, 16, SHADER_repro_attention_block_dkv128x16_storage_scalar},
+    {"repro_attention_block", "dkv", 0, 1, 128, 8, SHADER_repro_attention_block_dkv128x8_storage_scalar},
+    {"repro_attention_block", "dq", 0, 1, 32, 32, SHADER_repro_attention_block_dq32x32_storage_scalar},
+    {"repro_attention_block", "dq", 0, 1, 64, 32, SHADER_repro_attention_block_dq64x32_storage_scalar},
+    {"repro_attention_block", "dq", 0, 1, 64, 16, SHADER_repro_attention_block_dq64x16_storage_scalar},
+    {"repro_attention_block", "dq", 0, 1, 128, 16, SHADER_repro_attention_block_dq128x16_storage_scalar},
+    {"repro_attention_block", "dq", 0, 1, 128, 8, SHADER_repro_attention_block_dq128x8_storage_scalar},
+    {"repro_attention_block", "fwd", 0, 1, 32, 32, SHADER_repro_attention_block_fwd32x32_storage_scalar},
+    {"repro_attention_block", "fwd", 0, 1, 64, 32, SHADER_repro_attention_block_fwd64x32_storage_scalar},
+    {"repro_attention_block", "fwd", 0, 1, 64, 16, SHADER_repro_attention_block_fwd64x16_storage_scalar},
+    {"repro_attention_block", "fwd", 0, 1, 128, 16, SHADER_repro_attention_block_fwd128x16_storage_scalar},
+    {"repro_attention_block", "fwd", 0, 1, 128, 8, SHADER_repro_attention_block_fwd128x8_storage_scalar},
+    {"repro_attention_bwd", "rows", 1, 4, 0, 0, SHADER_repro_attention_bwd_rows_texel_vec4},
+    {"repro_attention_bwd", "rows", 1, 1, 0, 0, SHADER_repro_attention_bwd_rows_texel_scalar},
+    {"repro_attention_bwd", "rows", 0, 4, 0, 0, SHADER_repro_attention_bwd_rows_storage_vec4},
+    {"repro_attention_bwd", "rows", 0, 1, 0, 0, SHADER_repro_attention_bwd_rows_storage_scalar},
+    {"repro_attention_bwd", "dq", 1, 4, 0, 0, SHADER_repro_attention_bwd_dq_texel_vec4},
+    {"repro_attention_bwd", "dq", 1, 1, 0, 0, SHADER_repro_attention_bwd_dq_texel_scalar},
+    {"repro_attention_bwd", "dq", 0, 4, 0, 0, SHADER_repro_attention_bwd_dq_storage_vec4},
+    {"repro_attention_bwd", "dq", 0, 1, 0, 0, SHADER_repro_attention_bwd_dq_storage_scalar},
+    {"repro_attention_bwd", "dkv", 1, 4, 0, 0, SHADER_repro_attention_bwd_dkv_texel_vec4},
+    {"repro_attention_bwd", "dkv", 1, 1, 0, 0, SHADER_repro_attention_bwd_dkv_texel_scalar},
+    {"repro_attention_bwd", "dk", 0, 4, 0, 0, SHADER_repro_attention_bwd_dk_storage_vec4},
+    {"repro_attention_bwd", "dk", 0, 1, 0, 0, SHADER_repro_attention_bwd_dk_storage_scalar},
+    {"repro_attention_bwd", "dv", 0, 4, 0, 0, SHADER_repro_attention_bwd_dv_storage_vec4},
+    {"repro_attention_bwd", "dv", 0, 1, 0, 0, SHADER_repro_attention_bwd_dv_storage_scalar},
+    {"repro_attention_bwd", "dq2", 1, 4, 0, 0, SHADER_repro_attention_bwd_dq2_texel_vec4},
+    {"repro_attention_bwd", "dkv2", 1, 4, 0, 0, SHADER_repro_attention_bwd_dkv2_texel_vec4},
+    {"repro_attention_bwd", "dq4", 1, 4, 0, 0, SHADER_repro_attention_bwd_dq4_texel_vec4},
+    {"repro_attention_bwd", "dkv4", 1, 4, 0, 0, SHADER_repro_attention_bwd_dkv4_texel_vec4},
+};
+
+static enum shader_id flash_shader(const char *base, const char *stage, int texel, int width, uint32_t hd_max,
+                                   uint32_t rows)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s_%s_%s", base, stage, texel ? "texel" : "storage");
-    if (texel)
-        return ops_texel_variant(g, name, width, n_in, f32_mask, n_bind, sizeof(struct flash_push), 1,
+    for (size_t i = 0; i < sizeof flash_variants / sizeof flash_variants[0]; i++) {
+        const struct flash_variant *v = &flash_variants[i];
+        if (!strcmp(v->base, base) && !strcmp(v->stage, stage) && v->texel == texel && v->width == width &&
+            v->hd_max == hd_max && v->rows == rows)
+            return v->id;
+    }
+    vkt_fatal("no %s kernel for stage %s (%s, width %d, block %ux%u) in shaders/", base, stage,
+              texel ? "texel" : "storage", width, hd_max, rows);
+}
+
+/* The kernel of base and stage (flash_variants; hd_max x rows for the
+ * block kernels, else 0 x 0): bindings 0..n_in−1 are inputs (texel views
+ * in the texel family, R32F where f32_mask has the bit), the rest
+ * storage. */
+static struct gpu_kernel *flash_kernel(struct gpu *g, const char *base, const char *stage, uint32_t hd_max,
+                                       uint32_t rows, int texel, int width, int n_in, unsigned f32_mask, int n_bind,
+                                       uint32_t hd)
+{
+    enum shader_id shader = flash_shader(base, stage, texel, width, hd_max, rows);
+    if (texel) {
+        enum shader_id widths[2] = {shader, shader};
+        return ops_texel_variant(g, widths, width, n_in, f32_mask, n_bind, sizeof(struct flash_push), 1,
                                  &(uint32_t){hd / (uint32_t)width});
+    }
     enum gpu_binding_kind kinds[GPU_MAX_BINDINGS] = {GPU_BIND_STORAGE};
-    snprintf(name + strlen(name), sizeof name - strlen(name), "_%s", width == 4 ? "vec4" : "scalar");
-    return ops_texel_kernel(g, name, n_bind, kinds, sizeof(struct flash_push), 1, &(uint32_t){hd / (uint32_t)width});
+    return ops_texel_kernel(g, shader, n_bind, kinds, sizeof(struct flash_push), 1, &(uint32_t){hd / (uint32_t)width});
 }
 
 /* Whether the kernels take several rows per invocation (the texel
@@ -97,7 +214,7 @@ static size_t walk_items(uint32_t T, uint32_t heads, uint32_t nr)
     return (size_t)((T + nr - 1) / nr) * heads;
 }
 
-/* Attention in blocks (shaders/flash_block.comp): the default on GPUs
+/* Attention in blocks (shaders/default/flash_block.comp): the default on GPUs
  * (not CPU devices), in the default profile's storage family, for head
  * sizes up to 128 where the device's shared memory holds the tiles (the
  * forward 13-30 KB, the backward 17-42 KB). VKTRAIN_FLASH=rows or
@@ -203,11 +320,10 @@ static void block_dispatch(struct gpu *g, const char *op, const struct flash_blo
                            struct attention_bind *b, int n, struct flash_push *push, uint32_t heads, uint32_t walk,
                            uint32_t chunk)
 {
-    char name[16];
-    snprintf(name, sizeof name, "%s%ux%u", stage, k->hd_max, k->rows);
     size_t blocks = (push->a.T + k->rows - 1) / k->rows;
     flash_dispatch(
-        g, op, flash_kernel(g, k->repro ? "repro_attention_block" : "flash_block", name, 0, 1, n_in, 0, n, push->a.hd),
+        g, op, flash_kernel(g, k->repro ? "repro_attention_block" : "flash_block", stage, k->hd_max, k->rows, 0, 1,
+                             n_in, 0, n, push->a.hd),
         b, n, push, heads * blocks * 64, walk, chunk);
 }
 
@@ -296,14 +412,14 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
      * unrolled (an overestimate cuts the walk more often, at no other
      * cost): a walk past the device's loop limit would stop short */
     if (flash_pairs(texel, width))
-        flash_dispatch(g, op, flash_kernel(g, base, "max8", texel, width, 3, 0, 6, a->hd), b, 6, push,
+        flash_dispatch(g, op, flash_kernel(g, base, "max8", 0, 0, texel, width, 3, 0, 6, a->hd), b, 6, push,
                        walk_items(a->T, a->H, 8), a->T, walk_chunk(g, 25 + 9 * hdc, 64 + 10 * hdc));
     else
-        flash_dispatch(g, op, flash_kernel(g, base, "max", texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
+        flash_dispatch(g, op, flash_kernel(g, base, "max", 0, 0, texel, width, 3, 0, 6, a->hd), b, 6, push, rows, a->T,
                        walk_chunk(g, 1 + hdc, 64 + 2 * hdc));
     if (repro_fused(g, a->T, hdc)) {
         int nr = flash_pairs(texel, width) ? 4 : 1;
-        flash_dispatch(g, op, flash_kernel(g, base, nr == 4 ? "fused4" : "fused", texel, width, 3, 0, 6, a->hd), b, 6,
+        flash_dispatch(g, op, flash_kernel(g, base, nr == 4 ? "fused4" : "fused", 0, 0, texel, width, 3, 0, 6, a->hd), b, 6,
                        push, walk_items(a->T, a->H, (uint32_t)nr), a->T, a->T);
         return;
     }
@@ -325,9 +441,9 @@ static void repro_forward(struct gpu *g, const char *op, struct attention_bind *
                   op, a->T, levels, 1u << wlog, a->hd);
     push->wlog = wlog;
     b[6] = (struct attention_bind){lse, all_rows, rows, 0, 1, &push->x_off};
-    flash_dispatch(g, op, flash_kernel(g, base, "sum", texel, width, 3, 0, 7, a->hd), b, 7, push, rows, a->T,
+    flash_dispatch(g, op, flash_kernel(g, base, "sum", 0, 0, texel, width, 3, 0, 7, a->hd), b, 7, push, rows, a->T,
                    1u << wlog);
-    flash_dispatch(g, op, flash_kernel(g, base, "acc", texel, width, 3, 0, 7, a->hd), b, 7, push, rows, a->T,
+    flash_dispatch(g, op, flash_kernel(g, base, "acc", 0, 0, texel, width, 3, 0, 7, a->hd), b, 7, push, rows, a->T,
                    walk_chunk(g, 1 + 2 * hdc, 64));
 }
 
@@ -363,7 +479,7 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
         repro_forward(g, op, b, &push, texel, width, lse);
     else {
         int pairs = flash_pairs(texel, width);
-        flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd4" : "fwd", texel, width, 3, 0, 6, s->hd),
+        flash_dispatch(g, op, flash_kernel(g, "flash_attention", pairs ? "fwd4" : "fwd", 0, 0, texel, width, 3, 0, 6, s->hd),
                        b, 6, &push, walk_items(a->T, a->H, pairs ? 4 : 1), a->T, walk_chunk(g, 1, 0));
     }
 }
@@ -418,7 +534,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     struct attention_bind in[6] = {e[0], e[1], e[2], e[3], e[4], r[0]};
     int texel, width = flash_width(g, op, a, in, 6, &texel);
     uint32_t hdc = s->hd / (uint32_t)width, group = a->H / a->KVH;
-    flash_dispatch(g, op, flash_kernel(g, base, "rows", texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
+    flash_dispatch(g, op, flash_kernel(g, base, "rows", 0, 0, texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
     struct flash_blocks blk;
     if (block_kernels(g, repro, texel, 0, s->hd, &blk)) {
@@ -445,12 +561,8 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     /* rows per invocation: the reproducible walks four at head sizes up
      * to 32 (see repro_attention.glsl) */
     int pairs = flash_pairs(texel, width), nr = !pairs ? 1 : repro && s->hd <= 32 ? 4 : 2;
-    char dq_stage[8] = "dq", dkv_stage[8] = "dkv";
-    if (nr > 1) {
-        snprintf(dq_stage, sizeof dq_stage, "dq%d", nr);
-        snprintf(dkv_stage, sizeof dkv_stage, "dkv%d", nr);
-    }
-    flash_dispatch(g, op, flash_kernel(g, base, dq_stage, texel, width, 5, BWD_STATS, 7, s->hd), e, 7, &push,
+    const char *dq_stage = nr == 4 ? "dq4" : nr == 2 ? "dq2" : "dq", *dkv_stage = nr == 4 ? "dkv4" : nr == 2 ? "dkv2" : "dkv";
+    flash_dispatch(g, op, flash_kernel(g, base, dq_stage, 0, 0, texel, width, 5, BWD_STATS, 7, s->hd), e, 7, &push,
                    walk_items(a->T, a->H, (uint32_t)nr), a->T,
                    repro ? walk_chunk(g, 1 + 3 * hdc, 64 + 6 * hdc) : walk_chunk(g, 1, 0));
     e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
@@ -467,7 +579,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
                                     : parts == 1 ? "dkv"
                                     : i == 0     ? "dk"
                                                  : "dv",
-                                    texel, width, 5, BWD_STATS, 8, s->hd),
+                                    0, 0, texel, width, 5, BWD_STATS, 8, s->hd),
                        e, 8, &push, walk_items(a->T, a->KVH, (uint32_t)nr), repro ? group * a->T : a->T,
                        repro ? walk_chunk(g, 2 + 4 * hdc, 64 + 8 * hdc) : walk_chunk(g, group, 0));
 }

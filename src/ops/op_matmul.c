@@ -31,7 +31,7 @@
  *
  * With f16 or bf16 matmul inputs (gpu_set_matmul_inputs: precision bf16,
  * VKTRAIN_MATMUL_INPUTS) products of fp32 operands run on the device's
- * cooperative matrices (shaders/matmul_coopmat.comp) in both families: the
+ * cooperative matrices (shaders/default/matmul_coopmat.comp) in both families: the
  * tiled kernel's interface, blocks and split-k, with the device's matrix
  * shape (tiles of 4 x 4 of them) and a walk bounded by llvmpipe's loop
  * limit. A bf16 weight keeps its own kernels.
@@ -41,6 +41,7 @@
  * operands only). Never allocates. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
@@ -141,7 +142,7 @@ static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs
     gpu_dispatch(g, k, args, &p, (uint32_t)ceil_div(size[COL], tile[COL]), (uint32_t)ceil_div(size[ROW], tile[ROW]),
                  parts);
 
-    struct gpu_kernel_desc d = {.shader = "matmul_splitk_sum",
+    struct gpu_kernel_desc d = {.shader = SHADER_matmul_splitk_sum,
                                 .n_bindings = 2,
                                 .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
                                 .push_size = 7 * sizeof(uint32_t)};
@@ -150,6 +151,92 @@ static void splitk(struct gpu *g, struct gpu_kernel *k, struct gpu_buffer **bufs
     struct gpu_arg sum[2] = {{.buf = scratch, .range = need},
                              storage_arg(bufs[2], 1, &o[2], s, size, align, sizeof(float), &push[3])};
     gpu_dispatch(g, gpu_kernel_get(g, &d), sum, push, gx, 1, 1);
+}
+
+/* The matmul kernels: family, layout, loads (vec4, bvec4: B alone as
+ * vec4, shift, scalar), the variant's extra (bf16 weight, fused bias, k16
+ * tiles, or the cooperative matrices' f16 or bf16 inputs) and img (the
+ * output an RGBA32F storage texel view): every variant, by its constant. */
+enum matmul_family { MATMUL_TEXEL, MATMUL_COOPMAT, MATMUL_TILED };
+static const struct matmul_variant {
+    enum matmul_family family;
+    enum layout layout;
+    const char *loads, *extra;
+    int img;
+    enum shader_id id;
+} matmul_variants[] = {
+    {MATMUL_COOPMAT, NT, "vec4", "f16", 0, SHADER_matmul_coopmat_nt_f16_vec4},
+    {MATMUL_COOPMAT, NT, "bvec4", "f16", 0, SHADER_matmul_coopmat_nt_f16_bvec4},
+    {MATMUL_COOPMAT, NT, "scalar", "f16", 0, SHADER_matmul_coopmat_nt_f16_scalar},
+    {MATMUL_COOPMAT, NN, "vec4", "f16", 0, SHADER_matmul_coopmat_nn_f16_vec4},
+    {MATMUL_COOPMAT, NN, "bvec4", "f16", 0, SHADER_matmul_coopmat_nn_f16_bvec4},
+    {MATMUL_COOPMAT, NN, "scalar", "f16", 0, SHADER_matmul_coopmat_nn_f16_scalar},
+    {MATMUL_COOPMAT, TN, "vec4", "f16", 0, SHADER_matmul_coopmat_tn_f16_vec4},
+    {MATMUL_COOPMAT, TN, "bvec4", "f16", 0, SHADER_matmul_coopmat_tn_f16_bvec4},
+    {MATMUL_COOPMAT, TN, "scalar", "f16", 0, SHADER_matmul_coopmat_tn_f16_scalar},
+    {MATMUL_COOPMAT, NT, "vec4", "bf16", 0, SHADER_matmul_coopmat_nt_bf16_vec4},
+    {MATMUL_COOPMAT, NT, "bvec4", "bf16", 0, SHADER_matmul_coopmat_nt_bf16_bvec4},
+    {MATMUL_COOPMAT, NT, "scalar", "bf16", 0, SHADER_matmul_coopmat_nt_bf16_scalar},
+    {MATMUL_COOPMAT, NN, "vec4", "bf16", 0, SHADER_matmul_coopmat_nn_bf16_vec4},
+    {MATMUL_COOPMAT, NN, "bvec4", "bf16", 0, SHADER_matmul_coopmat_nn_bf16_bvec4},
+    {MATMUL_COOPMAT, NN, "scalar", "bf16", 0, SHADER_matmul_coopmat_nn_bf16_scalar},
+    {MATMUL_COOPMAT, TN, "vec4", "bf16", 0, SHADER_matmul_coopmat_tn_bf16_vec4},
+    {MATMUL_COOPMAT, TN, "bvec4", "bf16", 0, SHADER_matmul_coopmat_tn_bf16_bvec4},
+    {MATMUL_COOPMAT, TN, "scalar", "bf16", 0, SHADER_matmul_coopmat_tn_bf16_scalar},
+    {MATMUL_TEXEL, NN, "vec4", "", 0, SHADER_matmul_nn_vec4},
+    {MATMUL_TEXEL, NN, "shift", "", 0, SHADER_matmul_nn_shift},
+    {MATMUL_TEXEL, NN, "scalar", "", 0, SHADER_matmul_nn_scalar},
+    {MATMUL_TEXEL, NN, "vec4", "bf16", 0, SHADER_matmul_nn_vec4_bf16},
+    {MATMUL_TEXEL, NN, "shift", "bf16", 0, SHADER_matmul_nn_shift_bf16},
+    {MATMUL_TEXEL, NN, "scalar", "bf16", 0, SHADER_matmul_nn_scalar_bf16},
+    {MATMUL_TEXEL, NN, "vec4", "", 1, SHADER_matmul_nn_vec4_img},
+    {MATMUL_TEXEL, NN, "shift", "", 1, SHADER_matmul_nn_shift_img},
+    {MATMUL_TEXEL, NN, "vec4", "bf16", 1, SHADER_matmul_nn_vec4_bf16_img},
+    {MATMUL_TEXEL, NN, "shift", "bf16", 1, SHADER_matmul_nn_shift_bf16_img},
+    {MATMUL_TEXEL, NT, "vec4", "", 0, SHADER_matmul_nt_vec4},
+    {MATMUL_TEXEL, NT, "scalar", "", 0, SHADER_matmul_nt_scalar},
+    {MATMUL_TEXEL, NT, "vec4", "bf16", 0, SHADER_matmul_nt_vec4_bf16},
+    {MATMUL_TEXEL, NT, "scalar", "bf16", 0, SHADER_matmul_nt_scalar_bf16},
+    {MATMUL_TEXEL, NT, "vec4", "bias", 0, SHADER_matmul_nt_vec4_bias},
+    {MATMUL_TEXEL, NT, "scalar", "bias", 0, SHADER_matmul_nt_scalar_bias},
+    {MATMUL_TEXEL, NT, "vec4", "", 1, SHADER_matmul_nt_vec4_img},
+    {MATMUL_TEXEL, NT, "vec4", "bf16", 1, SHADER_matmul_nt_vec4_bf16_img},
+    {MATMUL_TEXEL, NT, "vec4", "bias", 1, SHADER_matmul_nt_vec4_bias_img},
+    {MATMUL_TILED, NT, "vec4", "", 0, SHADER_matmul_tiled_nt_vec4},
+    {MATMUL_TILED, NT, "bvec4", "", 0, SHADER_matmul_tiled_nt_bvec4},
+    {MATMUL_TILED, NT, "scalar", "", 0, SHADER_matmul_tiled_nt_scalar},
+    {MATMUL_TILED, NN, "vec4", "", 0, SHADER_matmul_tiled_nn_vec4},
+    {MATMUL_TILED, NN, "bvec4", "", 0, SHADER_matmul_tiled_nn_bvec4},
+    {MATMUL_TILED, NN, "scalar", "", 0, SHADER_matmul_tiled_nn_scalar},
+    {MATMUL_TILED, NT, "vec4", "bf16", 0, SHADER_matmul_tiled_nt_vec4_bf16},
+    {MATMUL_TILED, NT, "bvec4", "bf16", 0, SHADER_matmul_tiled_nt_bvec4_bf16},
+    {MATMUL_TILED, NT, "scalar", "bf16", 0, SHADER_matmul_tiled_nt_scalar_bf16},
+    {MATMUL_TILED, NN, "vec4", "bf16", 0, SHADER_matmul_tiled_nn_vec4_bf16},
+    {MATMUL_TILED, NN, "bvec4", "bf16", 0, SHADER_matmul_tiled_nn_bvec4_bf16},
+    {MATMUL_TILED, NN, "scalar", "bf16", 0, SHADER_matmul_tiled_nn_scalar_bf16},
+    {MATMUL_TILED, TN, "vec4", "", 0, SHADER_matmul_tiled_tn_vec4},
+    {MATMUL_TILED, TN, "bvec4", "", 0, SHADER_matmul_tiled_tn_bvec4},
+    {MATMUL_TILED, TN, "scalar", "", 0, SHADER_matmul_tiled_tn_scalar},
+    {MATMUL_TILED, NT, "vec4", "k16", 0, SHADER_matmul_tiled_nt_vec4_k16},
+    {MATMUL_TILED, NN, "vec4", "k16", 0, SHADER_matmul_tiled_nn_vec4_k16},
+    {MATMUL_TILED, TN, "vec4", "k16", 0, SHADER_matmul_tiled_tn_vec4_k16},
+    {MATMUL_TEXEL, TN, "vec4", "", 0, SHADER_matmul_tn_vec4},
+    {MATMUL_TEXEL, TN, "shift", "", 0, SHADER_matmul_tn_shift},
+    {MATMUL_TEXEL, TN, "scalar", "", 0, SHADER_matmul_tn_scalar},
+    {MATMUL_TEXEL, TN, "vec4", "", 1, SHADER_matmul_tn_vec4_img},
+    {MATMUL_TEXEL, TN, "shift", "", 1, SHADER_matmul_tn_shift_img},
+};
+
+static enum shader_id matmul_shader(enum matmul_family f, enum layout l, const char *loads, const char *extra, int img)
+{
+    for (size_t i = 0; i < sizeof matmul_variants / sizeof matmul_variants[0]; i++) {
+        const struct matmul_variant *v = &matmul_variants[i];
+        if (v->family == f && v->layout == l && !strcmp(v->loads, loads) && !strcmp(v->extra, extra) && v->img == img)
+            return v->id;
+    }
+    static const char *const fam[] = {"texel", "cooperative-matrix", "tiled"}, *const lay[] = {"nt", "nn", "tn"};
+    vkt_fatal("no %s matmul kernel for %s with %s loads%s%s%s in shaders/", fam[f], lay[l], loads, *extra ? ", " : "",
+              extra, img ? ", image output" : "");
 }
 
 /* a, b are the inputs, c the output; (M, N, K) as in ops.h for the layout;
@@ -318,15 +405,14 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     const char *loads = v4[0] && v4[1] ? "vec4" : v4[1] ? "bvec4" : "scalar";
     struct gpu_kernel *k = NULL, *k_acc = NULL;
     if (texel) {
-        char shader[40];
-        snprintf(shader, sizeof shader, "%s_%s%s%s", names[l],
-                 shift     ? "shift"
-                 : aligned ? "vec4"
-                           : "scalar",
-                 bf16   ? "_bf16"
-                 : fuse ? "_bias"
-                        : "",
-                 img ? "_img" : "");
+        enum shader_id shader = matmul_shader(MATMUL_TEXEL, l,
+                                              shift     ? "shift"
+                                              : aligned ? "vec4"
+                                                        : "scalar",
+                                              bf16   ? "bf16"
+                                              : fuse ? "bias"
+                                                     : "",
+                                              img);
         /* SPLIT (spec constant 0) = 1 when there is more than one block,
          * an input starts past its buffer's first element or its rows are
          * not the kernel's packed width. */
@@ -349,9 +435,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             k_acc = gpu_kernel_get(g, &d);
         }
     } else if (coop) {
-        char shader[40];
-        snprintf(shader, sizeof shader, "matmul_coopmat_%s_%s_%s", names[l] + 7,
-                 inputs == GPU_MATMUL_BF16 ? "bf16" : "f16", loads);
+        enum shader_id shader = matmul_shader(MATMUL_COOPMAT, l, loads, inputs == GPU_MATMUL_BF16 ? "bf16" : "f16", 0);
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
@@ -364,11 +448,11 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         };
         k = gpu_kernel_get(g, &d);
     } else {
-        char shader[40];
-        snprintf(shader, sizeof shader, "matmul_tiled_%s_%s%s", names[l] + 7, loads,
-                 bf16                            ? "_bf16"
-                 : tc.bk == 16 && v4[0] && v4[1] ? "_k16"
-                                                 : "");
+        enum shader_id shader = matmul_shader(MATMUL_TILED, l, loads,
+                                              bf16                            ? "bf16"
+                                              : tc.bk == 16 && v4[0] && v4[1] ? "k16"
+                                                                              : "",
+                                              0);
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
@@ -478,7 +562,7 @@ static void transpose(struct gpu *g, struct gpu_buffer *in, size_t in_range, siz
                       uint32_t ldi, struct gpu_buffer *out, size_t out_range, size_t out_off)
 {
     int shift = in_off % 4 || ldi % 4;
-    struct gpu_kernel_desc d = {.shader = shift ? "transpose_texel_shift" : "transpose_texel",
+    struct gpu_kernel_desc d = {.shader = shift ? SHADER_transpose_texel_shift : SHADER_transpose_texel,
                                 .n_bindings = 2,
                                 .bindings = {GPU_BIND_TEXEL_VEC4, GPU_BIND_IMAGE_VEC4},
                                 .push_size = 7 * sizeof(uint32_t)};

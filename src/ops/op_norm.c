@@ -54,10 +54,10 @@ enum {
     LNBACK_STATS = OPS_R32F(3) | OPS_R32F(4), /* layernorm backward: dy, x, w, mean, rstd */
 };
 
-static struct gpu_kernel *texel_kernel(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+static struct gpu_kernel *texel_kernel(struct gpu *g, const enum shader_id *widths, int width, int n_tex, unsigned f32_mask,
                                        int n_bind, uint32_t push_size)
 {
-    return ops_texel_variant(g, base, width, n_tex, f32_mask, n_bind, push_size, 0, NULL);
+    return ops_texel_variant(g, widths, width, n_tex, f32_mask, n_bind, push_size, 0, NULL);
 }
 
 static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
@@ -70,7 +70,16 @@ static uint32_t groups64(size_t n) { return (uint32_t)((n + 63) / 64); }
  * workgroup kernel took 100 us per row), its n_in inputs (the leading
  * bindings) read through R32F views. The same bits either way. */
 #define REPRO_WG 64u
-static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in, const struct gpu_arg *args,
+/* repro_norm_<v>'s variants, by walk: {the group walk, _row, _row4}. */
+struct repro_norm_kernels {
+    const char *op;
+    enum shader_id walk[3];
+};
+#define REPRO_NORM(v)                                                                                        \
+    (&(const struct repro_norm_kernels){"repro_norm_" #v,                                                   \
+                                        {SHADER_repro_norm_##v, SHADER_repro_norm_##v##_row, SHADER_repro_norm_##v##_row4}})
+
+static void repro_rows(struct gpu *g, const struct repro_norm_kernels *ks, int n_bind, int n_in, const struct gpu_arg *args,
                        const size_t *row_bytes, uint32_t rows, uint32_t C, float eps)
 {
     int per_row = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
@@ -82,14 +91,12 @@ static void repro_rows(struct gpu *g, const char *variant, int n_bind, int n_in,
     while (((per_row ? 1u : REPRO_WG) << push.log_run) < C)
         push.log_run++;
     if (push.log_run > (per_row ? 16u : 10u))
-        vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", variant, C, 1u << 16);
+        vkt_fatal("%s: rows of %u floats, over the reproducible kernel's %u", ks->op, C, 1u << 16);
     /* _row4 (C % 4 == 0, RGBA32F rows fit a view): the rows and the
      * weights as RGBA32F, the per-row mean and rstd (row_bytes F) R32F */
     int v4 = per_row && texel_width(g, C) == 4;
-    char shader[32];
-    snprintf(shader, sizeof shader, "repro_norm_%s%s", variant, v4 ? "_row4" : per_row ? "_row" : "");
     struct gpu_kernel_desc d = {
-        .shader = shader, .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
+        .shader = ks->walk[v4 ? 2 : per_row ? 1 : 0], .n_bindings = n_bind, .push_size = sizeof push, .n_spec = 1, .spec = {REPRO_WG}};
     for (int i = 0; i < n_bind; i++) /* the _row variants read the n_in inputs through texel views */
         d.bindings[i] = !per_row || i >= n_in     ? GPU_BIND_STORAGE
                         : v4 && row_bytes[i] != F ? GPU_BIND_TEXEL_VEC4
@@ -160,11 +167,22 @@ static void colsum_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
     }
 }
 
-static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, struct gpu_buffer *x,
+/* One column sum's kernels: storage, texel (by width), reproducible ({the
+ * GPU walk, _tex, _tex4}). */
+struct colsum_kernels {
+    const char *op;
+    enum shader_id storage, texel[2], repro[3];
+};
+#define COLSUM(m)                                                                                          \
+    (&(const struct colsum_kernels){"colsum_" #m, SHADER_colsum_##m,                                       \
+                                    {SHADER_colsum_texel_##m##_scalar, SHADER_colsum_texel_##m##_vec4},      \
+                                    {SHADER_repro_colsum_##m, SHADER_repro_colsum_##m##_tex, SHADER_repro_colsum_##m##_tex4}})
+
+static void colsum(struct gpu *g, const struct colsum_kernels *ks, struct gpu_buffer *dy, struct gpu_buffer *x,
                    struct gpu_buffer *mean, struct gpu_buffer *rstd, struct gpu_buffer *out, uint32_t rows,
                    uint32_t C)
 {
-    ops_check(variant, "gradient", out, F * C);
+    ops_check(ks->op, "gradient", out, F * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
     int repro = gpu_reproducible(g), width = repro ? 0 : texel_width(g, C);
     struct gpu_kernel *k;
@@ -183,8 +201,7 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
          * several workgroups for the CPU's threads (_tex4); elsewhere 32
          * columns x 8 lanes over the samples per workgroup */
         int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0 && repro_stack_texels(g);
-        char shader[32];
-        snprintf(shader, sizeof shader, "repro_%s%s", variant, tex4 ? "_tex4" : tex ? "_tex" : "");
+        enum shader_id shader = ks->repro[tex4 ? 2 : tex ? 1 : 0];
         uint32_t local = tex4 ? 8 : tex ? 64 : 32;
         struct gpu_kernel_desc d = {.shader = shader,
                                     .n_bindings = 6,
@@ -199,12 +216,9 @@ static void colsum(struct gpu *g, const char *variant, struct gpu_buffer *dy, st
         k = gpu_kernel_get(g, &d);
         groups = (C / (tex4 ? 4 : 1) + local - 1) / local;
     } else if (width) {
-        /* variant is colsum_<mode>; the texel shader is colsum_texel_<mode>_<w> */
-        char base[32];
-        snprintf(base, sizeof base, "colsum_texel_%s", variant + 7);
-        k = texel_kernel(g, base, width, 4, COLSUM_STATS, 5, 3 * sizeof(uint32_t)); /* the texel push: 3 words */
+        k = texel_kernel(g, ks->texel, width, 4, COLSUM_STATS, 5, 3 * sizeof(uint32_t)); /* the texel push: 3 words */
     } else {
-        struct gpu_kernel_desc d = {.shader = variant, .n_bindings = 5, .push_size = sizeof(struct colsum_push),
+        struct gpu_kernel_desc d = {.shader = ks->storage, .n_bindings = 5, .push_size = sizeof(struct colsum_push),
                                     .n_spec = 1, .spec = {wg}};
         k = gpu_kernel_get(g, &d);
     }
@@ -231,17 +245,17 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
     const size_t ub[4] = {F * C, 0, F * C, F};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rms", 4, 2, args, ub, rows, C, eps);
+        repro_rows(g, REPRO_NORM(rms), 4, 2, args, ub, rows, C, eps);
         return;
     }
     int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
-        ops_rows(g, texel_kernel(g, "norm_texel_rms", width, 2, 0, 4, sizeof tp), args, ub, &tp, 1, rows, 64);
+        ops_rows(g, texel_kernel(g, SHADER_WIDTHS(norm_texel_rms), width, 2, 0, 4, sizeof tp), args, ub, &tp, 1, rows, 64);
         return;
     }
     struct norm_push push = {C, eps};
-    ops_rows(g, ops_kernel(g, "rmsnorm", 4, sizeof push, 1), args, ub, &push, 0, rows, 1);
+    ops_rows(g, ops_kernel(g, SHADER_rmsnorm, 4, sizeof push, 1), args, ub, &push, 0, rows, 1);
 }
 
 void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *w,
@@ -257,16 +271,16 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     struct gpu_arg targs[6] = {args[0], args[1], args[2], args[3], {.buf = dx}, args[4]};
     const size_t tub[6] = {F * C, F * C, 0, F, F * C, F * C};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "rmsback", 6, 5, targs, tub, rows, C, 0.0f);
+        repro_rows(g, REPRO_NORM(rmsback), 6, 5, targs, tub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
-        ops_rows(g, texel_kernel(g, "norm_texel_rmsback", width, 5, RMSBACK_STATS, 6, sizeof tp), targs, tub, &tp, 1,
+        ops_rows(g, texel_kernel(g, SHADER_WIDTHS(norm_texel_rmsback), width, 5, RMSBACK_STATS, 6, sizeof tp), targs, tub, &tp, 1,
                  rows, 64);
     } else {
         uint32_t push = C;
-        ops_rows(g, ops_kernel(g, "rmsnorm_back", 5, sizeof push, 1), args, ub, &push, 0, rows, 1);
+        ops_rows(g, ops_kernel(g, SHADER_rmsnorm_back, 5, sizeof push, 1), args, ub, &push, 0, rows, 1);
     }
-    colsum(g, "colsum_rms", dy, x, rstd, rstd, dw, rows, C);
+    colsum(g, COLSUM(rms), dy, x, rstd, rstd, dw, rows, C);
 }
 
 void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *b,
@@ -283,17 +297,17 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
                               {.buf = rstd, .write = 1}};
     const size_t ub[6] = {F * C, 0, 0, F * C, F, F};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "ln", 6, 3, args, ub, rows, C, eps);
+        repro_rows(g, REPRO_NORM(ln), 6, 3, args, ub, rows, C, eps);
         return;
     }
     int width = texel_width(g, C);
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
-        ops_rows(g, texel_kernel(g, "norm_texel_ln", width, 3, 0, 6, sizeof tp), args, ub, &tp, 1, rows, 64);
+        ops_rows(g, texel_kernel(g, SHADER_WIDTHS(norm_texel_ln), width, 3, 0, 6, sizeof tp), args, ub, &tp, 1, rows, 64);
         return;
     }
     struct norm_push push = {C, eps};
-    ops_rows(g, ops_kernel(g, "layernorm", 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
+    ops_rows(g, ops_kernel(g, SHADER_layernorm, 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
 }
 
 void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x, struct gpu_buffer *w,
@@ -310,17 +324,17 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     struct gpu_arg targs[7] = {args[0], args[1], args[2], args[3], args[4], {.buf = dx}, args[5]};
     const size_t tub[7] = {F * C, F * C, 0, F, F, F * C, F * C};
     if (gpu_reproducible(g)) {
-        repro_rows(g, "lnback", 7, 6, targs, tub, rows, C, 0.0f);
+        repro_rows(g, REPRO_NORM(lnback), 7, 6, targs, tub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
-        ops_rows(g, texel_kernel(g, "norm_texel_lnback", width, 6, LNBACK_STATS, 7, sizeof tp), targs, tub, &tp, 1,
+        ops_rows(g, texel_kernel(g, SHADER_WIDTHS(norm_texel_lnback), width, 6, LNBACK_STATS, 7, sizeof tp), targs, tub, &tp, 1,
                  rows, 64);
     } else {
         uint32_t push = C;
-        ops_rows(g, ops_kernel(g, "layernorm_back", 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
+        ops_rows(g, ops_kernel(g, SHADER_layernorm_back, 6, sizeof push, 1), args, ub, &push, 0, rows, 1);
     }
-    colsum(g, "colsum_ln", dy, x, mean, rstd, dw, rows, C);
-    colsum(g, "colsum_plain", dy, dy, dy, dy, db, rows, C);
+    colsum(g, COLSUM(ln), dy, x, mean, rstd, dw, rows, C);
+    colsum(g, COLSUM(plain), dy, dy, dy, dy, db, rows, C);
 }
 
 void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, uint32_t rows, uint32_t C)
@@ -341,7 +355,7 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
         } rpush = {0, 0.0f, C};
         struct gpu_arg rargs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
         const size_t ub[3] = {0, F * C, F * C};
-        ops_elements(g, ops_repro_kernel(g, "repro_elementwise_bias", 3, 2, sizeof rpush), rargs, ub, &rpush,
+        ops_elements(g, ops_repro_kernel(g, SHADER_WALKS(repro_elementwise_bias), 3, 2, sizeof rpush), rargs, ub, &rpush,
                      (size_t)rows * C, C, 1);
         return;
     }
@@ -353,17 +367,17 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
         enum gpu_binding_kind kinds[3] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t tub[3] = {0, F * C, F * C};
-        const char *shader = gpu_reproducible(g) ? "repro_elementwise_texel_bias" : "bias_add_texel";
+        enum shader_id shader = gpu_reproducible(g) ? SHADER_repro_elementwise_texel_bias : SHADER_bias_add_texel;
         ops_elements(g, ops_texel_kernel(g, shader, 3, kinds, sizeof push, 1, &wg), targs, tub, &push,
                      (size_t)rows * C, C, 4);
         return;
     }
     const size_t ub[2] = {0, F * C}; /* y in ranges of rows */
-    ops_elements(g, ops_kernel(g, "bias_add", 2, sizeof push, 1), args, ub, &push, (size_t)rows * C, C, 1);
+    ops_elements(g, ops_kernel(g, SHADER_bias_add, 2, sizeof push, 1), args, ub, &push, (size_t)rows * C, C, 1);
 }
 
 void op_bias_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *db, uint32_t rows, uint32_t C)
 {
     ops_check("bias_backward", "output gradient", dy, F * rows * C);
-    colsum(g, "colsum_plain", dy, dy, dy, dy, db, rows, C);
+    colsum(g, COLSUM(plain), dy, dy, dy, dy, db, rows, C);
 }

@@ -33,6 +33,7 @@
  * on it. */
 #define REPRO_LOG_RUN 8
 #include <stdio.h>
+#include <string.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
@@ -96,9 +97,8 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
     if (gpu_buffer_size(out) < ((size_t)out_index + 1) * sizeof(float))
         vkt_fatal("reduce_%s: output index %u is outside buffer '%s'", variant, out_index, gpu_buffer_name(out));
     uint32_t wg = gpu_workgroup_1d(g);
-    char shader[16];
-    snprintf(shader, sizeof shader, "reduce_%s", variant);
-    struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
+    int sq = !strcmp(variant, "sumsq");
+    struct gpu_kernel_desc d = {.shader = sq ? SHADER_reduce_sumsq : SHADER_reduce_sum, .n_bindings = 2, .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE},
                                 .push_size = sizeof(struct reduce_push), .n_spec = 1, .spec = {wg}};
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     size_t chunk = (n + groups - 1) / groups, limit = ops_storage_limit(g);
@@ -111,8 +111,7 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
          * the sum of squares of a 2.4M-float gradient take 18 ms. */
         enum { TEXEL_CHUNK = 32768 };
         groups = (n + TEXEL_CHUNK - 1) / TEXEL_CHUNK < groups ? (n + TEXEL_CHUNK - 1) / TEXEL_CHUNK : groups;
-        char texel[24];
-        snprintf(texel, sizeof texel, "reduce_texel_%s", variant);
+        enum shader_id texel = sq ? SHADER_reduce_texel_sumsq : SHADER_reduce_texel_sum;
         enum gpu_binding_kind kinds[2] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
         struct gpu_arg a1[2] = {{.buf = x}, {.buf = scratch, .write = 1}};
         chunk = (n + groups - 1) / groups;
@@ -134,7 +133,7 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
         }
     }
 
-    d.shader = "reduce_sum";
+    d.shader = SHADER_reduce_sum;
     struct gpu_arg a2[2] = {{.buf = scratch}, {.buf = out, .write = 1}};
     struct reduce_push p2 = {(uint32_t)groups, (uint32_t)groups, out_index, 0, 0};
     gpu_dispatch(g, gpu_kernel_get(g, &d), a2, &p2, 1, 1, 1);

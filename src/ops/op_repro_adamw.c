@@ -1,4 +1,4 @@
-/* op_repro_adamw: the wrapper of shaders/repro_adamw.comp, one AdamW step
+/* op_repro_adamw: the wrapper of shaders/reproducible/repro_adamw.comp, one AdamW step
  * of one parameter tensor in the reproducible profile (its scalars from
  * repro_adamw_scalars), in both kernel families (on CPU devices the
  * variant that reads through texel views).
@@ -34,10 +34,10 @@ void op_repro_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[7] = {16, 16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, "repro_adamw_vec4", 7, kinds, sizeof push, 1, &wg), args, vec4, &push, n, 4,
+        ops_elements(g, ops_texel_kernel(g, SHADER_repro_adamw_vec4, 7, kinds, sizeof push, 1, &wg), args, vec4, &push, n, 4,
                      4);
         return;
     }
     const size_t floats[7] = {4, 4, 4, 4, 4, 4, 4};
-    ops_elements(g, ops_repro_kernel(g, "repro_adamw", 7, 4, sizeof push), args, floats, &push, n, 1, 1);
+    ops_elements(g, ops_repro_kernel(g, SHADER_WALKS(repro_adamw), 7, 4, sizeof push), args, floats, &push, n, 1, 1);
 }

@@ -1,4 +1,4 @@
-/* op_repro_cross_entropy: the wrapper of shaders/repro_cross_entropy.comp,
+/* op_repro_cross_entropy: the wrapper of shaders/reproducible/repro_cross_entropy.comp,
  * which op_cross_entropy_at records instead of its default kernels when
  * the profile is reproducible (gpu_reproducible). One workgroup per row
  * (a power of two within the device's limits), the logits read through
@@ -64,14 +64,14 @@ void repro_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) && gpu_info(g)->texel_rows_wg) {
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
-        struct gpu_kernel *k = ops_texel_kernel(g, "repro_cross_entropy_texel", 5, kinds, sizeof push, 1, &wg);
+        struct gpu_kernel *k = ops_texel_kernel(g, SHADER_repro_cross_entropy_texel, 5, kinds, sizeof push, 1, &wg);
         struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
         const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
         ops_rows(g, k, args, ub, &push, 1, rows, 1);
         return;
     }
     enum gpu_binding_kind kinds[4] = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE};
-    struct gpu_kernel *k = ops_texel_kernel(g, "repro_cross_entropy_storage", 4, kinds, sizeof push, 1, &wg);
+    struct gpu_kernel *k = ops_texel_kernel(g, SHADER_repro_cross_entropy_storage, 4, kinds, sizeof push, 1, &wg);
     struct gpu_arg args[4] = {x, lab, loss, count};
     const size_t ub[4] = {row_bytes, sizeof(float), sizeof(float), sizeof(float)};
     ops_rows(g, k, args, ub, &push, 1, rows, 1);

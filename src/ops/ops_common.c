@@ -17,7 +17,7 @@ void ops_check(const char *op, const char *role, const struct gpu_buffer *b, siz
                   gpu_buffer_size(b), bytes);
 }
 
-struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size, int wg_spec)
+struct gpu_kernel *ops_kernel(struct gpu *g, enum shader_id shader, int n_bind, uint32_t push_size, int wg_spec)
 {
     struct gpu_kernel_desc d = {.shader = shader, .n_bindings = n_bind, .push_size = push_size};
     for (int i = 0; i < n_bind; i++)
@@ -29,18 +29,15 @@ struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uin
     return gpu_kernel_get(g, &d);
 }
 
-const char *ops_repro_walk(const struct gpu *g)
-{
-    return gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "_runs" : "";
-}
+int ops_repro_runs(const struct gpu *g) { return gpu_kernel_class(g) == GPU_KERNELS_TEXEL; }
 
-struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, int n_tex, uint32_t push_size)
+struct gpu_kernel *ops_repro_kernel(struct gpu *g, const enum shader_id *walks, int n_bind, int n_tex,
+                                    uint32_t push_size)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s%s", shader, ops_repro_walk(g));
-    if (gpu_kernel_class(g) != GPU_KERNELS_TEXEL || n_tex == 0)
-        return ops_kernel(g, name, n_bind, push_size, 1);
-    struct gpu_kernel_desc d = {.shader = name, .n_bindings = n_bind, .push_size = push_size, .n_spec = 1};
+    enum shader_id shader = walks[ops_repro_runs(g)];
+    if (!ops_repro_runs(g) || n_tex == 0)
+        return ops_kernel(g, shader, n_bind, push_size, 1);
+    struct gpu_kernel_desc d = {.shader = shader, .n_bindings = n_bind, .push_size = push_size, .n_spec = 1};
     for (int i = 0; i < n_bind; i++)
         d.bindings[i] = i < n_tex ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
     d.spec[0] = gpu_workgroup_1d(g);

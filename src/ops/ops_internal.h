@@ -46,15 +46,25 @@ void ops_check(const char *op, const char *role, const struct gpu_buffer *b, siz
 
 /* A kernel whose bindings are all storage buffers; spec[0] = the 1-D
  * workgroup size when wg_spec is set. */
-struct gpu_kernel *ops_kernel(struct gpu *g, const char *shader, int n_bind, uint32_t push_size, int wg_spec);
+struct gpu_kernel *ops_kernel(struct gpu *g, enum shader_id shader, int n_bind, uint32_t push_size, int wg_spec);
 
-/* The reproducible kernel `shader` of elementwise shape (spec[0] the
- * workgroup size) for the device's family: on the texel family its _runs
- * variant (FOR_EACH_RUN, as the texel kernels walk; the first n_tex
+/* A module and its variant for the other walk or texel width, indexed by
+ * the choice; named by token pasting, so both must exist at build time.
+ * SHADER_WALKS(x): {x, x_runs} (ops_repro_kernel); SHADER_WIDTHS(x):
+ * {x_scalar, x_vec4} (ops_texel_variant). */
+#define SHADER_WALKS(base) ((const enum shader_id[2]){SHADER_##base, SHADER_##base##_runs})
+#define SHADER_WIDTHS(base) ((const enum shader_id[2]){SHADER_##base##_scalar, SHADER_##base##_vec4})
+
+/* The reproducible kernel of elementwise shape (spec[0] the workgroup
+ * size) for the device's family, from walks = SHADER_WALKS(x): on the
+ * texel family the _runs variant (FOR_EACH_RUN, as the texel kernels walk; the first n_tex
  * bindings R32F texel views, the rest storage), on the tiled family the
  * plain one (FOR_EACH_ELEMENT, storage bindings). */
-struct gpu_kernel *ops_repro_kernel(struct gpu *g, const char *shader, int n_bind, int n_tex, uint32_t push_size);
-const char *ops_repro_walk(const struct gpu *g);
+struct gpu_kernel *ops_repro_kernel(struct gpu *g, const enum shader_id *walks, int n_bind, int n_tex,
+                                    uint32_t push_size);
+/* 1 where the reproducible kernels walk in runs (the texel family): the
+ * index into SHADER_WALKS. */
+int ops_repro_runs(const struct gpu *g);
 
 /* The largest storage binding (bytes): the device's maxStorageBufferRange
  * as in force (VKTRAIN_DEVICE_LIMITS, gpu_set_limits). */
@@ -67,7 +77,7 @@ size_t ops_storage_limit(const struct gpu *g);
 void op_flash_attention_set_walk(uint32_t n);
 
 /* The attention kernels (tests): -1 as the device and VKTRAIN_FLASH say, 0
- * the row kernels, 1 the block kernels (shaders/flash_block.comp). */
+ * the row kernels, 1 the block kernels (shaders/default/flash_block.comp). */
 void op_flash_attention_set_block(int mode);
 
 /* Dispatches ceil(n / WG) workgroups of gpu_workgroup_1d invocations,

@@ -1,6 +1,4 @@
 /* ops_texel: see ops_texel.h. */
-#include <stdio.h>
-
 #include "ops_internal.h"
 #include "ops_texel.h"
 
@@ -31,7 +29,7 @@ int ops_texel_width(int vec4_shape, int vec4_fits, int f32_fits, int f32_always)
     return f32_fits ? 1 : 0;
 }
 
-struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,
+struct gpu_kernel *ops_texel_kernel(struct gpu *g, enum shader_id shader, int n_bind,
                                     const enum gpu_binding_kind *kinds, uint32_t push_size, int n_spec,
                                     const uint32_t *spec)
 {
@@ -49,15 +47,13 @@ uint32_t ops_loop_chunk(const struct gpu *g)
     return limit ? limit - limit / 16 : UINT32_MAX;
 }
 
-struct gpu_kernel *ops_texel_variant(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+struct gpu_kernel *ops_texel_variant(struct gpu *g, const enum shader_id *widths, int width, int n_tex, unsigned f32_mask,
                                      int n_bind, uint32_t push_size, int n_spec, const uint32_t *spec)
 {
-    char name[48];
-    snprintf(name, sizeof name, "%s_%s", base, width == 4 ? "vec4" : "scalar");
     enum gpu_binding_kind kinds[GPU_MAX_BINDINGS];
     for (int i = 0; i < n_bind; i++)
         kinds[i] = i >= n_tex                             ? GPU_BIND_STORAGE
                    : width == 4 && !(f32_mask & (1u << i)) ? GPU_BIND_TEXEL_VEC4
                                                            : GPU_BIND_TEXEL_F32;
-    return ops_texel_kernel(g, name, n_bind, kinds, push_size, n_spec, spec);
+    return ops_texel_kernel(g, widths[width == 4], n_bind, kinds, push_size, n_spec, spec);
 }

@@ -36,14 +36,15 @@ int ops_texel_width(int vec4_shape, int vec4_fits, int f32_fits, int f32_always)
 
 /* The kernel `shader` with the given binding kinds; spec constants
  * spec[0..n_spec-1]. */
-struct gpu_kernel *ops_texel_kernel(struct gpu *g, const char *shader, int n_bind,
+struct gpu_kernel *ops_texel_kernel(struct gpu *g, enum shader_id shader, int n_bind,
                                     const enum gpu_binding_kind *kinds, uint32_t push_size, int n_spec,
                                     const uint32_t *spec);
 
-/* The kernel `<base>_<vec4|scalar>` for texel width 4 or 1: bindings
+/* The kernel widths[width == 4] (SHADER_WIDTHS(base): <base>_vec4 or
+ * <base>_scalar) for texel width 4 or 1: bindings
  * 0..n_tex-1 are texel views (R32F where f32_mask has the bit, OPS_R32F,
  * or at width 1; RGBA32F otherwise), the rest storage. */
-struct gpu_kernel *ops_texel_variant(struct gpu *g, const char *base, int width, int n_tex, unsigned f32_mask,
+struct gpu_kernel *ops_texel_variant(struct gpu *g, const enum shader_id *widths, int width, int n_tex, unsigned f32_mask,
                                      int n_bind, uint32_t push_size, int n_spec, const uint32_t *spec);
 
 #endif

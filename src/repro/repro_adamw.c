@@ -1,7 +1,7 @@
 /* repro_adamw: the host side of the reproducible AdamW step: its float
  * scalars, computed the same way on every host (no libm but sqrt, which
  * IEEE 754 and C's Annex F require correctly rounded; β^t by repeated
- * squaring; no FMA contraction), for shaders/repro_adamw.comp (its C
+ * squaring; no FMA contraction), for shaders/reproducible/repro_adamw.comp (its C
  * reference is in tests/ref). */
 #include <math.h>
 

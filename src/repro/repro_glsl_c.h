@@ -1,4 +1,4 @@
-/* repro_glsl_c: the few GLSL words shaders/repro_math.glsl uses, as C, so
+/* repro_glsl_c: the few GLSL words shaders/reproducible/repro_math.glsl uses, as C, so
  * that the same text compiles as C (src/repro/repro_math.c). Only what that
  * file needs; it is no general GLSL emulation.
  *

@@ -5,5 +5,5 @@
 
 #include "repro_glsl_c.h"
 
-#include "../../shaders/repro_math.glsl"
-#include "../../shaders/repro_trig.glsl"
+#include "../../shaders/reproducible/repro_math.glsl"
+#include "../../shaders/reproducible/repro_trig.glsl"

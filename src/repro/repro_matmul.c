@@ -1,5 +1,5 @@
 /* repro_matmul: the reproducible profile's matrix product (the order of
- * shaders/repro_matmul.glsl: one accumulator per output, k in order, every
+ * shaders/reproducible/repro_matmul.glsl: one accumulator per output, k in order, every
  * operation rounded on its own), on the device in either kernel family
  * (its C reference is in tests/ref). It records dispatches and never submits.
  * op_matmul_* record it when gpu_reproducible(g). */
@@ -182,12 +182,12 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     size_t ia = gpu_image_vec4_alignment(g);
     int img = vec4 && !segments && layout != REPRO_TN && gpu_info(g)->image_vec4 && ia && p.N % 4 == 0 &&
               o[2] % 4 == 0 && rows * p.N * 4 + ia <= gpu_binding_limit(g, GPU_BIND_IMAGE_VEC4);
-    static const char *const vec4_shader[] = {
-        [REPRO_NT] = "repro_matmul_vec4_nt", [REPRO_NN] = "repro_matmul_vec4_nn", [REPRO_TN] = "repro_matmul_vec4_tn"};
-    static const char *const img_shader[] = {
-        [REPRO_NT] = "repro_matmul_vec4_nt_img", [REPRO_NN] = "repro_matmul_vec4_nn_img"};
-    static const char *const shift_shader[] = {
-        [REPRO_NN] = "repro_matmul_vec4_nn_shift", [REPRO_TN] = "repro_matmul_vec4_tn_shift"};
+    static const enum shader_id vec4_shader[] = {
+        [REPRO_NT] = SHADER_repro_matmul_vec4_nt, [REPRO_NN] = SHADER_repro_matmul_vec4_nn, [REPRO_TN] = SHADER_repro_matmul_vec4_tn};
+    static const enum shader_id img_shader[] = {
+        [REPRO_NT] = SHADER_repro_matmul_vec4_nt_img, [REPRO_NN] = SHADER_repro_matmul_vec4_nn_img};
+    static const enum shader_id shift_shader[] = {
+        [REPRO_NN] = SHADER_repro_matmul_vec4_nn_shift, [REPRO_TN] = SHADER_repro_matmul_vec4_tn_shift};
     /* wide: 16x16 outputs per invocation, 128x128 per workgroup (the same
      * bits), for tn and for nn with C as texels, where the columns fill
      * more than the narrow tile's 64 (a column group past N still
@@ -209,21 +209,21 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                vkt_env_flag("VKTRAIN_REPRO_WIDE",
                             p.N > 64 && wide_groups >= 2 && wide_groups >= threads && (!pairs_first || shift));
     /* tn over samples: seg_shader[pairs][shift][wide] */
-    static const char *const seg_shader[2][2][2] = {
-        {{"repro_matmul_vec4_tn_seg", "repro_matmul_vec4_tn_seg_wide"},
-         {"repro_matmul_vec4_tn_shift_seg", "repro_matmul_vec4_tn_shift_seg_wide"}},
-        {{"repro_matmul_vec4_tn_seg2", "repro_matmul_vec4_tn_seg2_wide"},
-         {"repro_matmul_vec4_tn_shift_seg2", "repro_matmul_vec4_tn_shift_seg2_wide"}}};
-    const char *shader = segments ? seg_shader[0][!vec4][wide]
-                         : wide   ? (layout == REPRO_NN ? "repro_matmul_vec4_nn_img_wide"
-                                     : vec4             ? "repro_matmul_vec4_tn_wide"
-                                                        : "repro_matmul_vec4_tn_shift_wide")
-                         : bias   ? (img ? "repro_matmul_vec4_nt_bias_img" : "repro_matmul_vec4_nt_bias")
+    static const enum shader_id seg_shader[2][2][2] = {
+        {{SHADER_repro_matmul_vec4_tn_seg, SHADER_repro_matmul_vec4_tn_seg_wide},
+         {SHADER_repro_matmul_vec4_tn_shift_seg, SHADER_repro_matmul_vec4_tn_shift_seg_wide}},
+        {{SHADER_repro_matmul_vec4_tn_seg2, SHADER_repro_matmul_vec4_tn_seg2_wide},
+         {SHADER_repro_matmul_vec4_tn_shift_seg2, SHADER_repro_matmul_vec4_tn_shift_seg2_wide}}};
+    enum shader_id shader = segments ? seg_shader[0][!vec4][wide]
+                         : wide   ? (layout == REPRO_NN ? SHADER_repro_matmul_vec4_nn_img_wide
+                                     : vec4             ? SHADER_repro_matmul_vec4_tn_wide
+                                                        : SHADER_repro_matmul_vec4_tn_shift_wide)
+                         : bias   ? (img ? SHADER_repro_matmul_vec4_nt_bias_img : SHADER_repro_matmul_vec4_nt_bias)
                          : img    ? img_shader[layout]
                          : vec4   ? vec4_shader[layout]
                          : shift  ? shift_shader[layout]
-                         : texel  ? "repro_matmul_texel"
-                                  : "repro_matmul_tiled";
+                         : texel  ? SHADER_repro_matmul_texel
+                                  : SHADER_repro_matmul_tiled;
     struct gpu_kernel_desc d = {.shader = shader,
                                 .n_bindings = segments || bias ? 4 : 3,
                                 .bindings = {in_kind, in_kind, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE,

@@ -1,5 +1,5 @@
 /* repro_probe: the reproducible profile's start-up check.
- * A known-answer shader (shaders/repro_probe.comp) does, on the device,
+ * A known-answer shader (shaders/reproducible/repro_probe.comp) does, on the device,
  * the arithmetic the profile relies on: rounding to nearest even, signed
  * zeros, Inf and NaN, subnormal results and operands of add and multiply,
  * and `precise` honoured (no fused multiply-add, no reassociation, no
@@ -129,7 +129,7 @@ int repro_probe_run(struct gpu *g, const struct repro_probe_case *cases, size_t 
     struct gpu_buffer *bc = gpu_buffer_create(g, n * 16, "repro probe cases");
     struct gpu_buffer *bo = gpu_buffer_create(g, n * 4, "repro probe results");
     gpu_upload(g, bc, 0, in, n * 16);
-    struct gpu_kernel_desc d = {.shader = "repro_probe", .n_bindings = 2, .push_size = 4};
+    struct gpu_kernel_desc d = {.shader = SHADER_repro_probe, .n_bindings = 2, .push_size = 4};
     struct gpu_arg args[2] = {{bc, 0, 0, 0}, {bo, 1, 0, 0}};
     uint32_t push = (uint32_t)n;
     gpu_dispatch(g, gpu_kernel_get(g, &d), args, &push, (uint32_t)((n + 63) / 64), 1, 1);

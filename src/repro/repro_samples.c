@@ -38,7 +38,7 @@ void repro_push(struct gpu *g, struct gpu_buffer *grad, struct gpu_buffer *stack
      * storage texels (n % 4 == 0) */
     int v4 = n % 4 == 0 && repro_stack_texels(g);
     struct gpu_kernel_desc d = {
-        .shader = v4 ? "repro_push_vec4" : "repro_push",
+        .shader = v4 ? SHADER_repro_push_vec4 : SHADER_repro_push,
         .n_bindings = 2,
         .bindings = {v4 ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE, v4 ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE},
         .push_size = 12};

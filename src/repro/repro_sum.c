@@ -1,5 +1,5 @@
 /* repro_sum: the reproducible profile's sum of a vector and of each row of
- * a matrix (the fixed tree of shaders/repro_tree.glsl), on the device
+ * a matrix (the fixed tree of shaders/reproducible/repro_tree.glsl), on the device
  * (repro_sum.comp in passes, repro_rowsum.comp; its C reference is in
  * tests/ref). The tree depends on the element indices only, so the
  * workgroup size and the run per invocation, which are parameters here
@@ -70,13 +70,12 @@ static void sum_passes(struct gpu *g, const char *what, struct gpu_buffer *x, si
                   what, n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(out), gpu_buffer_size(out),
                   out_index, scratch ? gpu_buffer_size(scratch) : 0, need * 4);
     struct gpu_kernel_desc d = {
-        .shader = "repro_sum", .n_bindings = 2, .push_size = 16, .n_spec = 2, .spec = {wg, log_run}};
+        .shader = SHADER_repro_sum, .n_bindings = 2, .push_size = 16, .n_spec = 2, .spec = {wg, log_run}};
     struct gpu_kernel *plain = gpu_kernel_get(g, &d);
     /* the first pass: on CPU devices x through an R32F view (_tex) */
     enum gpu_binding_kind kind = gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? GPU_BIND_TEXEL_F32 : GPU_BIND_STORAGE;
-    char shader[24];
-    snprintf(shader, sizeof shader, "repro_sum%s%s", square ? "_sq" : "", kind == GPU_BIND_STORAGE ? "" : "_tex");
-    d.shader = shader;
+    int tex = kind != GPU_BIND_STORAGE;
+    d.shader = square ? (tex ? SHADER_repro_sum_sq_tex : SHADER_repro_sum_sq) : tex ? SHADER_repro_sum_tex : SHADER_repro_sum;
     d.bindings[0] = kind;
     struct gpu_kernel *k = gpu_kernel_get(g, &d);
     size_t block = (size_t)wg << log_run, at = 0;
@@ -147,7 +146,7 @@ void repro_rowsum(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, uin
                   rows, n, gpu_buffer_name(x), gpu_buffer_size(x), gpu_buffer_name(y), gpu_buffer_size(y));
     if (rows > gpu_info(g)->max_workgroup_count[0])
         vkt_fatal("repro_rowsum: %u rows, over the device's %u workgroups", rows, gpu_info(g)->max_workgroup_count[0]);
-    struct gpu_kernel_desc d = {.shader = "repro_rowsum", .n_bindings = 2, .push_size = 12, .n_spec = 1, .spec = {wg}};
+    struct gpu_kernel_desc d = {.shader = SHADER_repro_rowsum, .n_bindings = 2, .push_size = 12, .n_spec = 1, .spec = {wg}};
     uint32_t push[3] = {rows, n, log_run};
     struct gpu_arg args[2] = {{x, 0, 0, 0}, {y, 1, 0, 0}};
     gpu_dispatch(g, gpu_kernel_get(g, &d), args, push, rows, 1, 1);

@@ -1,5 +1,5 @@
 /* ref_repro_attention: the C reference of the reproducible attention
- * (shaders/repro_attention.comp and _bwd.comp), forward and backward: the same
+ * (shaders/reproducible/repro_attention.comp and _bwd.comp), forward and backward: the same
  * operations in the same order, written as the plain loops of the formulas
  * (the probabilities of a row computed once, the row sum by repro_sum_ref
  * over all T keys), not as the shader's walk. */

@@ -1,5 +1,5 @@
 /* ref_repro_cross_entropy: the C reference of the reproducible
- * cross-entropy (shaders/repro_cross_entropy.comp): the same operations in
+ * cross-entropy (shaders/reproducible/repro_cross_entropy.comp): the same operations in
  * the same order, the row sum by repro_sum_ref (the tree of
  * repro_tree.glsl). */
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* ref_repro_ops: the C references of the reproducible profile's kernels of the
- * model's ops (shaders/repro_elementwise.comp, repro_colsum.comp,
+ * model's ops (shaders/reproducible/repro_elementwise.comp, repro_colsum.comp,
  * repro_norm.comp, repro_activation.comp, repro_rope.comp,
  * repro_embedding.comp, repro_embedding_back.comp): the same operations in
  * the same order, so a device's bits can be compared with them. The
  * per-element formulas are compiled from the shaders' own source
- * (shaders/repro_ops.glsl), the row sums are repro_sum_ref. Built with
+ * (shaders/reproducible/repro_ops.glsl), the row sums are repro_sum_ref. Built with
  * -ffp-contract=off, as src/repro is (tests/CMakeLists.txt). */
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 
 #include "repro_glsl_c.h"
 
-#include "../../shaders/repro_ops.glsl"
+#include "../../shaders/reproducible/repro_ops.glsl"
 
 void repro_add_ref(const float *x, const float *y, float *z, size_t n)
 {

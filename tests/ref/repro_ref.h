@@ -1,6 +1,6 @@
 /* repro_ref: the C references of the reproducible profile's kernels
  * (include/vktrain/repro.h), the oracles of the test_repro_* programs: the
- * formulas and their order are the shaders' own (shaders/repro_ops.glsl,
+ * formulas and their order are the shaders' own (shaders/reproducible/repro_ops.glsl,
  * repro_tree.glsl, repro_matmul.glsl and the comments atop
  * shaders/repro_*.comp), each float operation rounded on its own (built
  * without contraction, tests/CMakeLists.txt). Arguments as the device
