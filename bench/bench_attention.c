@@ -1,7 +1,7 @@
 /* bench_attention: milliseconds of the attention forward and backward,
  * present kernels (op_attention, (T,T) probabilities) against flash
  * attention (op_flash_attention, per-row log-sum-exp), and flash attention
- * in the reproducible profile (gpu_set_reproducible: exact per row, own
+ * in the reproducible mode (gpu_set_reproducible: exact per row, own
  * exp and log) against the default one, at T = 64 .. 2048.
  * usage: bench_attention [B H KVH hd [reps [doc]]]   (default 1 12 12 64, 5 reps)
  * doc > 0: document ids as training passes them (a packed batch), a new
@@ -25,7 +25,7 @@ struct bufs {
 };
 
 /* Milliseconds of one call of the forward (backward = 0) or backward;
- * flash 2: in the reproducible profile. */
+ * flash 2: in the reproducible mode. */
 static double timed(struct gpu *g, const struct op_attention_shape *s, struct bufs *b, int flash, int backward)
 {
     gpu_set_reproducible(g, flash == 2);

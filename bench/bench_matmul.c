@@ -1,9 +1,9 @@
 /* bench_matmul: GFLOP/s of the three matmul layouts on the chosen device.
  * usage: bench_matmul [M N K [reps [layouts [samples [compare]]]]]   (default 4096 768
  * 768, 5 reps, layouts "nt,nn,tn"; name a subset to time only those;
- * samples > 0: the reproducible profile, tn summing the M rows as that many
+ * samples > 0: the reproducible mode, tn summing the M rows as that many
  * samples of M / samples rows, as into a parameter gradient; then compare
- * = 1 alternates single calls of the reproducible and the default profile
+ * = 1 alternates single calls of the reproducible and the default mode
  * in the one process and prints the best call of each and their ratio,
  * which the bursts of other work on a shared machine disturb far less
  * than separate runs; compare = 2 alternates the reproducible tn and nn narrow
@@ -31,6 +31,7 @@
 #include "vktrain/util.h"
 
 #include "bench_util.h"
+#include "vktrain/kernel_select.h"
 
 /* Whether the comma-separated list names key. */
 static int names_key(const char *list, const char *key)
@@ -124,9 +125,9 @@ int main(int argc, char **argv)
             double best[2] = {0, 0};
             for (int r = 0; r < 2 * reps; r++) {
                 if (compare == 2) /* the reproducible tn and nn tiles: narrow, wide */
-                    setenv("VKTRAIN_REPRO_WIDE", r % 2 ? "1" : "0", 1);
+                    kernel_env_set("VKTRAIN_REPRO_WIDE", r % 2 ? "1" : "0");
                 else if (compare == 3) /* tn over samples one at a time, then in pairs */
-                    setenv("VKTRAIN_REPRO_PAIRS", r % 2 ? "1" : "0", 1);
+                    kernel_env_set("VKTRAIN_REPRO_PAIRS", r % 2 ? "1" : "0");
                 else
                     gpu_set_reproducible(g, r % 2 == 0);
                 struct bench_clock clock = bench_begin(g);
@@ -137,13 +138,13 @@ int main(int argc, char **argv)
             }
             gpu_set_reproducible(g, 1);
             if (compare == 3) {
-                unsetenv("VKTRAIN_REPRO_PAIRS");
+                kernel_env_set("VKTRAIN_REPRO_PAIRS", NULL);
                 printf("vktrain %-5s %-18s %8.2f GFLOP/s samples one at a time, %8.2f in pairs, ratio %.3f\n", family,
                        names[l], 2.0 * M * N * K / best[0] * 1e-6, 2.0 * M * N * K / best[1] * 1e-6, best[0] / best[1]);
                 continue;
             }
             if (compare == 2) {
-                unsetenv("VKTRAIN_REPRO_WIDE");
+                kernel_env_set("VKTRAIN_REPRO_WIDE", NULL);
                 printf("vktrain %-5s %-18s %8.2f GFLOP/s narrow tiles, %8.2f wide, ratio %.3f\n", family, names[l],
                        2.0 * M * N * K / best[0] * 1e-6, 2.0 * M * N * K / best[1] * 1e-6, best[0] / best[1]);
                 continue;

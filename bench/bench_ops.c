@@ -1,7 +1,7 @@
 /* bench_ops: milliseconds per call of the elementwise kernels of a model
  * step (GELU and SwiGLU forward and backward, the bias add, an AdamW step
  * over rows · hidden parameters), in the
- * default profile and in the reproducible one (gpu_set_reproducible), on
+ * default mode and in the reproducible one (gpu_set_reproducible), on
  * the default recipe's shapes (rows = 16 · 128, hidden 352, width 384).
  * usage: bench_ops [rows hidden width [reps [op]]]   (default 2048 352 384, 15, all)
  * (op: one of the names printed, e.g. adamw, to time that one alone)
@@ -10,7 +10,7 @@
  * caches touch both alike (timestamp
  * queries; wall clock where the queue has none); a first untimed round
  * compiles the shaders. The last column is the default's time over the
- * reproducible one: the reproducible profile's cost, as bench_repro.sh
+ * reproducible one: the reproducible mode's cost, as bench_repro.sh
  * gives it for whole steps. */
 #include <stdio.h>
 #include <stdlib.h>

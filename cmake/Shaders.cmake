@@ -2,7 +2,7 @@
 # words in a static library, so the binary never reads a shader file at run
 # time. The folders are the kernel families: common (what every profile
 # uses, and the shared .glsl includes), default (the fp32 and bf16 kernels)
-# and reproducible (the reproducible profile's). Includes resolve across
+# and reproducible (the reproducible mode's). Includes resolve across
 # the three.
 #
 # A shader may declare variants on its first lines:

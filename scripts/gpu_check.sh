@@ -4,7 +4,7 @@
 #   1. builds without MPI into build-gpucheck/ (or uses the build in
 #      GPU_CHECK_BUILD, e.g. one carried from a machine with the toolchain);
 #   2. prints the device (`vktrain devices`);
-#   3. runs the op, flash attention, model, large, generate, reproducible-profile and PyTorch
+#   3. runs the op, flash attention, model, large, generate, reproducible-mode and PyTorch
 #      parity tests with the Khronos validation layer on (any message fails
 #      the test), and a short training in precision: reproducible whose
 #      model.safetensors must have the bytes the --pack machine's lavapipe

@@ -3,7 +3,7 @@
 # when this was written; bookworm itself has 22.3), unpacked into a cache
 # folder beside the system's driver, never installed over it. Its
 # compiler front end and shader lowering are two years newer: vktrain's
-# kernels and the reproducible profile's claim (the same bits on every
+# kernels and the reproducible mode's claim (the same bits on every
 # device that passes the start-up probe) meet a driver they were not
 # developed on (tests/test_lavapipe2.sh; tests/test_repro_train.sh runs
 # it as one more configuration; docs/devices.md, "Newer Mesa", says what

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""repro_lint: checks that SPIR-V modules keep to the reproducible profile.
+"""repro_lint: checks that SPIR-V modules keep to the reproducible mode.
 
 Usage: scripts/repro_lint.py MODULE.spv...   (needs spirv-dis: Debian's
 spirv-tools). Prints one line per breach, naming the module, the instruction

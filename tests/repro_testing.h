@@ -1,4 +1,4 @@
-/* repro_testing: what the reproducible-profile tests share. */
+/* repro_testing: what the reproducible-mode tests share. */
 #ifndef VKTRAIN_REPRO_TESTING_H
 #define VKTRAIN_REPRO_TESTING_H
 

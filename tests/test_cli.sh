@@ -36,6 +36,10 @@ check "devices --list-kernels lists every module of the sources ($want)" '[ $rc 
 check "devices --list-kernels groups the three families" 'grep -q "^common kernels" <<<"$out" && grep -q "^default kernels" <<<"$out" && grep -q "^reproducible kernels" <<<"$out"'
 out=$(VKTRAIN_FLASH=block "$VKTRAIN" devices 2>&1)
 check "devices names a kernel override that is set" 'grep -q "environment.*: VKTRAIN_FLASH=block" <<<"$out"'
+out=$(VKTRAIN_TILED_SPLITK=0 "$VKTRAIN" devices 2>&1); rc=$?
+check "a kernel override outside its values stops at start-up, naming it" '[ $rc -ne 0 ] && grep -q "VKTRAIN_TILED_SPLITK=.0.: expected 1..256" <<<"$out"'
+out=$(VKTRAIN_FLASH=blocks "$VKTRAIN" train --config "$SRC/configs/default.yaml" max_steps=1 output_dir="$(mktemp -d)/o" 2>&1); rc=$?
+check "train refuses a misspelt kernel override before it trains" '[ $rc -ne 0 ] && grep -q "VKTRAIN_FLASH=.blocks.: expected one of rows|block" <<<"$out" && ! grep -q "step 1" <<<"$out"'
 out=$(VKTRAIN_DEVICE=99 "$VKTRAIN" devices 2>&1); rc=$?
 check "an out-of-range VKTRAIN_DEVICE is a clear error" '[ $rc -ne 0 ] && grep -q "device index 99" <<<"$out"'
 exit $fail

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "matmul_testing.h"
+#include "vktrain/kernel_select.h"
 
 static struct ref_rng rng;
 
@@ -124,11 +125,11 @@ static void layouts_under(struct gpu *g, enum gpu_matmul_inputs t, const char *v
                           int N, int K)
 {
     for (int i = 0; i < 3; i++) {
-        setenv(var, values[i], 1);
+        kernel_env_set(var, values[i]);
         for (int l = 0; l < 3; l++)
             coop_case(g, t, (enum matmul_layout)l, M, N, K, 1, 1, -1);
     }
-    unsetenv(var);
+    kernel_env_set(var, NULL);
 }
 
 static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
@@ -172,11 +173,11 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
      * iterations per step is an upper bound: llvmpipe unrolls the tile
      * loads, whose counts the specialization fixes, and the blocks of
      * 64 iterations per step passed here too) */
-    setenv("VKTRAIN_COOPMAT_SUBGROUPS", "1", 1);
+    kernel_env_set("VKTRAIN_COOPMAT_SUBGROUPS", "1");
     coop_case(g, t, NT, 9, 10, 20000, 0, 0, -1);
-    unsetenv("VKTRAIN_COOPMAT_SUBGROUPS");
+    kernel_env_set("VKTRAIN_COOPMAT_SUBGROUPS", NULL);
     /* split-k: 3 parts (32, 32 and 13 rows), summed in one pass */
-    setenv("VKTRAIN_TILED_SPLITK", "3", 1);
+    kernel_env_set("VKTRAIN_TILED_SPLITK", "3");
     size_t bytes = op_matmul_tn_scratch(g, 77, 37, 19);
     CHECK(bytes == (size_t)3 * 37 * 19 * sizeof(float), "op_matmul_tn_scratch 77x37x19 %s: %zu bytes, not 3 parts",
           type_name[t], bytes);
@@ -186,7 +187,7 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
     coop_case(g, t, TN, 77, 37, 19, 1, 1, 1);
     gpu_set_matmul_scratch(g, NULL);
     gpu_buffer_destroy(g, scratch);
-    unsetenv("VKTRAIN_TILED_SPLITK");
+    kernel_env_set("VKTRAIN_TILED_SPLITK", NULL);
 }
 
 int main(void)

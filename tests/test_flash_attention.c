@@ -21,6 +21,7 @@
 #include "../src/ops/ops_internal.h"
 #include "gpu_testing.h"
 #include "ref_ops.h"
+#include "vktrain/kernel_select.h"
 
 static struct ref_rng rng;
 static struct gpu *g;
@@ -397,7 +398,7 @@ int main(void)
             /* over head size 32, the blocks of 32 rows the default leaves
              * to benchmarks (VKTRAIN_FLASH_BLOCK_ROWS=32): the forward's,
              * and the backward's where the shared memory has room */
-            setenv("VKTRAIN_FLASH_BLOCK_ROWS", "32", 1);
+            kernel_env_set("VKTRAIN_FLASH_BLOCK_ROWS", "32");
             test_flash(2, 37, 4, 2, 64, 1, 0, 1);
             CHECK(!last_timed || gpu_info(g)->shared_memory < 32768 || ran("flash_block_fwd64x32"),
                   "VKTRAIN_FLASH_BLOCK_ROWS=32, head size 64: flash_block_fwd64x32 did not run");
@@ -406,14 +407,14 @@ int main(void)
             test_flash(2, 45, 2, 1, 96, 1, 0, 1);
             CHECK(!last_timed || gpu_info(g)->shared_memory < 26176 || ran("flash_block_fwd128x16"),
                   "VKTRAIN_FLASH_BLOCK_ROWS=32, head size 96: flash_block_fwd128x16 did not run");
-            unsetenv("VKTRAIN_FLASH_BLOCK_ROWS");
+            kernel_env_set("VKTRAIN_FLASH_BLOCK_ROWS", NULL);
             /* dk and dv in two kernels (VKTRAIN_FLASH_DKV=split, 64 x 16) */
-            setenv("VKTRAIN_FLASH_DKV", "split", 1);
+            kernel_env_set("VKTRAIN_FLASH_DKV", "split");
             test_flash(2, 37, 4, 2, 64, 1, 0, 1);
             CHECK(!last_timed ||
                       (ran("flash_block_dk64x16") && ran("flash_block_dv64x16") && !ran("flash_block_dkv64x16")),
                   "VKTRAIN_FLASH_DKV=split: flash_block_dk64x16 and dv64x16 did not run in place of dkv64x16");
-            unsetenv("VKTRAIN_FLASH_DKV");
+            kernel_env_set("VKTRAIN_FLASH_DKV", NULL);
         }
     }
     gpu_set_kernel_class(g, GPU_KERNELS_TEXEL);

@@ -284,7 +284,7 @@ static void test_plan_equals_run(const char *arch)
         return;
     }
     struct dist d = {.world = 1};
-    struct trainer t = {.cfg = &cfg, .dist = &d, .g = g};
+    struct trainer t = {.cfg = &cfg, .dist = &d, .g = g, .backend = trainer_backend_for(&cfg)};
     struct gpu_memory_stats zero, plan, real;
     gpu_memory_stats(g, &zero);
     gpu_memory_plan(g, 1);
@@ -294,7 +294,7 @@ static void test_plan_equals_run(const char *arch)
     trainer_buffers_destroy(&t);
     gpu_memory_plan(g, 0);
     check_unchanged(&zero, "after the plan");
-    t = (struct trainer){.cfg = &cfg, .dist = &d, .g = g};
+    t = (struct trainer){.cfg = &cfg, .dist = &d, .g = g, .backend = trainer_backend_for(&cfg)};
     trainer_buffers_create(&t);
     gpu_memory_stats(g, &real);
     size_t numel = model_numel(t.model);

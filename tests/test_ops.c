@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "matmul_testing.h"
+#include "vktrain/kernel_select.h"
 
 static struct ref_rng rng;
 
@@ -124,7 +125,7 @@ static void test_tn_transposed(struct gpu *g, int M, int N, int K, size_t lead)
 static void test_tn_split(struct gpu *g, int M, int N, int K, const char *force, uint32_t parts)
 {
     if (force)
-        setenv("VKTRAIN_TILED_SPLITK", force, 1);
+        kernel_env_set("VKTRAIN_TILED_SPLITK", force);
     size_t bytes = op_matmul_tn_scratch(g, (uint32_t)M, (uint32_t)N, (uint32_t)K);
     CHECK(bytes == (parts > 1 ? (size_t)parts * N * K * sizeof(float) : 0),
           "op_matmul_tn_scratch %dx%dx%d (VKTRAIN_TILED_SPLITK=%s): %zu bytes, not %u parts of N·K floats", M, N, K,
@@ -146,7 +147,7 @@ static void test_tn_split(struct gpu *g, int M, int N, int K, const char *force,
         gpu_set_matmul_scratch(g, NULL);
         gpu_buffer_destroy(g, scratch);
     }
-    unsetenv("VKTRAIN_TILED_SPLITK");
+    kernel_env_set("VKTRAIN_TILED_SPLITK", NULL);
 }
 
 /* The LM head's operands, rows of V floats ld apart (op_matmul_*_at with
@@ -223,13 +224,13 @@ static void test_matmul(struct gpu *g, enum matmul_layout l, int M, int N, int K
  * GPU): vec4 and float loads, accumulating or not, and split-k. */
 static void test_tiled_warp_tiles(struct gpu *g)
 {
-    setenv("VKTRAIN_TILED_WARPTILE", "1", 1);
+    kernel_env_set("VKTRAIN_TILED_WARPTILE", "1");
     test_matmul(g, NT, 2055, 2053, 9, 1);
     test_matmul(g, NT, 2052, 2052, 12, 0);
     test_matmul(g, NN, 2052, 12, 2052, 1);
     test_matmul(g, TN, 12, 2052, 2052, 0);
     test_tn_split(g, 5000, 200, 136, NULL, 4);
-    unsetenv("VKTRAIN_TILED_WARPTILE");
+    kernel_env_set("VKTRAIN_TILED_WARPTILE", NULL);
 }
 
 /* The tiled kernel in steps of 16 along the reduction
@@ -239,7 +240,7 @@ static void test_tiled_warp_tiles(struct gpu *g)
  * a GPU's, not lavapipe's 32 KiB, which this says), large ones and split-k. */
 static void test_tiled_k16(struct gpu *g)
 {
-    setenv("VKTRAIN_TILED_BK", "16", 1);
+    kernel_env_set("VKTRAIN_TILED_BK", "16");
     static const int shapes[][3] = {{128, 64, 64}, {130, 37, 68}, {64, 4, 300}, {5, 259, 12}};
     int timed = gpu_profile_start(g);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -258,15 +259,15 @@ static void test_tiled_k16(struct gpu *g)
         test_matmul(g, NN, 2052, 12, 2052, 0);
         test_matmul(g, TN, 12, 2052, 2052, 1);
         test_tn_split(g, 5000, 200, 136, NULL, 4);
-        setenv("VKTRAIN_TILED_WARPTILE", "1", 1);
+        kernel_env_set("VKTRAIN_TILED_WARPTILE", "1");
         test_matmul(g, NT, 2052, 2052, 12, 1);
-        unsetenv("VKTRAIN_TILED_WARPTILE");
+        kernel_env_set("VKTRAIN_TILED_WARPTILE", NULL);
     } else {
         printf("  VKTRAIN_TILED_BK=16 with 128 x 128 tiles: not run on %s (%u bytes of shared memory, 33,792 "
                "needed)\n",
                gpu_info(g)->name, gpu_info(g)->shared_memory);
     }
-    unsetenv("VKTRAIN_TILED_BK");
+    kernel_env_set("VKTRAIN_TILED_BK", NULL);
 }
 
 /* op_matmul_nt_bias against op_matmul_nt then op_bias_add on the same

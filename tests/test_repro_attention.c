@@ -1,4 +1,4 @@
-/* test_repro_attention: the reproducible profile's cross-entropy and
+/* test_repro_attention: the reproducible mode's cross-entropy and
  * attention: with gpu_set_reproducible on, op_cross_entropy(_at)
  * and op_flash_attention(_backward) give the bits of their C references
  * (tests/ref/ref_repro_cross_entropy.c, ref_repro_attention.c) in both kernel
@@ -25,6 +25,7 @@
 #include "repro_ref.h"
 #include "repro_testing.h"
 #include "vktrain/ops.h"
+#include "vktrain/kernel_select.h"
 
 static struct gpu *g;
 static struct ref_rng rng;
@@ -235,7 +236,7 @@ static void attn_case(const struct attn_case *c)
         if (rows32 && s->hd <= 32)
             continue;
         if (rows32)
-            setenv("VKTRAIN_FLASH_BLOCK_ROWS", "32", 1);
+            kernel_env_set("VKTRAIN_FLASH_BLOCK_ROWS", "32");
         char how[64];
         snprintf(how, sizeof how, "%s%s%s", family_names[family], split ? ", walk in parts" : "",
                  rows32   ? ", in blocks of 32 rows"
@@ -273,7 +274,7 @@ static void attn_case(const struct attn_case *c)
                                     profile_dispatches(g, "repro_attention_block_fwd128x16")
                               : profile_dispatches(g, "repro_attention_block_fwd128x8") > 0),
                   "%s %s: the blocks for head sizes over 64 did not run", c->name, how);
-        unsetenv("VKTRAIN_FLASH_BLOCK_ROWS");
+        kernel_env_set("VKTRAIN_FLASH_BLOCK_ROWS", NULL);
         gpu_submit(g);
         op_flash_attention_set_walk(0);
         op_flash_attention_set_block(-1);

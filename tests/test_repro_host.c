@@ -1,5 +1,5 @@
 /* test_repro_host: the host's inputs to the device in the reproducible
- * profile (src/repro/repro_host.c, schedule_lr_repro), which call only
+ * mode (src/repro/repro_host.c, schedule_lr_repro), which call only
  * IEEE + − × / and sqrt and the math layer (read the code: no libm):
  *   - the RoPE table within 1e-6 of op_rope_table's (libm in double) for
  *     the default, linear and llama3 frequencies, head dimensions 64, 96

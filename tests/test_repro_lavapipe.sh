@@ -1,4 +1,4 @@
-# test_repro_lavapipe: the reproducible profile's kernels under the lavapipe
+# test_repro_lavapipe: the reproducible mode's kernels under the lavapipe
 # configurations that change its arithmetic: LP_NATIVE_VECTOR_WIDTH=128 and 512 (subgroup
 # sizes 4 and 16; the default 256 gives 8) and GALLIUM_OVERRIDE_CPU_CAPS=sse4.1
 # (no AVX, no FMA). Each test program compares the device's bits with the C

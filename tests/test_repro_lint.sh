@@ -1,5 +1,5 @@
 # test_repro_lint: scripts/repro_lint.py, the lint of the reproducible
-# profile, on the SPIR-V the build embeds.
+# mode, on the SPIR-V the build embeds.
 #  1. every reproducible shader the build made (shaders/reproducible/*.comp) passes;
 #  2. negative controls, each compiled here and each refused with a message
 #     naming its fault: a multiply-add, an add and a subtraction without

@@ -1,4 +1,4 @@
-/* test_repro_math: the reproducible profile's math (shaders/reproducible/repro_math.glsl)
+/* test_repro_math: the reproducible mode's math (shaders/reproducible/repro_math.glsl)
  * run by a shader over millions of inputs must give the same bits as the C
  * build of the same source (src/repro/repro_math.c), NaNs compared as a
  * class (payloads are not portable); and the C build must be within stated

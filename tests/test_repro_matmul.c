@@ -22,6 +22,7 @@
 #include "repro_testing.h"
 #include "vktrain/ops.h"
 #include "repro_ref.h"
+#include "vktrain/kernel_select.h"
 
 static const char *layout_names[] = {"nt", "nn", "tn"};
 
@@ -66,9 +67,9 @@ static void four_accumulators_nt(const float *x, const float *w, float *y, uint3
 static void set_wide(int wide)
 {
     if (wide < 0)
-        unsetenv("VKTRAIN_REPRO_WIDE");
+        kernel_env_set("VKTRAIN_REPRO_WIDE", NULL);
     else
-        setenv("VKTRAIN_REPRO_WIDE", wide ? "1" : "0", 1);
+        kernel_env_set("VKTRAIN_REPRO_WIDE", wide ? "1" : "0");
 }
 
 static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, uint32_t M, uint32_t N, uint32_t K,
@@ -248,7 +249,7 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
         gpu_set_kernel_class(g, pass % 4 ? GPU_KERNELS_TILED : GPU_KERNELS_TEXEL);
         gpu_set_limits(g, limits[pass]);
         if (pass == 4)
-            setenv("VKTRAIN_REPRO_EMBED_LOOP", "0", 1);
+            kernel_env_set("VKTRAIN_REPRO_EMBED_LOOP", "0");
         gpu_zero(g, bb);
         gpu_zero(g, be);
         gpu_set_reproducible(g, 1); /* the ops record the reproducible kernels */
@@ -263,7 +264,7 @@ static void check_samples(struct gpu *g, struct ref_rng *rng, uint32_t B, uint32
         gpu_set_reproducible(g, 0);
         gpu_profile_stop(g);
         uint64_t one = profile_dispatches(g, "repro_embedding_back_texel_vec4_samples");
-        unsetenv("VKTRAIN_REPRO_EMBED_LOOP");
+        kernel_env_set("VKTRAIN_REPRO_EMBED_LOOP", NULL);
         gpu_set_limits(g, NULL);
         /* (within the device's loop bound: its rows, then V per sample;
          * the 12000-row samples take the calls per sample) */

@@ -1,4 +1,4 @@
-/* test_repro_probe: the reproducible profile's start-up probe.
+/* test_repro_probe: the reproducible mode's start-up probe.
  *  1. the host's C arithmetic gives every case's written IEEE answer (the
  *     table is right, and this host can feed the mode);
  *  2. on this device every case passes and the digest is the expected one

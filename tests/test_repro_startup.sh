@@ -1,5 +1,5 @@
 # test_repro_startup: the start-up of precision: reproducible
-# (src/train/repro_setup.c), on one rank and under mpirun with two:
+# (src/repro/repro_setup.c), on one rank and under mpirun with two:
 #  1. a run prints "reproducible mode: probe passed on N rank(s), digest
 #     0x..." (the same digest for N = 1 and 2) and trains;
 #  2. a probe failure simulated on rank 1 (VKTRAIN_TEST_PROBE=fail:1: its

@@ -153,7 +153,7 @@ void gpu_set_limits(struct gpu *g, const char *spec);
  * another family to simulate a mixed-vendor cluster). */
 void gpu_set_kernel_class(struct gpu *g, enum gpu_kernel_class c);
 /* precision: reproducible. When on, every op of ops.h and ops_optim.h
- * records its reproducible-profile kernel (include/vktrain/repro.h): the
+ * records its reproducible-mode kernel (include/vktrain/repro.h): the
  * same bits from either kernel family and from every device that passes
  * the start-up probe. Off by default. */
 int gpu_reproducible(const struct gpu *g);
@@ -166,7 +166,7 @@ void gpu_set_reproducible(struct gpu *g, int on);
  * what is missing, where the device has no such matrices, the gpu was
  * made without them (gpu_options.matmul_inputs) or this build has not
  * their kernels (gpu_coopmat_missing says which, NULL: none). A
- * frozen bf16 weight (model.base_dtype) and the reproducible profile keep
+ * frozen bf16 weight (model.base_dtype) and the reproducible mode keep
  * their kernels. */
 const char *gpu_coopmat_missing(const struct gpu *g, enum gpu_matmul_inputs t);
 /* Whether this build embeds the cooperative-matrix kernels for t (its

@@ -180,7 +180,7 @@ void model_read_loss(struct model *m, double *loss_sum, double *count);
 /* Each sequence's (loss sum, valid count) of the last forward: loss[b]
  * and count[b] for b < B, the reproducible sum (repro_rowsum) over its T
  * rows. What the reproducible step reads per sample
- * (src/train/repro_step.c). */
+ * (src/repro/repro_step.c). */
 void model_sample_losses(struct model *m, struct gpu_buffer *loss, struct gpu_buffer *count);
 /* With tied embeddings, where the LM head's share of the table's gradient
  * goes: g (vocab_size x dim floats) instead of the table's gradient, so the

@@ -160,7 +160,7 @@ void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struc
                         struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
                         struct gpu_buffer *out);
 /* The floats lse must hold for shape s: B·H·T, or twice that in the
- * reproducible profile where the device's loop limit cuts its walk over
+ * reproducible mode where the device's loop limit cuts its walk over
  * the keys into dispatches (the row sums wait in the second half). */
 size_t op_flash_attention_lse_floats(const struct gpu *g, const struct op_attention_shape *s);
 void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,

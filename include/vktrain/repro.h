@@ -1,4 +1,4 @@
-/* repro: the reproducible profile (precision: reproducible), in which every
+/* repro: the reproducible mode (precision: reproducible), in which every
  * device, kernel family and split of the batch is meant to give the same
  * bits. This header is its host side so far:
  *

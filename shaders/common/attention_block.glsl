@@ -1,6 +1,6 @@
 // attention_block: what the block attention kernels share
 // (flash_block.comp; repro_attention_block.comp, the reproducible
-// profile's): the push constants and bindings of flash_attention.comp's
+// mode's): the push constants and bindings of flash_attention.comp's
 // kernels (fwd: q, k, v, documents, lse, out; the backward: q, k, v, do,
 // the (lse, D) statistics, documents, then dq or dk and dv), the indices,
 // the shared blocks and their loads. STAGE 0 is dkv, 1 dq, 2 the forward;

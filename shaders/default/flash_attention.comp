@@ -148,7 +148,7 @@ layout(std430, binding = 7) buffer BDV { VT dv[]; };
 // row) per step, KS = 1: the same bits, since the backward adds its terms
 // one by one in the walk's order whatever KS. On an H200 the default dq
 // with eight per step took 589 ms a GPT-2 step where the reproducible
-// profile's dq, one key per step with its own exp, took 85: eight keys'
+// mode's dq, one key per step with its own exp, took 85: eight keys'
 // state and the fully unrolled step leave a GPU few registers.
 #ifndef KS
 #define KS 8u

@@ -17,7 +17,7 @@
 // variant: fwd64x16_storage_scalar -DSTAGE=2 -DHDMAX=64u -DBLK=16u
 // variant: fwd128x16_storage_scalar -DSTAGE=2 -DHDMAX=128u -DBLK=16u
 // variant: fwd128x8_storage_scalar -DSTAGE=2 -DHDMAX=128u -DBLK=8u
-// flash_block: flash attention as GPUs want it (the default profile,
+// flash_block: flash attention as GPUs want it (the default mode,
 // storage family), beside flash_attention.comp's one-row kernels. The same
 // results to float rounding, with its sums in another order:
 //   fwd (a workgroup per sequence b, head h, block of BLK query rows from

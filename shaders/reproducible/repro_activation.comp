@@ -7,7 +7,7 @@
 // variant: swiglu_back_runs -DOP=1 -DRUNS=1
 // variant: gelu_runs -DOP=2 -DRUNS=1
 // variant: gelu_back_runs -DOP=3 -DRUNS=1
-// repro_activation: the reproducible profile's MLP activations over n
+// repro_activation: the reproducible mode's MLP activations over n
 // elements, the formulas of repro_ops.glsl (σ, GELU from repro_math.glsl):
 //   swiglu:      h = (g·σ(g))·u
 //   swiglu_back: dg = dg + ((dh·u)·σ(g))·(1 + g·(1 − σ(g))), du = du + (dh·g)·σ(g)

@@ -2,7 +2,7 @@
 // variant: -
 // variant: runs -DRUNS=1
 // variant: vec4 -DVEC4=1 -DRUNS=1
-// repro_adamw: one AdamW step over n floats in the reproducible profile:
+// repro_adamw: one AdamW step over n floats in the reproducible mode:
 // the torch-order arithmetic of adamw.comp (its `torch` variant), with the
 // square root and the reciprocal taken from repro_math.glsl, so every
 // device gives the bits of the C reference (src/repro/repro_adamw.c):

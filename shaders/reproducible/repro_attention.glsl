@@ -1,4 +1,4 @@
-// repro_attention: the reproducible profile's causal GQA attention (this
+// repro_attention: the reproducible mode's causal GQA attention (this
 // include: what its forward, repro_attention.comp, and its backward,
 // repro_attention_bwd.comp, share)
 // (block-causal with document ids), exact per query row: no online

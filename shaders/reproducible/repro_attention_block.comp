@@ -14,7 +14,7 @@
 // variant: fwd64x16_storage_scalar -DSTAGE=2 -DHDMAX=64u -DBLK=16u
 // variant: fwd128x16_storage_scalar -DSTAGE=2 -DHDMAX=128u -DBLK=16u
 // variant: fwd128x8_storage_scalar -DSTAGE=2 -DHDMAX=128u -DBLK=8u
-// repro_attention_block: the reproducible profile's attention
+// repro_attention_block: the reproducible mode's attention
 // (repro_attention.comp) in flash_block.comp's blocks, for GPUs, with the
 // row kernels' bits. The forward: a workgroup per b, h, block of query
 // rows; two walks over the key blocks up to the rows' last, each block's

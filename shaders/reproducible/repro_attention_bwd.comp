@@ -115,7 +115,7 @@ void main()
 // PART 1 computes dk only and PART 2 dv only, each accumulator with the
 // same terms in the same order as both together (PART 0, the texel
 // family's): the storage kernels (GPUs) come in these two, as the default
-// profile's do (flash_attention.comp), since four head vectors per row
+// mode's do (flash_attention.comp), since four head vectors per row
 // were more local memory than NVIDIA's compiler took there.
 #ifndef PART
 #define PART 0

@@ -8,7 +8,7 @@
 // variant: plain_tex4 -DMODE=0 -DTEX=1 -DVEC4=1
 // variant: rms_tex4 -DMODE=1 -DTEX=1 -DVEC4=1
 // variant: ln_tex4 -DMODE=2 -DTEX=1 -DVEC4=1
-// repro_colsum: the reproducible profile's column sums over rows
+// repro_colsum: the reproducible mode's column sums over rows
 // [row0, row1), one invocation per column, starting from the output's old
 // value and adding the rows in row order (so cutting the rows into calls
 // gives the same bits):

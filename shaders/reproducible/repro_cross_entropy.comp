@@ -1,7 +1,7 @@
 #version 450
 // variant: texel -DTEXEL=1
 // variant: storage -DTEXEL=0
-// repro_cross_entropy: the reproducible profile's masked softmax
+// repro_cross_entropy: the reproducible mode's masked softmax
 // cross-entropy fused with its backward (the contract of op_cross_entropy
 // in include/vktrain/ops.h), one workgroup per row of logits (rows, V), in
 // place: the row becomes dlogits. For a row whose label is in [0, V):

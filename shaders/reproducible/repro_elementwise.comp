@@ -9,7 +9,7 @@
 // variant: axpy_runs -DOP=2 -DRUNS=1
 // variant: copy_runs -DOP=3 -DRUNS=1
 // variant: bias_runs -DOP=4 -DRUNS=1
-// repro_elementwise: the reproducible profile's elementwise ops over n
+// repro_elementwise: the reproducible mode's elementwise ops over n
 // floats (op_add, op_scale, op_axpy, op_copy, op_bias_add), each a single
 // correctly rounded operation per element (axpy: a product, then a sum):
 //   add:   z = x + y          scale: x = x·a        axpy: y = y + a·x

@@ -3,7 +3,7 @@
 // variant: runs -DRUNS=1
 // variant: texel_fwd_vec4 -DTEXEL=1 -DVEC4=1
 // variant: texel_fwd_scalar -DTEXEL=1 -DVEC4=0
-// repro_embedding: embedding.comp in the reproducible profile (fp32
+// repro_embedding: embedding.comp in the reproducible mode (fp32
 // tables only): out[r,c] = wte[tok[r],c] (+ wpe[pos[r],c], one rounded
 // sum), ids clamped into the tables, only the rows whose token is in
 // [v0, v1) and position in [p0, p1) (the tables bound from rows v0, p0).

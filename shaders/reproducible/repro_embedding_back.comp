@@ -3,7 +3,7 @@
 // variant: texel_vec4 -DTEXEL=1 -DVEC4=1
 // variant: texel_scalar -DTEXEL=1 -DVEC4=0
 // variant: texel_vec4_samples -DTEXEL=1 -DVEC4=1 -DSAMPLES=1
-// repro_embedding_back: embedding_back.comp in the reproducible profile:
+// repro_embedding_back: embedding_back.comp in the reproducible mode:
 // dtable[ids[n], c] = dtable[ids[n], c] + dout[n, c] over rows n in
 // [row0, row1) in row order, each table element starting from its old
 // value (so cutting the rows into calls gives the same bits). Invocation x

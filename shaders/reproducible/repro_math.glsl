@@ -1,4 +1,4 @@
-// repro_math: the deterministic math of the reproducible profile
+// repro_math: the deterministic math of the reproducible mode
 // (precision: reproducible). One source, compiled twice: as GLSL by every
 // reproducible shader (which also gets the profile's float controls below),
 // and as C by src/repro/repro_math.c through src/repro/repro_glsl_c.h, so

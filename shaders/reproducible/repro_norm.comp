@@ -11,7 +11,7 @@
 // variant: rmsback_row4 -DMODE=1 -DPER_ROW=1 -DVEC4=1
 // variant: ln_row4 -DMODE=2 -DPER_ROW=1 -DVEC4=1
 // variant: lnback_row4 -DMODE=3 -DPER_ROW=1 -DVEC4=1
-// repro_norm: the reproducible profile's RMSNorm and LayerNorm rows of C
+// repro_norm: the reproducible mode's RMSNorm and LayerNorm rows of C
 // floats, one workgroup per row (GPUs), or one invocation per row (the
 // _row variants, for CPU devices, where a workgroup's barriers are dear).
 // The row sums are the fixed tree of repro_tree.glsl (each invocation an

@@ -1,5 +1,5 @@
 #version 450
-// repro_probe: the start-up known-answer check of the reproducible profile
+// repro_probe: the start-up known-answer check of the reproducible mode
 // (src/repro/repro_probe.c holds the cases and their answers). Case i
 // applies operation op to a, b, c, all `precise`, under the profile's float
 // controls: 0 a+b, 1 a−b, 2 a·b, 3 a·b+c (fused, it differs), 4 (a·b)·c

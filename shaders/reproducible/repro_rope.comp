@@ -1,7 +1,7 @@
 #version 450
 // variant: -
 // variant: runs -DRUNS=1
-// repro_rope: rope.comp in the reproducible profile: in place on x
+// repro_rope: rope.comp in the reproducible mode: in place on x
 // (rows, H, hd), one element per (row, head, j < hd/2), with the table's
 // c = cos, s = sin (times sign: +1 forward, −1 backward, exact):
 //   x_j ← x_j·c − x_{j+hd/2}·s,   x_{j+hd/2} ← x_{j+hd/2}·c + x_j·s

@@ -1,4 +1,4 @@
-// repro_tree: the reproducible profile's fixed summation tree, for kernels
+// repro_tree: the reproducible mode's fixed summation tree, for kernels
 // that sum (shaders/repro_sum.comp over a vector, repro_rowsum.comp per
 // row; the norms and the loss next). The sum of n floats is the pairwise
 // tree over them padded with +0 to a power of two, adjacent pairs first,

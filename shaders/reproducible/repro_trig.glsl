@@ -1,4 +1,4 @@
-// repro_trig: sin and cos of the reproducible profile's math, for the host
+// repro_trig: sin and cos of the reproducible mode's math, for the host
 // (the RoPE table, the initialization, the cosine schedule:
 // src/repro/repro_host.c, src/train/schedule.c) and for test_repro_math's
 // shader; no training kernel takes them. It builds on repro_math.glsl

@@ -6,6 +6,7 @@
 
 #include "vktrain/cli.h"
 #include "vktrain/gpu.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/shaders.h"
 
 static const char *vendor_name(uint32_t id)
@@ -29,31 +30,6 @@ static const char *tight(const struct gpu_device_info *x, unsigned bit)
 {
     return x->tightened & bit ? "  (tightened by VKTRAIN_DEVICE_LIMITS)" : "";
 }
-
-/* The environment variables that change which kernel runs or how it is
- * tiled (docs/training.md, "Environment"), with what they take. */
-static const struct {
-    const char *name, *values;
-} kernel_env[] = {
-    {"VKTRAIN_KERNELS", "texel|tiled"},
-    {"VKTRAIN_MATMUL_INPUTS", "fp32|f16|bf16"},
-    {"VKTRAIN_COOPMAT", "0|1"},
-    {"VKTRAIN_COOPMAT_TILE", "RMxRN"},
-    {"VKTRAIN_COOPMAT_SUBGROUPS", "1|2|4|8"},
-    {"VKTRAIN_TILED_TILE", "64|128"},
-    {"VKTRAIN_TILED_BK", "8|16"},
-    {"VKTRAIN_TILED_WARPTILE", "0|1"},
-    {"VKTRAIN_TILED_SPLITK", "1..256"},
-    {"VKTRAIN_FLASH", "rows|block"},
-    {"VKTRAIN_FLASH_BLOCK_ROWS", "32|16|8"},
-    {"VKTRAIN_FLASH_DKV", "dkv|split"},
-    {"VKTRAIN_ADAMW", "torch|fused"},
-    {"VKTRAIN_REPRO_WIDE", "0|1"},
-    {"VKTRAIN_REPRO_PAIRS", "0|1"},
-    {"VKTRAIN_REPRO_EMBED_LOOP", "0|1"},
-    {"VKTRAIN_TEXEL_ROWS_WG", "0|1"},
-    {"VKTRAIN_REPRO_HD16_VEC4", "0|1"},
-};
 
 /* The kernel table: every SPIR-V module of this build, by family. */
 static void list_kernels(void)
@@ -160,15 +136,15 @@ int cli_devices(int argc, char **argv)
         printf("\nlimits marked tightened act as VKTRAIN_DEVICE_LIMITS sets them, below the device's own\n");
     printf("\nkernel choice from the environment (docs/training.md, \"Environment\"):");
     int set = 0;
-    for (size_t i = 0; i < sizeof kernel_env / sizeof kernel_env[0]; i++) {
-        const char *v = getenv(kernel_env[i].name);
-        if (v && *v)
-            printf("%s%s=%s", set++ ? ", " : " ", kernel_env[i].name, v);
+    for (int i = 0; i < KENV_COUNT; i++) {
+        const char *v = kernel_env((enum kernel_env_id)i);
+        if (v)
+            printf("%s%s=%s", set++ ? ", " : " ", kernel_env_vars[i].name, v);
     }
     printf("%s\n", set ? "" : " none set");
     printf("  (");
-    for (size_t i = 0; i < sizeof kernel_env / sizeof kernel_env[0]; i++)
-        printf("%s%s=%s", i ? (i % 4 ? ", " : ",\n   ") : "", kernel_env[i].name, kernel_env[i].values);
+    for (int i = 0; i < KENV_COUNT; i++)
+        printf("%s%s=%s", i ? (i % 4 ? ", " : ",\n   ") : "", kernel_env_vars[i].name, kernel_env_vars[i].values);
     printf(")\n");
     if (pick >= 0)
         printf("\n* = chosen: device %d (%s)\n", pick, d[pick].name);

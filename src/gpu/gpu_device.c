@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpu_internal.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/util.h"
 
 const char *gpu_vk_result_name(VkResult r)
@@ -157,6 +158,7 @@ VkInstance gpu_instance_create(int validate, VkDebugUtilsMessengerEXT *messenger
 
 struct gpu *gpu_create(const struct gpu_options *opt)
 {
+    kernel_env_load(); /* the kernel overrides, checked before any device work */
     struct gpu *g = vkt_calloc(1, sizeof *g, "the gpu context");
     g->category = GPU_MEM_WORKSPACE;
     g->instance = gpu_instance_create(opt ? opt->validate : 0, &g->messenger, &g->validation_messages);
@@ -182,13 +184,9 @@ struct gpu *gpu_create(const struct gpu_options *opt)
     g->timestamp_period = props.limits.timestampPeriod;
     vkGetPhysicalDeviceMemoryProperties(g->phys, &g->mem);
 
-    const char *kenv = getenv("VKTRAIN_KERNELS");
-    if (kenv && !strcmp(kenv, "texel"))
-        g->kclass = GPU_KERNELS_TEXEL;
-    else if (kenv && !strcmp(kenv, "tiled"))
-        g->kclass = GPU_KERNELS_TILED;
-    else if (kenv && *kenv)
-        vkt_fatal("VKTRAIN_KERNELS='%s' is not a kernel family (texel or tiled)", kenv);
+    const char *kenv = kernel_env(KENV_KERNELS);
+    if (kenv)
+        g->kclass = !strcmp(kenv, "texel") ? GPU_KERNELS_TEXEL : GPU_KERNELS_TILED;
     else
         g->kclass = gpu_cpu_device(&g->info) ? GPU_KERNELS_TEXEL : GPU_KERNELS_TILED;
 
@@ -239,16 +237,9 @@ struct gpu *gpu_create(const struct gpu_options *opt)
                                             .vulkanMemoryModel = VK_TRUE};
     VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f12};
     enum gpu_matmul_inputs inputs = opt ? opt->matmul_inputs : GPU_MATMUL_FP32;
-    const char *ienv = getenv("VKTRAIN_MATMUL_INPUTS");
-    if (ienv && *ienv) {
-        static const char *const names[] = {"fp32", "f16", "bf16"};
-        int i = 0;
-        while (i < 3 && strcmp(ienv, names[i]))
-            i++;
-        if (i == 3)
-            vkt_fatal("VKTRAIN_MATMUL_INPUTS='%s' is not a matmul input type (fp32, f16 or bf16)", ienv);
-        inputs = (enum gpu_matmul_inputs)i;
-    }
+    const char *ienv = kernel_env(KENV_MATMUL_INPUTS);
+    if (ienv) /* checked: fp32, f16 or bf16 */
+        inputs = !strcmp(ienv, "fp32") ? GPU_MATMUL_FP32 : !strcmp(ienv, "f16") ? GPU_MATMUL_F16 : GPU_MATMUL_BF16;
     g->coopmat_enabled =
         (inputs != GPU_MATMUL_FP32 || (opt && opt->coopmat)) && (g->info.coopmat_f16[0] || g->info.coopmat_bf16[0]);
     if (g->coopmat_enabled) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gpu_internal.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/util.h"
 
 static const char *type_name(VkPhysicalDeviceType t, int *rank)
@@ -70,7 +71,7 @@ int gpu_has_extension(VkPhysicalDevice p, const char *name)
  * results, 16 x 16 x 16 where listed, else the one of most products. */
 static void coopmat_fill(VkInstance inst, VkPhysicalDevice p, struct gpu_device_info *d)
 {
-    if (d->api_version < VK_API_VERSION_1_2 || !vkt_env_flag("VKTRAIN_COOPMAT", 1) ||
+    if (d->api_version < VK_API_VERSION_1_2 || !kernel_env_flag(KENV_COOPMAT, 1) ||
         !gpu_has_extension(p, VKT_COOPMAT_EXTENSION) ||
         !gpu_has_extension(p, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME))
         return;
@@ -191,8 +192,8 @@ void gpu_device_info_fill(VkInstance inst, VkPhysicalDevice p, int index, struct
          * (16 in some releases) */
         d->cpu_threads = n < 1 ? 1 : n > 32 ? 32 : (unsigned)n;
     }
-    d->texel_rows_wg = vkt_env_flag("VKTRAIN_TEXEL_ROWS_WG", !d->newer_lavapipe);
-    d->repro_hd16_vec4 = vkt_env_flag("VKTRAIN_REPRO_HD16_VEC4", !d->newer_lavapipe);
+    d->texel_rows_wg = kernel_env_flag(KENV_TEXEL_ROWS_WG, !d->newer_lavapipe);
+    d->repro_hd16_vec4 = kernel_env_flag(KENV_REPRO_HD16_VEC4, !d->newer_lavapipe);
     coopmat_fill(inst, p, d);
     gpu_limits_apply(d, NULL);
     d->usable = 1;
@@ -299,6 +300,7 @@ VkPhysicalDevice *gpu_physical_devices(VkInstance inst, uint32_t *n)
 
 int gpu_list_devices(struct gpu_device_info **out, int validate)
 {
+    kernel_env_load();
     int messages = 0;
     VkDebugUtilsMessengerEXT messenger;
     VkInstance inst = gpu_instance_create(validate, &messenger, &messages);

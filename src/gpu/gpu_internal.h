@@ -106,7 +106,7 @@ struct gpu {
     VkPhysicalDeviceMemoryProperties mem;
     VkPhysicalDeviceLimits limits;
     enum gpu_kernel_class kclass;
-    int reproducible;       /* the ops record the reproducible profile's kernels */
+    int reproducible;       /* the ops record the reproducible mode's kernels */
     enum gpu_matmul_inputs matmul_inputs; /* gpu_set_matmul_inputs */
     int coopmat_enabled;                  /* the device was made with its cooperative matrices */
     uint32_t sample_rows, samples; /* gpu_set_repro_samples */

@@ -1,25 +1,22 @@
 /* op_activation: the MLP activations SwiGLU and GELU (tanh), forward and
  * backward, elementwise (shaders/default/activation.comp; on CPU devices, the
  * texel family, activation_texel.comp: vec4 chunks read through RGBA32F
- * texel views). With gpu_reproducible(g): the formulas of
+ * texel views). In the reproducible mode: the formulas of
  * shaders/reproducible/repro_ops.glsl, in repro_activation_texel.comp on CPU devices
- * (the same access pattern), repro_activation.comp (storage) on GPUs.
- * Never allocates. */
+ * (the same access pattern), repro_activation.comp (storage) on GPUs
+ * (kernel_pick_elementwise chooses). Never allocates. */
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/util.h"
 
-/* One activation's kernels, in each family and profile. */
-struct activation_kernels {
-    const char *op;
-    enum shader_id storage, texel, repro_texel, repro[2];
-};
+/* One activation's kernels, in each family and mode. */
 #define ACTIVATION(v)                                                                                      \
-    (&(const struct activation_kernels){"activation_" #v, SHADER_activation_##v, SHADER_activation_texel_##v, \
+    (&(const struct kernel_set){"activation_" #v, SHADER_activation_##v, SHADER_activation_texel_##v, \
                                         SHADER_repro_activation_texel_##v,                       \
                                         {SHADER_repro_activation_##v, SHADER_repro_activation_##v##_runs}})
 
-static void activation(struct gpu *g, const struct activation_kernels *ks, struct gpu_buffer *a, struct gpu_buffer *b,
+static void activation(struct gpu *g, const struct kernel_set *ks, struct gpu_buffer *a, struct gpu_buffer *b,
                        struct gpu_buffer *c, struct gpu_buffer *d, struct gpu_buffer *e, size_t n, int writes_c)
 {
     struct gpu_arg args[5] = {{.buf = a}, {.buf = b}, {.buf = c, .write = writes_c},
@@ -30,23 +27,22 @@ static void activation(struct gpu *g, const struct activation_kernels *ks, struc
         uint32_t n;
         float unused;
     } push = {0, 0.0f};
-    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
-    if (texel) {
+    struct kernel_pick pick = kernel_pick_elementwise(g, ks);
+    if (kernel_path_texel(pick.path)) {
         /* a, b, c, d, e as texels (d, e: the gradients added to), then c,
          * d, e as storage (outputs): activation_texel.comp, or in the
-         * reproducible profile repro_activation_texel.comp */
+         * reproducible mode repro_activation_texel.comp */
         struct gpu_arg targs[8] = {{.buf = a}, {.buf = b}, {.buf = c}, {.buf = d},
                                    {.buf = e}, args[2],    args[3],    args[4]};
         enum gpu_binding_kind kinds[8] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
                                           GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE,    GPU_BIND_STORAGE};
-        enum shader_id shader = gpu_reproducible(g) ? ks->repro_texel : ks->texel;
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[8] = {16, 16, 16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, shader, 8, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
+        ops_elements(g, ops_texel_kernel(g, pick.shader, 8, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4, 4);
         return;
     }
-    if (gpu_reproducible(g)) {
+    if (pick.path == KPATH_REPRO) {
         /* repro_activation.comp: a, b (and c, d, e) read, then c (or d, e)
          * written */
         struct gpu_arg rargs[7] = {{.buf = a}, {.buf = b}, {.buf = c, .write = writes_c}};
@@ -57,12 +53,12 @@ static void activation(struct gpu *g, const struct activation_kernels *ks, struc
             rargs[5] = (struct gpu_arg){.buf = d, .write = 1}, rargs[6] = (struct gpu_arg){.buf = e, .write = 1};
         }
         const size_t floats[7] = {4, 4, 4, 4, 4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, ks->repro, writes_c ? 3 : 7, n_in, sizeof push), rargs, floats, &push, n, 1,
+        ops_elements(g, ops_repro_kernel(g, pick.walks, writes_c ? 3 : 7, n_in, sizeof push), rargs, floats, &push, n, 1,
                      1);
         return;
     }
     const size_t floats[5] = {4, 4, 4, 4, 4};
-    ops_elements(g, ops_kernel(g, ks->storage, 5, sizeof push, 1), args, floats, &push, n, 1, 1);
+    ops_elements(g, ops_kernel(g, pick.shader, 5, sizeof push, 1), args, floats, &push, n, 1, 1);
 }
 
 void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n)

@@ -6,7 +6,8 @@
  * are computed here in double and rounded once to float push constants, as
  * torch rounds its Python-float scalars. On CPU devices (texel family) the
  * kernel is adamw_texel.comp, the same arithmetic with vec4 texel reads.
- * With gpu_reproducible(g) it records op_repro_adamw instead.
+ * In the reproducible mode it records op_repro_adamw instead
+ * (kernel_pick_adamw chooses, and VKTRAIN_ADAMW's operation order).
  * Never allocates, never submits, and never decides the learning rate, the
  * step count or which tensors decay. */
 #include <math.h>
@@ -15,6 +16,7 @@
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
@@ -33,7 +35,8 @@ struct adamw_push {
 void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, struct gpu_buffer *m,
               struct gpu_buffer *v, size_t n, const struct op_adamw_step *s)
 {
-    if (gpu_reproducible(g)) {
+    struct kernel_pick pick = kernel_pick_adamw(g);
+    if (kernel_path_repro(pick.path)) {
         op_repro_adamw(g, param, grad, m, v, n, s);
         return;
     }
@@ -59,11 +62,7 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
         .eps = (float)s->eps,
     };
     struct gpu_arg args[4] = {{.buf = param, .write = 1}, {.buf = grad}, {.buf = m, .write = 1}, {.buf = v, .write = 1}};
-    const char *variant = getenv("VKTRAIN_ADAMW");
-    int fused = variant && !strcmp(variant, "fused");
-    if (variant && *variant && !fused && strcmp(variant, "torch"))
-        vkt_fatal("VKTRAIN_ADAMW='%s' is not an AdamW variant (torch or fused)", variant);
-    if (gpu_kernel_class(g) == GPU_KERNELS_TEXEL) {
+    if (pick.path == KPATH_TEXEL) {
         /* θ, grad, m, v read as vec4 views; θ, m, v written as storage */
         struct gpu_arg targs[7] = {{.buf = param}, {.buf = grad}, {.buf = m}, {.buf = v}, args[0], args[2], args[3]};
         enum gpu_binding_kind kinds[7] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4,
@@ -71,12 +70,12 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[7] = {16, 16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, fused ? SHADER_adamw_texel_fused : SHADER_adamw_texel_torch, 7, kinds, sizeof push,
+        ops_elements(g, ops_texel_kernel(g, pick.shader, 7, kinds, sizeof push,
                                          1, &wg),
                      targs, vec4, &push, n, 4, 4);
         return;
     }
     const size_t floats[4] = {4, 4, 4, 4};
-    ops_elements(g, ops_kernel(g, fused ? SHADER_adamw_fused : SHADER_adamw_torch, 4, sizeof push, 1), args, floats, &push, n,
+    ops_elements(g, ops_kernel(g, pick.shader, 4, sizeof push, 1), args, floats, &push, n,
                  1, 1);
 }

@@ -6,9 +6,11 @@
  * the logits are read through an R32F texel view of the range: by
  * cross_entropy_texel.comp, one invocation per row, or, for rows too long
  * for llvmpipe's loop limit, by cross_entropy.comp's texel_wg variant, a
- * workgroup per row. Never allocates. */
+ * workgroup per row (kernel_pick_cross_entropy chooses; in the
+ * reproducible mode repro_cross_entropy). Never allocates. */
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -31,13 +33,14 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
 {
     if (ld < V)
         vkt_fatal("cross_entropy: rows of %u logits %u floats apart", V, ld);
-    if (gpu_reproducible(g)) {
+    size_t row_bytes = (size_t)ld * sizeof(float), first = (size_t)row0 * sizeof(float);
+    struct kernel_pick pick = kernel_pick_cross_entropy(g, V, row_bytes);
+    if (kernel_path_repro(pick.path)) {
         if (ld != V)
             vkt_fatal("cross_entropy: the reproducible kernel takes packed rows (%u floats apart, not %u)", V, ld);
         repro_cross_entropy(g, logits, labels, row_loss, row_count, row0, rows, V, scale);
         return;
     }
-    size_t row_bytes = (size_t)ld * sizeof(float), first = (size_t)row0 * sizeof(float);
     size_t end = first + sizeof(float) * rows;
     ops_check("cross_entropy", "logits", logits, row_bytes * rows);
     ops_check("cross_entropy", "labels", labels, end);
@@ -55,19 +58,14 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg x = {.buf = logits, .write = 1, .range = rows * row_bytes};
     struct ce_push push = {rows, V, scale, ld};
-    /* The texel family reads the logits through an R32F view: one
-     * invocation per row (three passes over it: 3V loop iterations) where
-     * the row fits llvmpipe's loop limit, else a workgroup per row (the
-     * GPT-2 vocabulary: 3V/WG iterations per invocation), except on a
-     * device whose texel_rows_wg is 0 (newer lavapipe), where such rows
-     * take the storage kernel. */
-    int per_row = (size_t)3 * V + 1 <= ops_loop_chunk(g);
-    if (ops_texel_rows_fit(g, GPU_BIND_TEXEL_F32, row_bytes) && (per_row || gpu_info(g)->texel_rows_wg)) {
+    if (pick.path == KPATH_TEXEL) {
+        /* the logits through an R32F view: one invocation per row, or a
+         * workgroup per row (cross_entropy_texel_wg) */
+        int per_row = pick.shader == SHADER_cross_entropy_texel;
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
-        struct gpu_kernel *k = per_row ? ops_texel_kernel(g, SHADER_cross_entropy_texel, 5, kinds, sizeof push, 0, NULL)
-                                       : ops_texel_kernel(g, SHADER_cross_entropy_texel_wg, 5, kinds, sizeof push, 1, &wg);
+        struct gpu_kernel *k = ops_texel_kernel(g, pick.shader, 5, kinds, sizeof push, per_row ? 0 : 1, per_row ? NULL : &wg);
         struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
         const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
         ops_rows(g, k, args, ub, &push, 1, rows, per_row ? 64 : 1);
@@ -75,5 +73,5 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     }
     struct gpu_arg args[4] = {x, lab, loss, count};
     const size_t ub[4] = {row_bytes, sizeof(float), sizeof(float), sizeof(float)};
-    ops_rows(g, ops_kernel(g, SHADER_cross_entropy, 4, sizeof push, 1), args, ub, &push, 1, rows, 1);
+    ops_rows(g, ops_kernel(g, pick.shader, 4, sizeof push, 1), args, ub, &push, 1, rows, 1);
 }

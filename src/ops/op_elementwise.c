@@ -4,15 +4,16 @@
  * capped and the shaders stride, so any n fits. On CPU devices (texel
  * family) the kernels are elementwise_texel.comp: vec4 chunks read through
  * RGBA32F texel views, written to storage (scale and axpy read their
- * in/out buffer through a view and write it as storage). With
- * gpu_reproducible(g): one rounded operation per element (axpy: a product,
- * then a sum), repro_elementwise_texel.comp on CPU devices (the same
- * access pattern), repro_elementwise.comp (storage) on GPUs. Never
- * allocates. */
+ * in/out buffer through a view and write it as storage). In the
+ * reproducible mode: one rounded operation per element (axpy: a
+ * product, then a sum), repro_elementwise_texel.comp on CPU devices (the
+ * same access pattern), repro_elementwise.comp (storage) on GPUs
+ * (kernel_pick_elementwise chooses). Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/util.h"
 
 struct elementwise_push {
@@ -24,23 +25,19 @@ struct elementwise_push {
  * kernel binds the n_in inputs as views, then the written buffer as
  * storage; in-place ops name it among the inputs too. Buffers larger than
  * a binding are done in ranges (ops_elements). */
-struct elementwise_kernels {
-    const char *op;
-    enum shader_id storage, texel, repro_texel, repro[2];
-};
 #define ELEMENTWISE(v)                                                                                       \
-    (&(const struct elementwise_kernels){#v, SHADER_##v, SHADER_elementwise_texel_##v,                       \
+    (&(const struct kernel_set){#v, SHADER_##v, SHADER_elementwise_texel_##v,                       \
                                          SHADER_repro_elementwise_texel_##v,                                 \
                                          {SHADER_repro_elementwise_##v, SHADER_repro_elementwise_##v##_runs}})
 
-static void run(struct gpu *g, const struct elementwise_kernels *ks, int n_bind, const struct gpu_arg *args, int n_in,
+static void run(struct gpu *g, const struct kernel_set *ks, int n_bind, const struct gpu_arg *args, int n_in,
                 struct gpu_buffer *const *in, size_t n, float a)
 {
     for (int i = 0; i < n_bind; i++)
         ops_check(ks->op, "an", args[i].buf, n * sizeof(float));
     struct elementwise_push push = {0, a};
-    int texel = gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
-    if (gpu_reproducible(g) && !texel) {
+    struct kernel_pick pick = kernel_pick_elementwise(g, ks);
+    if (pick.path == KPATH_REPRO) {
         /* repro_elementwise.comp: the inputs, then the written buffer */
         struct {
             uint32_t n;
@@ -52,24 +49,23 @@ static void run(struct gpu *g, const struct elementwise_kernels *ks, int n_bind,
             rargs[i] = (struct gpu_arg){.buf = in[i]};
         rargs[n_in] = args[n_bind - 1];
         const size_t floats[3] = {4, 4, 4};
-        ops_elements(g, ops_repro_kernel(g, ks->repro, n_in + 1, n_in, sizeof rpush), rargs, floats, &rpush, n, 1, 1);
+        ops_elements(g, ops_repro_kernel(g, pick.walks, n_in + 1, n_in, sizeof rpush), rargs, floats, &rpush, n, 1, 1);
         return;
     }
-    if (texel) {
+    if (kernel_path_texel(pick.path)) {
         struct gpu_arg targs[3];
         enum gpu_binding_kind kinds[3];
         for (int i = 0; i < n_in; i++)
             targs[i] = (struct gpu_arg){.buf = in[i]}, kinds[i] = GPU_BIND_TEXEL_VEC4;
         targs[n_in] = args[n_bind - 1], kinds[n_in] = GPU_BIND_STORAGE;
-        enum shader_id shader = gpu_reproducible(g) ? ks->repro_texel : ks->texel;
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[3] = {16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, shader, n_in + 1, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,
+        ops_elements(g, ops_texel_kernel(g, pick.shader, n_in + 1, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,
                      4);
         return;
     }
     const size_t floats[3] = {4, 4, 4};
-    ops_elements(g, ops_kernel(g, ks->storage, n_bind, sizeof push, 1), args, floats, &push, n, 1, 1);
+    ops_elements(g, ops_kernel(g, pick.shader, n_bind, sizeof push, 1), args, floats, &push, n, 1, 1);
 }
 
 void op_add(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, struct gpu_buffer *z, size_t n)

@@ -9,8 +9,8 @@
  * (storage) and widened by a shift, the output is the fp32 kernel's on the
  * tables rounded to bf16, bit for bit.
  *
- * With gpu_reproducible(g) each op takes the reproducible profile's
- * shader (repro_embedding.comp, repro_embedding_back.comp, repro_rope.comp:
+ * In the reproducible mode each op takes that profile's shader
+ * (repro_embedding.comp, repro_embedding_back.comp, repro_rope.comp:
  * the same walks, every float operation rounded on its own;
  * tests/ref/ref_repro_ops.c is their C), in both kernel families; on CPU
  * devices their texel variants (repro_embedding's texel_fwd,
@@ -23,6 +23,7 @@
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -79,11 +80,7 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
                   struct gpu_buffer *wpe, struct gpu_buffer *out, uint32_t rows, uint32_t C, uint32_t V, uint32_t P)
 {
     /* bf16 tables (frozen, model.base_dtype bf16): both of them */
-    int bf16 = gpu_buffer_dtype(wte) == GPU_DTYPE_BF16, repro = gpu_reproducible(g);
-    if (repro && (bf16 || (wpe && gpu_buffer_dtype(wpe) != GPU_DTYPE_F32)))
-        vkt_fatal("embedding: the table '%s' holds bf16 values; the reproducible profile takes fp32 tables only "
-                  "(model.base_dtype: bf16 is not supported with precision: reproducible)",
-                  gpu_buffer_name(bf16 ? wte : wpe));
+    int bf16 = gpu_buffer_dtype(wte) == GPU_DTYPE_BF16;
     size_t row = (bf16 ? 2 : sizeof(float)) * (size_t)C;
     ops_check("embedding", "tokens", tokens, sizeof(int32_t) * rows);
     ops_check("embedding", "token table", wte, row * V);
@@ -116,6 +113,7 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
     /* The bindings of each kernel: tokens, positions, wte, wpe, out. */
     int it = 0, ip = 1, iw = 2, iwp = 3, io = 4;
     int width = table_width(g, bf16, C), storage_bf16 = bf16 && !width;
+    struct kernel_pick pick = kernel_pick_embedding(g, width, wte, wpe);
     struct gpu_kernel *k;
     uint32_t wg = gpu_workgroup_1d(g);
     if (width) {
@@ -126,16 +124,13 @@ void op_embedding(struct gpu *g, struct gpu_buffer *tokens, struct gpu_buffer *p
         if (bf16) {
             enum gpu_binding_kind t = width == 4 ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16;
             const enum gpu_binding_kind kinds[5] = {t, t, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE};
-            k = ops_texel_kernel(g, width == 4 ? SHADER_embedding_texel_fwd_vec4_bf16 : SHADER_embedding_texel_fwd_scalar_bf16, 5,
-                                 kinds, sizeof push, 1, &wg);
+            k = ops_texel_kernel(g, pick.shader, 5, kinds, sizeof push, 1, &wg);
         } else {
-            k = ops_texel_variant(g, repro ? SHADER_WIDTHS(repro_embedding_texel_fwd) : SHADER_WIDTHS(embedding_texel_fwd), width, 2, 0, 5,
-                                  sizeof push, 1, &wg);
+            k = ops_texel_variant(g, pick.widths, width, 2, 0, 5, sizeof push, 1, &wg);
         }
     } else {
         width = 1;
-        enum shader_id shader = !repro ? SHADER_embedding : SHADER_WALKS(repro_embedding)[ops_repro_runs(g)];
-        struct gpu_kernel_desc d = {.shader = shader, .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
+        struct gpu_kernel_desc d = {.shader = pick.shader, .n_bindings = 5, .push_size = sizeof push, .n_spec = 2};
         d.spec[0] = wg, d.spec[1] = (uint32_t)bf16; /* BF16: the tables hold bf16 */
         for (int i = 0; i < 5; i++)
             d.bindings[i] = GPU_BIND_STORAGE;
@@ -185,6 +180,7 @@ struct embed_back {
     size_t ub[3];
     uint32_t rows, C, V;
     int width;
+    enum kernel_path path;
 };
 
 static void embed_back_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t end)
@@ -199,7 +195,7 @@ static void embed_back_rows(struct gpu *g, void *ctx, uint32_t begin, uint32_t e
      * twin on CPU devices in one (each range walks every id: 128 walks
      * made it 250x slower than the texel kernel on lavapipe) */
     uint32_t max_y = gpu_info(g)->max_workgroup_count[1];
-    uint32_t most = gpu_reproducible(g) && gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? 1 : EMBED_BACK_RANGES;
+    uint32_t most = x->path == KPATH_REPRO_TEXEL ? 1 : EMBED_BACK_RANGES;
     /* Rows in ranges within the id and gradient bindings, each walked in
      * order in parts within the device's loop limit; the table in ranges
      * of ids (each dispatch adds the rows whose id is in its range). Every
@@ -247,7 +243,7 @@ static int embed_back_samples(struct gpu *g, const struct embed_back *x)
 {
     uint32_t T, levels;
     struct gpu_buffer *stack = repro_sample_stack(g, x->args[2].buf, 0, x->rows, &T, &levels);
-    if (!stack || x->width != 4 || !repro_stack_texels(g) || !vkt_env_flag("VKTRAIN_REPRO_EMBED_LOOP", 1))
+    if (!stack || x->width != 4 || !repro_stack_texels(g) || !kernel_env_flag(KENV_REPRO_EMBED_LOOP, 1))
         return 0;
     struct gpu_kernel_desc d = {
         .shader = SHADER_repro_embedding_back_texel_vec4_samples,
@@ -283,6 +279,7 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
     struct gpu_arg args[3] = {{.buf = ids}, {.buf = dout}, {.buf = dtable, .write = 1}};
     size_t ub[3] = {sizeof(int32_t), sizeof(float) * C, 0};
     int width = texel_width(g, C % 4 == 0, sizeof(float) * C);
+    struct kernel_pick pick = kernel_pick_embedding_back(g, width);
     struct gpu_kernel *k;
     if (width) {
         /* bindings: dout as texels, then ids, dtable; 8 column chunks per
@@ -290,13 +287,12 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         struct gpu_arg t = args[0];
         args[0] = args[1], args[1] = t;
         ub[0] = sizeof(float) * C, ub[1] = sizeof(int32_t);
-        k = ops_texel_variant(g, gpu_reproducible(g) ? SHADER_WIDTHS(repro_embedding_back_texel) : SHADER_WIDTHS(embedding_texel_back), width, 1,
-                              0, 3, 6 * sizeof(uint32_t), 0, NULL);
+        k = ops_texel_variant(g, pick.widths, width, 1, 0, 3, 6 * sizeof(uint32_t), 0, NULL);
     } else {
-        k = ops_kernel(g, gpu_reproducible(g) ? SHADER_repro_embedding_back : SHADER_embedding_back, 3, 7 * sizeof(uint32_t), 1);
+        k = ops_kernel(g, pick.shader, 3, 7 * sizeof(uint32_t), 1);
     }
-    struct embed_back x = {k, {args[0], args[1], args[2]}, {ub[0], ub[1], ub[2]}, rows, C, V, width};
-    if (gpu_reproducible(g)) { /* a parameter's gradient: summed per sample */
+    struct embed_back x = {k, {args[0], args[1], args[2]}, {ub[0], ub[1], ub[2]}, rows, C, V, width, pick.path};
+    if (kernel_path_repro(pick.path)) { /* a parameter's gradient: summed per sample */
         if (!embed_back_samples(g, &x))
             repro_param_rows(g, dtable, 0, rows, embed_back_rows, &x);
     } else
@@ -335,6 +331,7 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
      * ranges of positions: each dispatch rotates the rows whose position
      * is in its range */
     int width = texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
+    struct kernel_pick pick = kernel_pick_rope(g, width);
     struct gpu_kernel *k;
     struct gpu_arg args[4];
     size_t ub[4], count = n, unit = (size_t)H * (hd / 2);
@@ -342,14 +339,14 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */
         uint32_t wg = gpu_workgroup_1d(g);
-        k = ops_texel_variant(g, gpu_reproducible(g) ? SHADER_WIDTHS(repro_rope_texel) : SHADER_WIDTHS(rope_texel), width, 2, 0, 4, sizeof push,
-                              1, &wg);
+        k = ops_texel_variant(g, pick.widths, width, 2, 0, 4, sizeof push, 1, &wg);
         struct gpu_arg targs[4] = {{.buf = table}, {.buf = x}, {.buf = positions}, {.buf = x, .write = 1}};
         const size_t tub[4] = {0, row, sizeof(int32_t), row};
         memcpy(args, targs, sizeof targs), memcpy(ub, tub, sizeof tub);
         it = 0, count /= (size_t)width, unit /= (size_t)width;
     } else {
-        k = gpu_reproducible(g) ? ops_repro_kernel(g, SHADER_WALKS(repro_rope), 3, 0, sizeof push) : ops_kernel(g, SHADER_rope, 3, sizeof push, 1);
+        k = kernel_path_repro(pick.path) ? ops_repro_kernel(g, pick.walks, 3, 0, sizeof push)
+                                         : ops_kernel(g, pick.shader, 3, sizeof push, 1);
         struct gpu_arg sargs[3] = {{.buf = positions}, {.buf = table}, {.buf = x, .write = 1}};
         const size_t sub[3] = {sizeof(int32_t), 0, row};
         memcpy(args, sargs, sizeof sargs), memcpy(ub, sub, sizeof sub);

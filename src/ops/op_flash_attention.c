@@ -3,7 +3,7 @@
  * the backward recomputes the probabilities from q, k and it
  * (shaders/default/flash_attention.comp). Memory is linear in T.
  *
- * In the reproducible profile (gpu_reproducible) the same ops record
+ * In the reproducible mode (kernel_pick_attention) the same ops record
  * shaders/reproducible/repro_attention.comp and _bwd.comp instead (repro_flash_attention and its
  * backward, include/vktrain/repro.h): exact per row, the forward in two
  * walks over the keys (max; the sum and the weighted values, fused), with
@@ -24,6 +24,7 @@
 #include "ops_attention.h"
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -215,7 +216,7 @@ static size_t walk_items(uint32_t T, uint32_t heads, uint32_t nr)
 }
 
 /* Attention in blocks (shaders/default/flash_block.comp): the default on GPUs
- * (not CPU devices), in the default profile's storage family, for head
+ * (not CPU devices), in the default mode's storage family, for head
  * sizes up to 128 where the device's shared memory holds the tiles (the
  * forward 13-30 KB, the backward 17-42 KB). VKTRAIN_FLASH=rows or
  * =block picks for a run (a GPU's benchmarks compare them; the tests run
@@ -240,7 +241,7 @@ static size_t block_shared(int fwd, uint32_t hd_max, uint32_t rows)
 }
 
 /* The block kernels of a pass: flash_block.comp, or in the reproducible
- * profile repro_attention_block.comp; the variant: head sizes up to
+ * mode repro_attention_block.comp; the variant: head sizes up to
  * hd_max, blocks of `rows`. */
 struct flash_blocks {
     int repro;
@@ -260,13 +261,8 @@ struct flash_blocks {
  * 2.2; the reproducible blocks 1.07x and 1.35x). */
 static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uint32_t hd, struct flash_blocks *k)
 {
-    int mode = block_mode;
-    if (mode < 0) {
-        const char *env = getenv("VKTRAIN_FLASH");
-        if (env && *env && strcmp(env, "rows") && strcmp(env, "block"))
-            vkt_fatal("VKTRAIN_FLASH='%s': expected rows or block", env);
-        mode = env && *env ? !strcmp(env, "block") : !gpu_cpu_device(gpu_info(g));
-    }
+    struct kernel_attention pick = kernel_pick_attention(g);
+    int mode = block_mode >= 0 ? block_mode : pick.blocks;
     if (!mode || texel || hd > 128)
         return 0;
     k->repro = repro;
@@ -276,13 +272,9 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
     uint32_t most = k->hd_max == 32 ? 32 : k->hd_max == 64 ? 16 : 8;
     /* VKTRAIN_FLASH_BLOCK_ROWS=32|16|8: at most that many rows, within
      * the variants (benchmarks) */
-    const char *cap = getenv("VKTRAIN_FLASH_BLOCK_ROWS");
-    if (cap && *cap) {
-        if (strcmp(cap, "32") && strcmp(cap, "16") && strcmp(cap, "8"))
-            vkt_fatal("VKTRAIN_FLASH_BLOCK_ROWS='%s': expected 32, 16 or 8", cap);
-        uint32_t n = (uint32_t)atoi(cap);
+    uint32_t n = pick.block_rows;
+    if (n)
         most = n > largest ? largest : n < least ? least : n;
-    }
     for (k->rows = most; k->rows >= least; k->rows /= 2)
         if (block_shared(fwd, k->hd_max, k->rows) <= gpu_info(g)->shared_memory)
             return 1;
@@ -290,17 +282,12 @@ static int block_kernels(const struct gpu *g, int repro, int texel, int fwd, uin
 }
 
 /* VKTRAIN_FLASH_DKV=split: dk and dv in two kernels, at 64 x 16 blocks
- * of the default profile only (flash_block.comp's DKV_PART variants: an
+ * of the default mode only (flash_block.comp's DKV_PART variants: an
  * experiment for GPUs, where dkv ran 2.35x dq's time); dkv (the default)
  * in one. */
-static int dkv_split(const struct flash_blocks *k)
+static int dkv_split(const struct gpu *g, const struct flash_blocks *k)
 {
-    const char *env = getenv("VKTRAIN_FLASH_DKV");
-    if (!env || !*env || !strcmp(env, "dkv"))
-        return 0;
-    if (strcmp(env, "split"))
-        vkt_fatal("VKTRAIN_FLASH_DKV='%s': expected dkv or split", env);
-    return !k->repro && k->hd_max == 64 && k->rows == 16;
+    return kernel_pick_attention(g).dkv_split && !k->repro && k->hd_max == 64 && k->rows == 16;
 }
 
 /* Loop iterations per block of a walk: a block's loads, the scores' head
@@ -343,7 +330,7 @@ static uint32_t block_chunk(const struct gpu *g, uint32_t per_block, uint32_t fi
 enum { BWD_STATS = OPS_R32F(4) };
 
 /* Vector width (4 or 1) and family (*texel) for these shapes and inputs. */
-static int flash_width(const struct gpu *g, const char *op, const struct attention_push *p,
+static int flash_width(const struct gpu *g, int repro, const char *op, const struct attention_push *p,
                        const struct attention_bind *in, int n, int *texel)
 {
     if (p->hd > FLASH_MAX_HD)
@@ -352,15 +339,9 @@ static int flash_width(const struct gpu *g, const char *op, const struct attenti
              p->q_stride % 4 == 0 && p->kv_stride % 4 == 0;
     /* the reproducible kernels' head of 16 floats as R32F where the
      * device's RGBA32F reads of it were wrong (gpu_device_info) */
-    if (p->hd == 16 && gpu_reproducible(g) && !gpu_info(g)->repro_hd16_vec4)
+    if (p->hd == 16 && repro && !gpu_info(g)->repro_hd16_vec4)
         v4 = 0;
-    /* The texel family's default kernels keep a step's eight key and
-     * value vectors in registers (CPU devices, where a fetch costs several
-     * multiply-adds): at head size 128 that was more private memory than
-     * NVIDIA's compiler takes (an H200, driver 580: vkCreateComputePipelines
-     * failed for fwd4_texel_vec4). Other devices take the storage kernels,
-     * as the tiled family does: the same bits (see the shader). */
-    *texel = attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n) && (gpu_reproducible(g) || gpu_cpu_device(gpu_info(g)));
+    *texel = kernel_attention_texel(g, repro, attention_texel_fits(g, GPU_BIND_TEXEL_F32, in, n));
     if (*texel)
         return ops_texel_width(v4, attention_texel_fits(g, GPU_BIND_TEXEL_VEC4, in, n), 1, 1);
     return v4 ? 4 : 1;
@@ -451,7 +432,7 @@ size_t op_flash_attention_lse_floats(const struct gpu *g, const struct op_attent
 {
     /* the scalar variant's walk is the longest (R32F views, any shape) */
     size_t rows = (size_t)s->B * s->H * s->T;
-    return gpu_reproducible(g) && !repro_fused(g, s->T, s->hd) ? 2 * rows : rows;
+    return kernel_pick_attention(g).repro && !repro_fused(g, s->T, s->hd) ? 2 * rows : rows;
 }
 
 static void forward(struct gpu *g, int repro, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -463,7 +444,7 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
     struct attention_push *a = &push.a;
     struct attention_bind b[7];
     bind_inputs(b, &push, q, k, v, doc, 3, out);
-    int texel, width = flash_width(g, op, a, b, 3, &texel);
+    int texel, width = flash_width(g, repro, op, a, b, 3, &texel);
     struct flash_blocks blk;
     b[4] = (struct attention_bind){lse, 0, (size_t)a->T * a->H, 0, 1, &push.l_off};
     b[5] = (struct attention_bind){out, 0, (size_t)a->T * a->H * a->hd, 0, 1, &push.o_off};
@@ -488,7 +469,7 @@ void op_flash_attention(struct gpu *g, const struct op_attention_shape *s, struc
                         struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *lse,
                         struct gpu_buffer *out)
 {
-    forward(g, gpu_reproducible(g), s, q, k, v, doc, lse, out);
+    forward(g, kernel_pick_attention(g).repro, s, q, k, v, doc, lse, out);
 }
 
 void repro_flash_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,
@@ -532,7 +513,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     e[3] = (struct attention_bind){dout, 0, os, 0, 0, &push.o_off};
     e[4] = (struct attention_bind){stats, 0, 2 * rs, 0, 0, &push.x_off};
     struct attention_bind in[6] = {e[0], e[1], e[2], e[3], e[4], r[0]};
-    int texel, width = flash_width(g, op, a, in, 6, &texel);
+    int texel, width = flash_width(g, repro, op, a, in, 6, &texel);
     uint32_t hdc = s->hd / (uint32_t)width, group = a->H / a->KVH;
     flash_dispatch(g, op, flash_kernel(g, base, "rows", 0, 0, texel, width, 2, 0, 4, s->hd), r, 4, &push, rs, 1, 1);
     e[6] = (struct attention_bind){dq, q_off, qs, q_tail, 1, &push.g1_off};
@@ -549,7 +530,7 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
             block_dispatch(g, op, &blk, "dq", 5, e, 7, &push, a->H, a->T, q_chunk);
             e[7] = (struct attention_bind){dv, v_off, kvs, kv_tail, 1, &push.g2_off};
             e[6] = (struct attention_bind){dk, k_off, kvs, kv_tail, 1, &push.g1_off};
-            if (dkv_split(&blk)) {
+            if (dkv_split(g, &blk)) {
                 block_dispatch(g, op, &blk, "dk", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
                 block_dispatch(g, op, &blk, "dv", 5, e, 8, &push, a->KVH, kv_walk, kv_chunk);
             } else {
@@ -590,7 +571,7 @@ void op_flash_attention_backward(struct gpu *g, const struct op_attention_shape 
                                  struct gpu_buffer *stats, struct gpu_buffer *dq, struct gpu_buffer *dk,
                                  struct gpu_buffer *dv)
 {
-    backward(g, gpu_reproducible(g), s, q, k, v, doc, out, lse, dout, stats, dq, dk, dv);
+    backward(g, kernel_pick_attention(g).repro, s, q, k, v, doc, out, lse, dout, stats, dq, dk, dv);
 }
 
 void repro_flash_attention_backward(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q,

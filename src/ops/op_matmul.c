@@ -36,15 +36,16 @@
  * shape (tiles of 4 x 4 of them) and a walk bounded by llvmpipe's loop
  * limit. A bf16 weight keeps its own kernels.
  *
- * With gpu_reproducible(g) every layout records repro_matmul_at instead
- * (include/vktrain/repro.h: one accumulator per output in k order, fp32
- * operands only). Never allocates. */
+ * In the reproducible mode (kernel_pick_matmul) every layout records
+ * repro_matmul_at instead (include/vktrain/repro.h: one accumulator per
+ * output in k order, fp32 operands only). Never allocates. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -261,13 +262,14 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                       packed[i]);
     }
     enum gpu_matmul_inputs inputs = gpu_matmul_inputs(g);
-    if (l == TN && !gpu_reproducible(g) && inputs == GPU_MATMUL_FP32 &&
+    int reproducible = kernel_path_repro(kernel_pick_matmul(g));
+    if (l == TN && !reproducible && inputs == GPU_MATMUL_FP32 &&
         tn_transposed(g, a, b, c, M, N, K, accumulate, off, lds[0]))
         return 0;
     gpu_profile_flops(g, 2.0 * M * N * K); /* the profile's GFLOP/s; all on the first dispatch if split */
-    if (bias && gpu_reproducible(g) && repro_matmul_nt_bias(g, a, b, bias, c, M, N, K, accumulate))
+    if (bias && reproducible && repro_matmul_nt_bias(g, a, b, bias, c, M, N, K, accumulate))
         return 1;
-    if (gpu_reproducible(g)) {
+    if (reproducible) {
         static const enum repro_layout repro[] = {[NT] = REPRO_NT, [NN] = REPRO_NN, [TN] = REPRO_TN};
         if (lds[0] != packed[0] || lds[1] != packed[1] || lds[2] != packed[2])
             vkt_fatal("%s: the reproducible kernels take operands of packed rows", names[l]);

@@ -14,6 +14,7 @@
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/util.h"
 
 /* Shared bytes of a configuration: 2 operands x 2 buffers x bk steps x
@@ -53,10 +54,8 @@ static struct ops_tiled_config tiled_choice(const struct gpu_device_info *info, 
     int big = tiled_big(info);
     /* VKTRAIN_TILED_TILE=64 or 128 (benchmarks on a GPU: which grids the
      * large tiles leave idle) */
-    const char *force = getenv("VKTRAIN_TILED_TILE");
-    if (force && *force && strcmp(force, "64") && strcmp(force, "128"))
-        vkt_fatal("VKTRAIN_TILED_TILE='%s': expected 64 or 128", force);
-    if (big && force && *force)
+    const char *force = kernel_env(KENV_TILED_TILE);
+    if (big && force)
         return !strcmp(force, "128") ? (struct ops_tiled_config){256, 128, 2, 8, 0}
                                      : (struct ops_tiled_config){256, 64, 1, 8, 0};
     if (big && (split || ceil_div(rows, 128) * ceil_div(cols, 128) >= TILED_WIDE_GRID))
@@ -79,19 +78,14 @@ struct ops_tiled_config ops_tiled_config(const struct gpu_device_info *info, con
                                          int split)
 {
     struct ops_tiled_config c = tiled_choice(info, name, rows, cols, split);
-    const char *bk = getenv("VKTRAIN_TILED_BK");
-    if (bk && *bk && strcmp(bk, "8") && strcmp(bk, "16"))
-        vkt_fatal("VKTRAIN_TILED_BK='%s': expected 8 or 16", bk);
+    const char *bk = kernel_env(KENV_TILED_BK);
     if (bk && !strcmp(bk, "16")) {
         if (tiled_shared(c.tile, 16) > info->shared_memory)
             vkt_fatal("%s: steps of 16 (VKTRAIN_TILED_BK) need %zu bytes of shared memory, more than the %u of %s",
                       name, tiled_shared(c.tile, 16), info->shared_memory, info->name);
         c.bk = 16;
     }
-    const char *wt = getenv("VKTRAIN_TILED_WARPTILE");
-    if (wt && *wt && strcmp(wt, "0") && strcmp(wt, "1"))
-        vkt_fatal("VKTRAIN_TILED_WARPTILE='%s': expected 0 or 1", wt);
-    c.warp_tiles = wt && !strcmp(wt, "1");
+    c.warp_tiles = kernel_env_flag(KENV_TILED_WARPTILE, 0);
     return c;
 }
 
@@ -111,17 +105,14 @@ uint32_t ops_tiled_parts(const struct gpu *g, size_t rows, size_t cols, size_t r
 {
     const struct gpu_device_info *info = gpu_info(g);
     *kpart = red;
-    if ((gpu_kernel_class(g) != GPU_KERNELS_TILED && gpu_matmul_inputs(g) == GPU_MATMUL_FP32) || gpu_reproducible(g) ||
+    if ((gpu_kernel_class(g) != GPU_KERNELS_TILED && gpu_matmul_inputs(g) == GPU_MATMUL_FP32) ||
+        kernel_path_repro(kernel_pick_matmul(g)) ||
         !tiled_big(info))
         return 1;
     size_t grid = ceil_div(rows, 128) * ceil_div(cols, 128), parts = 1;
-    const char *force = getenv("VKTRAIN_TILED_SPLITK");
-    if (force && *force) {
-        char *end;
-        unsigned long n = strtoul(force, &end, 10);
-        if (*end || n < 1 || n > 256)
-            vkt_fatal("VKTRAIN_TILED_SPLITK='%s': expected a number of parts from 1 to 256", force);
-        parts = min_size(n, red / 8);
+    const char *force = kernel_env(KENV_TILED_SPLITK);
+    if (force) {
+        parts = min_size(strtoul(force, NULL, 10), red / 8);
     } else if (grid < TILED_WIDE_GRID) {
         parts = min_size(min_size(ceil_div(TILED_FULL_GRID, grid), red / TILED_PART_MIN), TILED_MAX_PARTS);
     }
@@ -155,21 +146,13 @@ struct ops_coop_config ops_coop_config(const struct gpu *g, const char *name, co
 {
     const struct gpu_device_info *info = gpu_info(g);
     struct ops_coop_config c = {.rm_rn = {2, 2}, .walk = SIZE_MAX};
-    const char *env = getenv("VKTRAIN_COOPMAT_TILE");
-    if (env && *env) {
-        char x;
-        unsigned a, b;
-        if (sscanf(env, "%u%c%u", &a, &x, &b) != 3 || x != 'x' || a < 1 || a > 4 || b < 1 || b > 4)
-            vkt_fatal("VKTRAIN_COOPMAT_TILE='%s': expected RMxRN, each from 1 to 4 (e.g. 2x2)", env);
-        c.rm_rn[0] = a, c.rm_rn[1] = b;
-    }
-    const char *sg = getenv("VKTRAIN_COOPMAT_SUBGROUPS");
-    uint32_t subgroups = 4;
-    if (sg && *sg) {
-        subgroups = (uint32_t)atoi(sg);
-        if (subgroups != 1 && subgroups != 2 && subgroups != 4 && subgroups != 8)
-            vkt_fatal("VKTRAIN_COOPMAT_SUBGROUPS='%s': expected 1, 2, 4 or 8", sg);
-    }
+    const char *env = kernel_env(KENV_COOPMAT_TILE); /* checked: RMxRN, each 1 to 4 */
+    char x;
+    unsigned rm, rn;
+    if (env && sscanf(env, "%u%c%u", &rm, &x, &rn) == 3)
+        c.rm_rn[0] = rm, c.rm_rn[1] = rn;
+    const char *sg = kernel_env(KENV_COOPMAT_SUBGROUPS);
+    uint32_t subgroups = sg ? (uint32_t)atoi(sg) : 4;
     c.wg = subgroups * info->subgroup_max;
     if (c.wg > info->max_workgroup_invocations)
         vkt_fatal("%s: %u subgroups of %u exceed the device's %u invocations per workgroup", name, subgroups,

@@ -9,15 +9,16 @@
  * (ops_rows): the row kernels give the same bits, the column sums may
  * round differently where a range ends inside one walk.
  *
- * With gpu_reproducible(g) they record the reproducible profile's kernels
- * instead (repro_norm.comp: the row sums on the fixed tree of
- * repro_tree.glsl; repro_colsum.comp: one invocation per column adding the
- * rows in row order to the old value), whose bits tests/ref/ref_repro_ops.c
- * reproduces. Never allocates. */
+ * In the reproducible mode (kernel_pick_rows, kernel_pick_colsum) they
+ * record its kernels instead (repro_norm.comp: the row sums on the fixed
+ * tree of repro_tree.glsl; repro_colsum.comp: one invocation per column
+ * adding the rows in row order to the old value), whose bits
+ * tests/ref/ref_repro_ops.c reproduces. Never allocates. */
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -184,7 +185,8 @@ static void colsum(struct gpu *g, const struct colsum_kernels *ks, struct gpu_bu
 {
     ops_check(ks->op, "gradient", out, F * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = mean}, {.buf = rstd}, {.buf = out, .write = 1}};
-    int repro = gpu_reproducible(g), width = repro ? 0 : texel_width(g, C);
+    struct kernel_pick pick = kernel_pick_colsum(g, C, texel_width(g, C), ks->repro, ks->storage, ks->texel);
+    int repro = kernel_path_repro(pick.path), width = repro ? 0 : pick.width;
     struct gpu_kernel *k;
     /* colsum.comp: workgroups of 32 columns by wg/32 row blocks, at most
      * 1024 invocations (its shared array), whole subgroups */
@@ -200,8 +202,8 @@ static void colsum(struct gpu *g, const struct colsum_kernels *ks, struct gpu_bu
          * invocations per workgroup, so that a few columns still make
          * several workgroups for the CPU's threads (_tex4); elsewhere 32
          * columns x 8 lanes over the samples per workgroup */
-        int tex = gpu_kernel_class(g) == GPU_KERNELS_TEXEL, tex4 = tex && C % 4 == 0 && repro_stack_texels(g);
-        enum shader_id shader = ks->repro[tex4 ? 2 : tex ? 1 : 0];
+        int tex = pick.path == KPATH_REPRO_TEXEL, tex4 = pick.width == 4;
+        enum shader_id shader = pick.shader;
         uint32_t local = tex4 ? 8 : tex ? 64 : 32;
         struct gpu_kernel_desc d = {.shader = shader,
                                     .n_bindings = 6,
@@ -216,15 +218,15 @@ static void colsum(struct gpu *g, const struct colsum_kernels *ks, struct gpu_bu
         k = gpu_kernel_get(g, &d);
         groups = (C / (tex4 ? 4 : 1) + local - 1) / local;
     } else if (width) {
-        k = texel_kernel(g, ks->texel, width, 4, COLSUM_STATS, 5, 3 * sizeof(uint32_t)); /* the texel push: 3 words */
+        k = texel_kernel(g, pick.widths, width, 4, COLSUM_STATS, 5, 3 * sizeof(uint32_t)); /* the texel push: 3 words */
     } else {
-        struct gpu_kernel_desc d = {.shader = ks->storage, .n_bindings = 5, .push_size = sizeof(struct colsum_push),
+        struct gpu_kernel_desc d = {.shader = pick.shader, .n_bindings = 5, .push_size = sizeof(struct colsum_push),
                                     .n_spec = 1, .spec = {wg}};
         k = gpu_kernel_get(g, &d);
     }
     struct colsum_rows cr = {
         k,      {args[0], args[1], args[2], args[3], args[4], args[4]}, rows, C, repro, width, 0, 0,
-        groups, repro && gpu_kernel_class(g) != GPU_KERNELS_TEXEL};
+        groups, pick.path == KPATH_REPRO};
     /* precision: reproducible: a parameter's gradient, summed per sample
      * in the kernel's loop (repro_colsum.comp, as repro_push.comp) */
     struct gpu_buffer *stack = repro ? repro_sample_stack(g, out, 0, rows, &cr.seg_rows, &cr.levels) : NULL;
@@ -244,11 +246,12 @@ void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struc
     ops_check("rmsnorm", "rstd", rstd, F * rows);
     struct gpu_arg args[4] = {{.buf = x}, {.buf = w}, {.buf = y, .write = 1}, {.buf = rstd, .write = 1}};
     const size_t ub[4] = {F * C, 0, F * C, F};
-    if (gpu_reproducible(g)) {
+    struct kernel_pick pick = kernel_pick_rows(g, texel_width(g, C));
+    if (kernel_path_repro(pick.path)) {
         repro_rows(g, REPRO_NORM(rms), 4, 2, args, ub, rows, C, eps);
         return;
     }
-    int width = texel_width(g, C);
+    int width = pick.width;
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
         ops_rows(g, texel_kernel(g, SHADER_WIDTHS(norm_texel_rms), width, 2, 0, 4, sizeof tp), args, ub, &tp, 1, rows, 64);
@@ -266,11 +269,12 @@ void op_rmsnorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer
     ops_check("rmsnorm_backward", "input gradient", dx, F * rows * C);
     struct gpu_arg args[5] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = rstd}, {.buf = dx, .write = 1}};
     const size_t ub[5] = {F * C, F * C, 0, F, F * C};
-    int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
+    struct kernel_pick pick = kernel_pick_rows(g, texel_width(g, C));
+    int width = pick.width;
     /* the texel and reproducible kernels read dx as an input, then write it */
     struct gpu_arg targs[6] = {args[0], args[1], args[2], args[3], {.buf = dx}, args[4]};
     const size_t tub[6] = {F * C, F * C, 0, F, F * C, F * C};
-    if (gpu_reproducible(g)) {
+    if (kernel_path_repro(pick.path)) {
         repro_rows(g, REPRO_NORM(rmsback), 6, 5, targs, tub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
@@ -296,11 +300,12 @@ void op_layernorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, str
     struct gpu_arg args[6] = {{.buf = x}, {.buf = w}, {.buf = b}, {.buf = y, .write = 1}, {.buf = mean, .write = 1},
                               {.buf = rstd, .write = 1}};
     const size_t ub[6] = {F * C, 0, 0, F * C, F, F};
-    if (gpu_reproducible(g)) {
+    struct kernel_pick pick = kernel_pick_rows(g, texel_width(g, C));
+    if (kernel_path_repro(pick.path)) {
         repro_rows(g, REPRO_NORM(ln), 6, 3, args, ub, rows, C, eps);
         return;
     }
-    int width = texel_width(g, C);
+    int width = pick.width;
     if (width) {
         struct norm_texel_push tp = {rows, C, eps};
         ops_rows(g, texel_kernel(g, SHADER_WIDTHS(norm_texel_ln), width, 3, 0, 6, sizeof tp), args, ub, &tp, 1, rows, 64);
@@ -319,11 +324,12 @@ void op_layernorm_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buff
     struct gpu_arg args[6] = {{.buf = dy}, {.buf = x}, {.buf = w}, {.buf = mean}, {.buf = rstd},
                               {.buf = dx, .write = 1}};
     const size_t ub[6] = {F * C, F * C, 0, F, F, F * C};
-    int width = gpu_reproducible(g) ? 0 : texel_width(g, C);
+    struct kernel_pick pick = kernel_pick_rows(g, texel_width(g, C));
+    int width = pick.width;
     /* the texel and reproducible kernels read dx as an input, then write it */
     struct gpu_arg targs[7] = {args[0], args[1], args[2], args[3], args[4], {.buf = dx}, args[5]};
     const size_t tub[7] = {F * C, F * C, 0, F, F, F * C, F * C};
-    if (gpu_reproducible(g)) {
+    if (kernel_path_repro(pick.path)) {
         repro_rows(g, REPRO_NORM(lnback), 7, 6, targs, tub, rows, C, 0.0f);
     } else if (width) {
         struct norm_texel_push tp = {rows, C, 0};
@@ -345,8 +351,8 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
     struct {
         uint32_t n, C;
     } push = {0, C};
-    int texel4 = C % 4 == 0 && gpu_kernel_class(g) == GPU_KERNELS_TEXEL;
-    if (gpu_reproducible(g) && !texel4) {
+    struct kernel_pick pick = kernel_pick_bias_add(g, C);
+    if (pick.path == KPATH_REPRO) {
         /* repro_elementwise_bias: y = y + bias, rows in ranges */
         struct {
             uint32_t n;
@@ -355,25 +361,24 @@ void op_bias_add(struct gpu *g, struct gpu_buffer *bias, struct gpu_buffer *y, u
         } rpush = {0, 0.0f, C};
         struct gpu_arg rargs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
         const size_t ub[3] = {0, F * C, F * C};
-        ops_elements(g, ops_repro_kernel(g, SHADER_WALKS(repro_elementwise_bias), 3, 2, sizeof rpush), rargs, ub, &rpush,
+        ops_elements(g, ops_repro_kernel(g, pick.walks, 3, 2, sizeof rpush), rargs, ub, &rpush,
                      (size_t)rows * C, C, 1);
         return;
     }
-    if (texel4) {
+    if (kernel_path_texel(pick.path)) {
         /* bias_add_texel.comp: vec4 chunks read through views, y written as
-         * storage; in the reproducible profile repro_elementwise_texel_bias,
+         * storage; in the reproducible mode repro_elementwise_texel_bias,
          * the same single add per element */
         struct gpu_arg targs[3] = {{.buf = bias}, {.buf = y}, {.buf = y, .write = 1}};
         enum gpu_binding_kind kinds[3] = {GPU_BIND_TEXEL_VEC4, GPU_BIND_TEXEL_VEC4, GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t tub[3] = {0, F * C, F * C};
-        enum shader_id shader = gpu_reproducible(g) ? SHADER_repro_elementwise_texel_bias : SHADER_bias_add_texel;
-        ops_elements(g, ops_texel_kernel(g, shader, 3, kinds, sizeof push, 1, &wg), targs, tub, &push,
+        ops_elements(g, ops_texel_kernel(g, pick.shader, 3, kinds, sizeof push, 1, &wg), targs, tub, &push,
                      (size_t)rows * C, C, 4);
         return;
     }
     const size_t ub[2] = {0, F * C}; /* y in ranges of rows */
-    ops_elements(g, ops_kernel(g, SHADER_bias_add, 2, sizeof push, 1), args, ub, &push, (size_t)rows * C, C, 1);
+    ops_elements(g, ops_kernel(g, pick.shader, 2, sizeof push, 1), args, ub, &push, (size_t)rows * C, C, 1);
 }
 
 void op_bias_backward(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *db, uint32_t rows, uint32_t C)

@@ -23,7 +23,7 @@
  * texel view and the groups one dispatch, with G = min(that G,
  * ceil(n / 32768)) (fewer groups, the same bound).
  *
- * With gpu_reproducible(g) both record repro_sum / repro_sumsq instead
+ * In the reproducible mode (kernel_pick_reduce) both record repro_sum / repro_sumsq instead
  * (include/vktrain/repro.h: the fixed pairwise tree; sumsq squares each
  * element first), and the scratch is sized for them too. */
 
@@ -37,6 +37,7 @@
 
 #include "ops_internal.h"
 #include "ops_texel.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -75,7 +76,7 @@ size_t op_reduce_scratch(const struct gpu *g, size_t n)
     if (fit == 0)
         vkt_fatal("reduce: the storage binding limit (%zu bytes) holds no float past its alignment", limit);
     size_t need = groups * fit < n ? (n + fit - 1) / fit : groups;
-    if (gpu_reproducible(g)) {
+    if (kernel_path_repro(kernel_pick_reduce(g))) {
         size_t repro = repro_sum_scratch(g, n, repro_wg(g, n), REPRO_LOG_RUN);
         need = repro > need ? repro : need;
     }
@@ -142,7 +143,7 @@ static void reduce(struct gpu *g, const char *variant, struct gpu_buffer *x, siz
 void op_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
             uint32_t out_index)
 {
-    if (gpu_reproducible(g)) {
+    if (kernel_path_repro(kernel_pick_reduce(g))) {
         repro_sum(g, x, n, scratch, out, out_index, repro_wg(g, n), REPRO_LOG_RUN);
         return;
     }
@@ -152,7 +153,7 @@ void op_sum(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *sc
 void op_sumsq(struct gpu *g, struct gpu_buffer *x, size_t n, struct gpu_buffer *scratch, struct gpu_buffer *out,
               uint32_t out_index)
 {
-    if (gpu_reproducible(g)) {
+    if (kernel_path_repro(kernel_pick_reduce(g))) {
         repro_sumsq(g, x, n, scratch, out, out_index, repro_wg(g, n), REPRO_LOG_RUN);
         return;
     }

@@ -72,7 +72,7 @@ size_t ops_storage_limit(const struct gpu *g);
 
 /* Test-only knob: op_flash_attention walks at most n keys (or query rows)
  * per dispatch, as under a small loop limit; 0 restores the device's. In
- * the reproducible profile its sum walks the largest power of two at most
+ * the reproducible mode its sum walks the largest power of two at most
  * n. */
 void op_flash_attention_set_walk(uint32_t n);
 

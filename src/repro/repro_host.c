@@ -1,5 +1,5 @@
 /* repro_host: what the host computes for the device in the reproducible
- * profile, from IEEE + − × / and sqrt (correctly rounded in float or
+ * mode, from IEEE + − × / and sqrt (correctly rounded in float or
  * double) and the C build of the math layer (repro_math.c) only, never
  * libm, in this file built with -ffp-contract=off: so two hosts of
  * different CPU families (or C libraries) give the device the same bits.
@@ -16,7 +16,7 @@
 /* Every float and double operation rounded to its own type (not x87's
  * extended precision). */
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
-#error "the reproducible profile's host math needs FLT_EVAL_METHOD == 0 (SSE2 or a 64-bit target, not x87)"
+#error "the reproducible mode's host math needs FLT_EVAL_METHOD == 0 (SSE2 or a 64-bit target, not x87)"
 #endif
 
 double repro_powi(double b, int64_t t)

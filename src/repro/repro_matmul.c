@@ -1,9 +1,10 @@
-/* repro_matmul: the reproducible profile's matrix product (the order of
+/* repro_matmul: the reproducible mode's matrix product (the order of
  * shaders/reproducible/repro_matmul.glsl: one accumulator per output, k in order, every
  * operation rounded on its own), on the device in either kernel family
  * (its C reference is in tests/ref). It records dispatches and never submits.
  * op_matmul_* record it when gpu_reproducible(g). */
 #include "vktrain/gpu.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -69,7 +70,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     struct gpu_buffer *bufs[3] = {a, b, c};
     for (int i = 0; i < 3; i++)
         if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32)
-            vkt_fatal("repro_matmul_%s: '%s' holds bf16 values; the reproducible profile takes fp32 operands only "
+            vkt_fatal("repro_matmul_%s: '%s' holds bf16 values; the reproducible mode takes fp32 operands only "
                       "(model.base_dtype: bf16 is not supported with precision: reproducible)",
                       layout_name(layout), gpu_buffer_name(bufs[i]));
     size_t a_bytes = (size_t)p.M * p.K * 4, b_bytes = (size_t)p.K * p.N * 4, c_bytes = (size_t)p.M * p.N * 4;
@@ -166,7 +167,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
      * of 4 rows; VKTRAIN_REPRO_PAIRS=0 turns them off (tests: both give the
      * tree's bits). The ranges of k then end on pairs where they can. */
     size_t pair_rows =
-        segments && seg->rows % 4 == 0 && vkt_env_flag("VKTRAIN_REPRO_PAIRS", 1) ? 2 * (size_t)seg->rows : 0;
+        segments && seg->rows % 4 == 0 && kernel_env_flag(KENV_REPRO_PAIRS, 1) ? 2 * (size_t)seg->rows : 0;
     if (pair_rows && chunk < p.K && chunk >= pair_rows)
         chunk -= chunk % pair_rows;
     if (bias && (layout != REPRO_NT || !vec4 || rows < p.M || chunk < p.K ||
@@ -206,7 +207,7 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     unsigned threads = gpu_info(g)->cpu_threads;
     int pairs_first = pair_rows && seg->first % pair_rows == 0 && p.K >= pair_rows;
     int wide = (((vec4 || shift) && layout == REPRO_TN) || (img && layout == REPRO_NN)) &&
-               vkt_env_flag("VKTRAIN_REPRO_WIDE",
+               kernel_env_flag(KENV_REPRO_WIDE,
                             p.N > 64 && wide_groups >= 2 && wide_groups >= threads && (!pairs_first || shift));
     /* tn over samples: seg_shader[pairs][shift][wide] */
     static const enum shader_id seg_shader[2][2][2] = {

@@ -1,4 +1,4 @@
-/* repro_probe: the reproducible profile's start-up check.
+/* repro_probe: the reproducible mode's start-up check.
  * A known-answer shader (shaders/reproducible/repro_probe.comp) does, on the device,
  * the arithmetic the profile relies on: rounding to nearest even, signed
  * zeros, Inf and NaN, subnormal results and operands of add and multiply,

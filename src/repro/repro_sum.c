@@ -1,4 +1,4 @@
-/* repro_sum: the reproducible profile's sum of a vector and of each row of
+/* repro_sum: the reproducible mode's sum of a vector and of each row of
  * a matrix (the fixed tree of shaders/reproducible/repro_tree.glsl), on the device
  * (repro_sum.comp in passes, repro_rowsum.comp; its C reference is in
  * tests/ref). The tree depends on the element indices only, so the

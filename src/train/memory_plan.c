@@ -22,7 +22,7 @@ struct plan {
 
 static void plan_measure(struct gpu *g, const struct config *cfg, const struct dist *d, struct plan *out)
 {
-    struct trainer t = {.cfg = cfg, .dist = d, .g = g};
+    struct trainer t = {.cfg = cfg, .dist = d, .g = g, .backend = trainer_backend_for(cfg)};
     struct gpu_memory_stats before;
     gpu_memory_stats(g, &before);
     gpu_memory_plan(g, 1);
@@ -32,7 +32,7 @@ static void plan_measure(struct gpu *g, const struct config *cfg, const struct d
     for (int i = 0; t.zero && i < model_param_count(t.model); i++)
         if (trainer_updates(&t, i)) /* the reduce-scatter's shard */
             out->host += model_param(t.model, i)->numel * sizeof(float);
-    out->host += repro_host_bytes(&t);
+    out->host += t.backend->host_bytes(&t);
     trainer_buffers_destroy(&t);
     gpu_memory_plan(g, 0);
     for (int c = 0; c < GPU_MEM_CATEGORIES; c++)

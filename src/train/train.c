@@ -16,7 +16,10 @@
  *      (ZeRO-1) step 3 is a reduce-scatter, each rank runs AdamW on the
  *      tensors it owns and the new weights are all-gathered (grad_sync.c).
  * No step divides by a per-micro-batch or per-rank count, so any (W, A, B)
- * with the same W·A·B gives the same trajectory. */
+ * with the same W·A·B gives the same trajectory. Steps 2 and 3 (and the
+ * validation loss) are the step backend's, chosen at set-up
+ * (train_internal.h): the default one below, or precision: reproducible's
+ * sums in a fixed order (src/repro/repro_step.c). */
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -123,10 +126,10 @@ static void check_label_count(struct trainer *t, double device, int64_t host)
               (long long)t->step + 1, device, (long long)host);
 }
 
-static double evaluate(struct trainer *t)
+/* The default backend's validation loss: the batches' loss sums on the
+ * device, all-reduced. */
+static double default_evaluate(struct trainer *t)
 {
-    if (t->repro)
-        return repro_evaluate(t);
     int B = t->cfg->batch_size;
     int64_t n = data_val_batches(&t->data, B);
     struct data_batch *b = &t->micro[0];
@@ -161,8 +164,10 @@ static void step_time(struct step_metrics *m, double t0)
     m->tokens_per_sec = m->tokens / (m->step_ms * 1e-3);
 }
 
-/* Steps 2 and 3 of the default mode (the file's comment). */
-static void backward_micro_batches(struct trainer *t, int64_t N)
+/* Steps 2 and 3 of the default backend (the file's comment), and the loss
+ * of the global batch: this rank's sums on the device, the loss sum
+ * all-reduced (the count stays this rank's, for check_label_count). */
+static void default_backward(struct trainer *t, int64_t N, double loss[2])
 {
     int A = t->cfg->gradient_accumulation_steps;
     model_zero_grad(t->model);
@@ -179,6 +184,29 @@ static void backward_micro_batches(struct trainer *t, int64_t N)
         else
             grad_sync_backward(t);
     }
+    model_read_loss(t->model, &loss[0], &loss[1]);
+    dist_sum_f64(loss, 1);
+}
+
+static void nothing(struct trainer *t) { (void)t; }
+static size_t no_host_bytes(const struct trainer *t) { return (void)t, 0; }
+
+static const struct step_backend step_backend_default = {
+    .name = "default",
+    .setup = nothing,
+    .buffers_create = nothing,
+    .buffers_destroy = nothing,
+    .host_bytes = no_host_bytes,
+    .init = nothing,
+    .free = nothing,
+    .backward = default_backward,
+    .evaluate = default_evaluate,
+    .lr = schedule_lr,
+};
+
+const struct step_backend *trainer_backend_for(const struct config *cfg)
+{
+    return cfg->precision == PRECISION_REPRODUCIBLE ? &step_backend_reproducible : &step_backend_default;
 }
 
 enum step_result { STEP_APPLIED, STEP_NO_LABELS, STEP_SKIPPED, STEP_STOPPED };
@@ -218,28 +246,22 @@ static enum step_result train_step(struct trainer *t, struct step_metrics *out)
 
     /* 2. Forward and backward of every micro-batch, dlogits scaled by 1/N;
      * 3. on the last one, the buckets of finished gradients are summed over
-     *    ranks while the backward goes on (grad_sync.c). precision:
-     *    reproducible sums each sample's share on its own and the samples
-     *    in a tree over the global sample index instead (repro_step.c),
-     *    its loss sum too. */
+     *    ranks while the backward goes on (grad_sync.c), and the loss sums
+     *    are all-reduced. This is where the step's backend differs:
+     *    precision: reproducible sums each sample's share on its own and
+     *    the samples in a tree over the global sample index instead
+     *    (src/repro/repro_step.c), its loss sum too. */
     double s[2];
     faults_signal(t);
-    if (t->repro)
-        repro_step_backward(t, N, s);
-    else
-        backward_micro_batches(t, N);
+    t->backend->backward(t, N, s);
 
     /* 4. The loss of the global batch (the device's count of valid labels
      *    checked against the host's) and the global gradient norm: both the
      *    same on every rank, so every rank takes the same branch below. */
     gpu_profile_phase(t->g, "optimizer");
     double norm = global_grad_norm(t);
-    if (!t->repro)
-        model_read_loss(t->model, &s[0], &s[1]);
     check_label_count(t, s[1], local);
-    if (!t->repro)
-        dist_sum_f64(s, 1);
-    double lr = (gpu_reproducible(t->g) ? schedule_lr_repro : schedule_lr)(
+    double lr = t->backend->lr(
         cfg->lr_scheduler.type, cfg->optimizer.lr, cfg->lr_scheduler.warmup_steps, t->total_steps,
         cfg->lr_scheduler.min_lr_ratio, t->opt_steps);
     *out = (struct step_metrics){
@@ -275,9 +297,8 @@ static void banner(struct trainer *t)
     printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
            t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
            (long long)t->total_steps, t->step ? " (resumed)" : "");
-    if (t->repro)
-        printf("  precision: reproducible (gradients summed per sample in a fixed tree over the global "
-               "batch; docs/reproducible.md)\n");
+    if (t->backend->banner)
+        printf("  precision: %s\n", t->backend->banner);
     if (cfg->precision == PRECISION_BF16) {
         const uint32_t *cm = gpu_info(t->g)->coopmat_bf16;
         printf("  precision: bf16 (the matmuls' inputs rounded to bf16 on %u x %u x %u cooperative matrices, fp32 "
@@ -341,12 +362,12 @@ void trainer_buffers_create(struct trainer *t)
     t->norm_scratch =
         gpu_buffer_create(t->g, sizeof(float) * grad_norm_scratch(t->g, t->grads, n), "grad norm scratch");
     gpu_memory_category(t->g, was);
-    repro_buffers_create(t);
+    t->backend->buffers_create(t);
 }
 
 void trainer_buffers_destroy(struct trainer *t)
 {
-    repro_buffers_destroy(t);
+    t->backend->buffers_destroy(t);
     for (int i = 0; i < model_param_count(t->model); i++) {
         gpu_buffer_destroy(t->g, t->adam_m[i]);
         gpu_buffer_destroy(t->g, t->adam_v[i]);
@@ -372,7 +393,8 @@ static void trainer_gpu(struct trainer *t)
                               .quiet = 1,
                               .coopmat = cfg->precision == PRECISION_BF16};
     t->g = gpu_create(&opt);
-    gpu_set_reproducible(t->g, cfg->precision == PRECISION_REPRODUCIBLE);
+    t->backend = trainer_backend_for(cfg);
+    gpu_set_reproducible(t->g, t->backend->reproducible);
     if (cfg->precision == PRECISION_BF16) {
         const char *missing = gpu_coopmat_missing(t->g, GPU_MATMUL_BF16);
         if (missing)
@@ -389,13 +411,8 @@ static void setup(struct trainer *t)
     const struct config *cfg = t->cfg;
     char err[2048];
     output_dir_check(t); /* written to only once the run has started */
-    if (cfg->precision == PRECISION_REPRODUCIBLE && !repro_power_of_two(t->dist->world))
-        train_fail(t, "precision: reproducible needs a world size that is a power of two (its sum over samples is "
-                      "a tree of aligned subtrees), this run has %d ranks; run 1, 2, 4, 8, ... ranks or use "
-                      "precision: fp32",
-                   t->dist->world);
     trainer_gpu(t);
-    repro_setup(t);       /* precision: reproducible: before the model exists */
+    t->backend->setup(t); /* before the model exists */
     memory_plan_check(t); /* before anything is allocated */
     /* Every rank reads the same data: an error in it is printed once. */
     int failed = data_open(&t->data, cfg, err, sizeof err) != 0;
@@ -421,8 +438,7 @@ static void setup(struct trainer *t)
     t->host_flat = vkt_malloc(t->n_flat * sizeof(float), "host staging");
     t->norm_host = vkt_malloc(sizeof(float) * (size_t)model_param_count(t->model), "gradient norms");
     grad_sync_init(t);
-    if (t->repro)
-        repro_init(t);
+    t->backend->init(t);
     t->micro = vkt_calloc((size_t)cfg->gradient_accumulation_steps, sizeof *t->micro, "micro-batches");
     for (int m = 0; m < cfg->gradient_accumulation_steps; m++)
         data_batch_init(&t->micro[m], cfg->batch_size, cfg->model.max_seq_len);
@@ -436,7 +452,7 @@ static void teardown(struct trainer *t)
     free(t->host_flat);
     free(t->norm_host);
     grad_sync_free(t);
-    repro_free(t);
+    t->backend->free(t);
     trainer_buffers_destroy(t);
     sampler_free(&t->sampler);
     data_close(&t->data);
@@ -517,7 +533,7 @@ int train_run(const struct config *cfg, const struct dist *d)
             continue;
         int64_t s = t.step;
         if (cfg->eval_every_n_steps > 0 && (s % cfg->eval_every_n_steps == 0 || s == t.total_steps)) {
-            m.val_loss = evaluate(&t);
+            m.val_loss = t.backend->evaluate(&t);
             m.has_val = 1;
         }
         if (d->rank == 0 &&
@@ -546,13 +562,13 @@ int train_run(const struct config *cfg, const struct dist *d)
                : cfg->lora.merge_on_save ? "adapter_model.safetensors, adapter_config.json; merged/: the merged model"
                                          : "adapter_model.safetensors, adapter_config.json",
                t.last_checkpoint, t.metrics_path);
-        if (d->world > 1 && t.step_seconds > 0 && t.repro)
-            printf("communication: %.1f%% of step time (%.1f ms per step; an all-to-all per micro-batch)\n",
-                   100.0 * t.comm_seconds / t.step_seconds, 1e3 * t.comm_seconds / (double)(t.step - t.first_step));
-        else if (d->world > 1 && t.step_seconds > 0)
-            printf("communication: %.1f%% of step time (%.1f ms per step; %d bucket(s), overlap %s)\n",
+        if (d->world > 1 && t.step_seconds > 0) {
+            char how[96];
+            snprintf(how, sizeof how, "%d bucket(s), overlap %s", t.n_buckets, cfg->dist.overlap ? "on" : "off");
+            printf("communication: %.1f%% of step time (%.1f ms per step; %s)\n",
                    100.0 * t.comm_seconds / t.step_seconds, 1e3 * t.comm_seconds / (double)(t.step - t.first_step),
-                   t.n_buckets, cfg->dist.overlap ? "on" : "off");
+                   t.backend->comm ? t.backend->comm : how);
+        }
     }
     teardown(&t);
     return 0;

@@ -21,8 +21,46 @@ struct faults {
     char nan_tensor[160];
 };
 
+struct trainer;
+
+/* The step's backend: how a step's micro-batches become the global batch's
+ * gradient and loss sum, and how the validation loss is summed. One is
+ * chosen at set-up from the recipe's precision (trainer_backend_for) and
+ * train_step calls it in one place, its steps 2 and 3. The default
+ * (train.c) sums on the device and all-reduces the gradients in buckets
+ * while the backward goes on (grad_sync.c); precision: reproducible
+ * (src/repro/repro_step.c) sums each sample's share on its own and the
+ * samples in a tree fixed by the global sample index. */
+struct step_backend {
+    const char *name;
+    int reproducible;   /* the ops record the reproducible mode's kernels (gpu_set_reproducible) */
+    const char *banner; /* what the run's banner says of it (NULL: nothing) */
+    const char *comm;   /* how its ranks communicate, for the summary (NULL: the buckets) */
+    /* after the device is set up, before the model exists (collective) */
+    void (*setup)(struct trainer *t);
+    /* its device buffers, with the trainer's, so the memory plan counts
+     * them; the host memory init will take; init after grad_sync_init */
+    void (*buffers_create)(struct trainer *t);
+    void (*buffers_destroy)(struct trainer *t);
+    size_t (*host_bytes)(const struct trainer *t);
+    void (*init)(struct trainer *t);
+    void (*free)(struct trainer *t);
+    /* every micro-batch's forward and backward, dlogits scaled by 1/N; the
+     * global batch's gradient left in the gradients, the same bits on
+     * every rank; loss[0] the global loss sum, loss[1] this rank's count
+     * of valid labels as the device saw it */
+    void (*backward)(struct trainer *t, int64_t N, double loss[2]);
+    double (*evaluate)(struct trainer *t); /* the validation loss */
+    /* the learning rate of the schedule (vktrain/schedule.h) */
+    double (*lr)(enum lr_schedule type, double base_lr, int64_t warmup_steps, int64_t total_steps,
+                 double min_lr_ratio, int64_t step);
+};
+extern const struct step_backend step_backend_reproducible;
+const struct step_backend *trainer_backend_for(const struct config *cfg);
+
 struct trainer {
     const struct config *cfg;
+    const struct step_backend *backend;
     const struct dist *dist;
     struct gpu *g;
     struct data data;
@@ -63,7 +101,7 @@ struct trainer {
     int64_t first_step; /* the step this process started from */
     int64_t tokens_seen;
     int profiling;      /* rank 0 is in the profile window with timestamps */
-    struct repro *repro; /* precision: reproducible (repro_step.c), else NULL */
+    struct repro *repro; /* the reproducible backend's state (src/repro/repro_step.c), else NULL */
 };
 
 /* train.c: the run's device buffers (the model's, the AdamW moments, the
@@ -72,11 +110,6 @@ struct trainer {
 void trainer_buffers_create(struct trainer *t);
 void trainer_buffers_destroy(struct trainer *t);
 
-/* repro_setup.c: with precision: reproducible, the gpu's profile turned on
- * and the start-up probe run on every rank, their digests compared; the
- * run stops on every rank (rank 0 saying why) when a device fails or the
- * digests differ. Collective; before the model is created. */
-void repro_setup(struct trainer *t);
 
 /* memory_plan.c: measures the device memory of t->cfg on t->g by category,
  * prints it on rank 0 and ends the run, before anything is allocated, when
@@ -136,25 +169,6 @@ static inline int trainer_updates(const struct trainer *t, int i)
     return t->owner[i] < 0 || t->owner[i] == t->dist->rank;
 }
 
-/* repro_step.c: precision: reproducible's sums over samples. The device
- * stacks (log2(batch_size) floats per gradient element), the tied LM
- * head's share and the per-sample losses are created with the trainer's
- * buffers (so the memory plan counts them); repro_init adds the host's
- * shards after grad_sync_init. repro_step_backward runs the step's
- * micro-batches, each sample's share of the gradients summed on its own
- * and the samples in the tree over their global index, and leaves
- * the global batch's gradient, the same bits on every rank, in the
- * gradients; loss[0] is the global loss sum (in sample order), loss[1]
- * this rank's valid-label count. repro_evaluate: the validation loss, per
- * sequence, summed in sequence order. */
-void repro_buffers_create(struct trainer *t);
-void repro_buffers_destroy(struct trainer *t);
-size_t repro_host_bytes(const struct trainer *t); /* what repro_init allocates */
-void repro_init(struct trainer *t);
-void repro_free(struct trainer *t);
-void repro_step_backward(struct trainer *t, int64_t N, double loss[2]);
-double repro_evaluate(struct trainer *t);
-int repro_power_of_two(int64_t n);
 
 /* replica.c: rank 0's weights (and optimizer state) to every rank; the
  * check returns 1 when all replicas were identical, else repairs them. */

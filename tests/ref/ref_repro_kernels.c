@@ -1,4 +1,4 @@
-/* ref_repro_kernels: the C references of the reproducible profile's sum,
+/* ref_repro_kernels: the C references of the reproducible mode's sum,
  * matrix product and AdamW step (tests/ref/repro_ref.h): each float
  * operation on its own, in the order of the device's kernels. */
 #include <stdlib.h>

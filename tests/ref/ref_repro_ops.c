@@ -1,4 +1,4 @@
-/* ref_repro_ops: the C references of the reproducible profile's kernels of the
+/* ref_repro_ops: the C references of the reproducible mode's kernels of the
  * model's ops (shaders/reproducible/repro_elementwise.comp, repro_colsum.comp,
  * repro_norm.comp, repro_activation.comp, repro_rope.comp,
  * repro_embedding.comp, repro_embedding_back.comp): the same operations in

@@ -1,4 +1,4 @@
-/* repro_ref: the C references of the reproducible profile's kernels
+/* repro_ref: the C references of the reproducible mode's kernels
  * (include/vktrain/repro.h), the oracles of the test_repro_* programs: the
  * formulas and their order are the shaders' own (shaders/reproducible/repro_ops.glsl,
  * repro_tree.glsl, repro_matmul.glsl and the comments atop
@@ -18,7 +18,7 @@ void repro_matmul_ref(enum repro_layout layout, const float *a, const float *b, 
 float repro_sum_ref(const float *x, size_t n);
 float repro_sumsq_ref(const float *x, size_t n);
 
-/* The kernels the ops of ops.h record in the reproducible profile
+/* The kernels the ops of ops.h record in the reproducible mode
  * (ref_repro_ops.c). */
 void repro_add_ref(const float *x, const float *y, float *z, size_t n);
 void repro_scale_ref(float *x, float a, size_t n);

@@ -1,12 +1,12 @@
-/* op_repro_cross_entropy: the wrapper of shaders/reproducible/repro_cross_entropy.comp,
+/* repro_op_cross_entropy: the wrapper of shaders/reproducible/repro_cross_entropy.comp,
  * which op_cross_entropy_at records instead of its default kernels when
- * the profile is reproducible (gpu_reproducible). One workgroup per row
+ * the mode is reproducible (kernel_pick_cross_entropy). One workgroup per row
  * (a power of two within the device's limits), the logits read through
  * an R32F texel view in the texel family (storage otherwise: the same
  * bits), rows in ranges as ops_rows makes them (rows are independent: the
  * ranges change no bit). Never allocates. */
-#include "ops_internal.h"
-#include "ops_texel.h"
+#include "../ops/ops_internal.h"
+#include "../ops/ops_texel.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 

@@ -1,7 +1,8 @@
 /* repro_setup: the start-up of precision: reproducible (docs/reproducible.md).
- * Before the model is created, every rank turns its gpu's reproducible
- * profile on (the ops record the reproducible kernels; the model builds its
- * RoPE table and initialization without libm), runs the known-answer probe
+ * Before the model is created (the gpu's reproducible mode is on: the
+ * ops record the reproducible kernels, the model builds its RoPE table
+ * and initialization without libm), the world size is checked to be a
+ * power of two, and every rank runs the known-answer probe
  * (repro_probe) on its device, and the ranks exchange what each found: the
  * run stops on every rank, rank 0 printing why, when a rank's device failed
  * a case (naming the rank, the device and the cases) or when the ranks'
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train_internal.h"
+#include "repro_train.h"
 #include "vktrain/repro.h"
 
 struct probe_report {
@@ -58,10 +59,12 @@ static void probe_this_rank(struct trainer *t, struct probe_report *r)
 
 void repro_setup(struct trainer *t)
 {
-    if (t->cfg->precision != PRECISION_REPRODUCIBLE)
-        return;
-    gpu_set_reproducible(t->g, 1);
     int W = t->dist->world;
+    if (!repro_power_of_two(W))
+        train_fail(t, "precision: reproducible needs a world size that is a power of two (its sum over samples is "
+                      "a tree of aligned subtrees), this run has %d ranks; run 1, 2, 4, 8, ... ranks or use "
+                      "precision: fp32",
+                   W);
     struct probe_report mine, *all = vkt_calloc((size_t)W, sizeof *all, "probe reports");
     probe_this_rank(t, &mine);
     dist_allgather(&mine, all, sizeof mine);

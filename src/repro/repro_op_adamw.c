@@ -1,10 +1,10 @@
-/* op_repro_adamw: the wrapper of shaders/reproducible/repro_adamw.comp, one AdamW step
- * of one parameter tensor in the reproducible profile (its scalars from
+/* repro_op_adamw: the wrapper of shaders/reproducible/repro_adamw.comp, one AdamW step
+ * of one parameter tensor in the reproducible mode (its scalars from
  * repro_adamw_scalars), in both kernel families (on CPU devices the
  * variant that reads through texel views).
  * Never allocates, never submits. */
-#include "ops_internal.h"
-#include "ops_texel.h"
+#include "../ops/ops_internal.h"
+#include "../ops/ops_texel.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 

@@ -39,10 +39,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train_internal.h"
+#include "repro_train.h"
 #include "vktrain/dist.h"
 #include "vktrain/ops.h"
 #include "vktrain/repro.h"
+#include "vktrain/schedule.h"
 #include "vktrain/util.h"
 
 struct repro {
@@ -94,10 +95,8 @@ static struct gpu_buffer *stack_for(struct trainer *t, struct gpu_buffer *grad, 
     return s;
 }
 
-void repro_buffers_create(struct trainer *t)
+static void repro_buffers_create(struct trainer *t)
 {
-    if (t->cfg->precision != PRECISION_REPRODUCIBLE)
-        return;
     struct repro *r = vkt_calloc(1, sizeof *r, "reproducible step");
     t->repro = r;
     int n = model_param_count(t->model), A = t->cfg->gradient_accumulation_steps, B = t->cfg->batch_size;
@@ -126,7 +125,7 @@ void repro_buffers_create(struct trainer *t)
     gpu_memory_category(t->g, was);
 }
 
-void repro_buffers_destroy(struct trainer *t)
+static void repro_buffers_destroy(struct trainer *t)
 {
     struct repro *r = t->repro;
     if (!r)
@@ -155,17 +154,15 @@ static size_t head_floats(const struct trainer *t)
     return t->repro->head ? model_param(t->model, t->repro->tied)->numel : 0;
 }
 
-size_t repro_host_bytes(const struct trainer *t)
+static size_t repro_host_bytes(const struct trainer *t)
 {
-    if (!t->repro)
-        return 0;
     int W = t->dist->world, A = t->cfg->gradient_accumulation_steps;
     size_t total = t->n_flat + head_floats(t), shard = total / (size_t)W + 1;
     return sizeof(float) * (total + shard * (size_t)(W + log2_exact(A)) + 2 * t->repro->slot * (size_t)A +
                             2 * (size_t)t->repro->n_stats * (size_t)(W + 1));
 }
 
-void repro_init(struct trainer *t)
+static void repro_init(struct trainer *t)
 {
     struct repro *r = t->repro;
     int W = t->dist->world, rank = t->dist->rank, A = t->cfg->gradient_accumulation_steps;
@@ -191,7 +188,7 @@ void repro_init(struct trainer *t)
     r->stats_all = vkt_malloc(sizeof(float) * 2 * (size_t)r->n_stats * (size_t)W, "per-sample losses");
 }
 
-void repro_free(struct trainer *t)
+static void repro_free(struct trainer *t)
 {
     struct repro *r = t->repro;
     if (!r)
@@ -353,7 +350,7 @@ static void read_stats(struct trainer *t, int n, int last, float *out)
         }
 }
 
-void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
+static void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
 {
     struct repro *r = t->repro;
     int A = t->cfg->gradient_accumulation_steps, B = t->cfg->batch_size;
@@ -384,7 +381,7 @@ void repro_step_backward(struct trainer *t, int64_t N, double loss[2])
     loss[1] = local;
 }
 
-double repro_evaluate(struct trainer *t)
+static double repro_evaluate(struct trainer *t)
 {
     int W = t->dist->world, rank = t->dist->rank, B = t->cfg->batch_size;
     int64_t n = data_val_batches(&t->data, 1); /* sequences */
@@ -409,3 +406,20 @@ double repro_evaluate(struct trainer *t)
     free(mine);
     return s[1] > 0 ? s[0] / s[1] : NAN;
 }
+
+const struct step_backend step_backend_reproducible = {
+    .name = "reproducible",
+    .reproducible = 1,
+    .banner = "reproducible (gradients summed per sample in a fixed tree over the global batch; "
+              "docs/reproducible.md)",
+    .comm = "an all-to-all per micro-batch",
+    .setup = repro_setup,
+    .buffers_create = repro_buffers_create,
+    .buffers_destroy = repro_buffers_destroy,
+    .host_bytes = repro_host_bytes,
+    .init = repro_init,
+    .free = repro_free,
+    .backward = repro_step_backward,
+    .evaluate = repro_evaluate,
+    .lr = schedule_lr_repro,
+};
