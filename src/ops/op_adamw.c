@@ -7,7 +7,8 @@
  * torch rounds its Python-float scalars. On CPU devices (texel family) the
  * kernel is adamw_texel.comp, the same arithmetic with vec4 texel reads.
  * In the reproducible mode it records op_repro_adamw instead
- * (kernel_pick_adamw chooses, and VKTRAIN_ADAMW's operation order).
+ * (kernel_pick_adamw chooses that, and the operation order VKTRAIN_ADAMW
+ * names).
  * Never allocates, never submits, and never decides the learning rate, the
  * step count or which tensors decay. */
 #include <math.h>
@@ -70,12 +71,10 @@ void op_adamw(struct gpu *g, struct gpu_buffer *param, struct gpu_buffer *grad, 
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
         const size_t vec4[7] = {16, 16, 16, 16, 16, 16, 16};
-        ops_elements(g, ops_texel_kernel(g, pick.shader, 7, kinds, sizeof push,
-                                         1, &wg),
-                     targs, vec4, &push, n, 4, 4);
+        ops_elements(g, ops_texel_kernel(g, pick.shader, 7, kinds, sizeof push, 1, &wg), targs, vec4, &push, n, 4,
+                     4);
         return;
     }
     const size_t floats[4] = {4, 4, 4, 4};
-    ops_elements(g, ops_kernel(g, pick.shader, 4, sizeof push, 1), args, floats, &push, n,
-                 1, 1);
+    ops_elements(g, ops_kernel(g, pick.shader, 4, sizeof push, 1), args, floats, &push, n, 1, 1);
 }

@@ -65,7 +65,8 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
         enum gpu_binding_kind kinds[5] = {GPU_BIND_TEXEL_F32, GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE,
                                           GPU_BIND_STORAGE};
         uint32_t wg = gpu_workgroup_1d(g);
-        struct gpu_kernel *k = ops_texel_kernel(g, pick.shader, 5, kinds, sizeof push, per_row ? 0 : 1, per_row ? NULL : &wg);
+        struct gpu_kernel *k =
+            ops_texel_kernel(g, pick.shader, 5, kinds, sizeof push, per_row ? 0 : 1, per_row ? NULL : &wg);
         struct gpu_arg args[5] = {{.buf = logits, .range = rows * row_bytes}, x, lab, loss, count};
         const size_t ub[5] = {row_bytes, row_bytes, sizeof(float), sizeof(float), sizeof(float)};
         ops_rows(g, k, args, ub, &push, 1, rows, per_row ? 64 : 1);

@@ -9,7 +9,7 @@
  * (storage) and widened by a shift, the output is the fp32 kernel's on the
  * tables rounded to bf16, bit for bit.
  *
- * In the reproducible mode each op takes that profile's shader
+ * In the reproducible mode each op takes that mode's shader
  * (repro_embedding.comp, repro_embedding_back.comp, repro_rope.comp:
  * the same walks, every float operation rounded on its own;
  * tests/ref/ref_repro_ops.c is their C), in both kernel families; on CPU
