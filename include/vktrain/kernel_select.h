@@ -132,6 +132,11 @@ struct kernel_pick kernel_pick_rope(const struct gpu *g, int width);
  * KPATH_STORAGE (the default ones, which pick their tiles and family in
  * op_matmul.c by the operands). */
 enum kernel_path kernel_pick_matmul(const struct gpu *g);
+/* Floats between rows of the logits for a vocabulary of V: rows of whole
+ * texels in the default mode (the head's nn reads dlogits as vec4, nt
+ * writes and the transposes read rows that start on a texel), V in the
+ * reproducible mode (its kernels walk packed rows). */
+uint32_t kernel_logits_stride(const struct gpu *g, uint32_t V);
 
 /* Flash attention: the mode, the row or block kernels (VKTRAIN_FLASH,
  * else blocks on GPUs), the most rows per block (VKTRAIN_FLASH_BLOCK_ROWS,

@@ -50,7 +50,7 @@ void op_matmul_tn_at(struct gpu *g, struct gpu_buffer *dy, struct gpu_buffer *x,
  * are at least 512); on the tiled family in parts of the reduction
  * (split-k: a grid of few large tiles, a long reduction), the parts'
  * partial products added in order. 0 where the device or the shape takes
- * the tn kernel in one product. */
+ * the tn kernel in one product, and in the reproducible mode. */
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K);
 
 /* Elementwise over n floats. */

@@ -179,8 +179,36 @@ static void build_table(struct model *m)
     free(matched);
 }
 
-/* llama: cos/sin of every position, computed once in double (with
- * precision: reproducible, without libm: the same bits on every host). */
+/* The numbers the host computes for the device: the RoPE table and the
+ * initialization's normal deviates. With precision: reproducible the
+ * repro layer's (IEEE operations only, no libm: the same bits on every
+ * host), else libm's in double. */
+struct host_math {
+    void (*rope_table)(float *table, uint32_t max_pos, uint32_t hd, double theta, const struct op_rope_scaling *s);
+    float (*normal)(uint64_t *state, double std); /* N(0, std²) from two splitmix64 draws */
+};
+
+/* Box–Muller in double from two 53-bit uniforms in (0, 1]. */
+static float normal_libm(uint64_t *state, double std)
+{
+    double u1 = ((double)(vkt_splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+    double u2 = (double)(vkt_splitmix64(state) >> 11) * 0x1.0p-53;
+    return (float)(std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static float normal_repro(uint64_t *state, double std)
+{
+    uint64_t r1 = vkt_splitmix64(state), r2 = vkt_splitmix64(state);
+    return (float)std * repro_normal(r1, r2);
+}
+
+static const struct host_math *host_math(const struct model *m)
+{
+    static const struct host_math libm = {op_rope_table, normal_libm}, repro = {repro_rope_table, normal_repro};
+    return gpu_reproducible(m->g) ? &repro : &libm;
+}
+
+/* llama: cos/sin of every position, computed once in double. */
 static void build_rope_table(struct model *m)
 {
     const struct model_config *c = &m->c;
@@ -188,10 +216,7 @@ static void build_rope_table(struct model *m)
         return;
     size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-    if (gpu_reproducible(m->g))
-        repro_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
-    else
-        op_rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
+    host_math(m)->rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
     m->rope_table = model_act(m, T * hd, "rope table");
     gpu_memory_category(m->g, was);
@@ -368,12 +393,11 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
-/* With precision: reproducible (the gpu's flag) the normal deviates come
- * from repro_normal (float, no libm), the same bits on every host. */
+/* The normal deviates from host_math: the same bits on every host with
+ * precision: reproducible. */
 static void init_random(struct model *m, uint64_t seed, int adapters_only)
 {
-    int repro = gpu_reproducible(m->g);
-    float std = (float)m->c.init_std;
+    float (*normal)(uint64_t *, double) = host_math(m)->normal;
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
         if (adapters_only && !p->adapter)
@@ -390,15 +414,7 @@ static void init_random(struct model *m, uint64_t seed, int adapters_only)
                 host[j] = (float)((2.0 * u - 1.0) / sqrt((double)p->shape[1]));
                 continue;
             }
-            if (repro) {
-                uint64_t r1 = vkt_splitmix64(&s), r2 = vkt_splitmix64(&s);
-                host[j] = std * repro_normal(r1, r2);
-                continue;
-            }
-            /* Box–Muller in double from two 53-bit uniforms in (0, 1]. */
-            double u1 = ((double)(vkt_splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53;
-            double u2 = (double)(vkt_splitmix64(&s) >> 11) * 0x1.0p-53;
-            host[j] = (float)(m->c.init_std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+            host[j] = normal(&s, m->c.init_std);
         }
         model_param_upload(m, p, host);
         free(host);

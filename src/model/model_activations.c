@@ -4,6 +4,7 @@
  * logits chunk, the matmul tn workspace (op_matmul_tn_scratch) and the
  * batch inputs; their bytes (model_activation_bytes) and their release. */
 #include "model_internal.h"
+#include "vktrain/kernel_select.h"
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
 
@@ -110,10 +111,8 @@ void model_build_activations(struct model *m, uint32_t batch)
     m->xf = model_act(m, R * C, "xf");
     m->mean_f = model_act(m, R, "mean f");
     m->rstd_f = model_act(m, R, "rstd f");
-    /* Rows of whole texels: the head's nn reads dlogits as vec4 (its pad
-     * zeroed by the cross-entropy), and nt writes and the transposes read
-     * rows that start on a texel. */
-    m->logits_ld = gpu_reproducible(m->g) ? c->vocab_size : (c->vocab_size + 3) / 4 * 4;
+    /* the pad of a row of whole texels is zeroed by the cross-entropy */
+    m->logits_ld = kernel_logits_stride(m->g, c->vocab_size);
     m->head_rows = head_rows(m);
     m->logits = model_act(m, (size_t)m->head_rows * m->logits_ld, "logits");
     m->row_loss = model_act(m, R, "row loss");
@@ -166,7 +165,7 @@ void model_build_activations(struct model *m, uint32_t batch)
                               : 0;
         tn_bytes = b > tn_bytes ? b : tn_bytes;
     }
-    if (tn_bytes && !gpu_reproducible(m->g)) {
+    if (tn_bytes) {
         m->tn_scratch = model_act(m, tn_bytes / sizeof(float), "matmul tn scratch");
         gpu_set_matmul_scratch(m->g, m->tn_scratch);
     }

@@ -263,6 +263,11 @@ enum kernel_path kernel_pick_matmul(const struct gpu *g)
     return kernel_path_of(g, 0);
 }
 
+uint32_t kernel_logits_stride(const struct gpu *g, uint32_t V)
+{
+    return gpu_reproducible(g) ? V : (V + 3) / 4 * 4;
+}
+
 struct kernel_attention kernel_pick_attention(const struct gpu *g)
 {
     struct kernel_attention a = {.repro = gpu_reproducible(g)};

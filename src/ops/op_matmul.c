@@ -549,6 +549,8 @@ static size_t transposed_bytes(const struct gpu *g, uint32_t M, uint32_t N, uint
 
 size_t op_matmul_tn_scratch(const struct gpu *g, uint32_t M, uint32_t N, uint32_t K)
 {
+    if (kernel_path_repro(kernel_pick_matmul(g)))
+        return 0; /* the reproducible kernels need none */
     size_t kpart, lead = gpu_info(g)->min_storage_offset_alignment,
                   bytes[3] = {(size_t)M * N * sizeof(float) + lead, (size_t)M * K * sizeof(float) + lead,
                               (size_t)N * K * sizeof(float) + lead};
