@@ -2,7 +2,7 @@
 run by test_hf_transformers.sh in a venv that holds
 transformers==4.44.2 over Debian's torch.
 
-transformers builds and saves three tiny random models with a byte-level
+transformers builds and saves four tiny random models with a byte-level
 BPE tokenizer (trained here with `tokenizers`, saved by
 PreTrainedTokenizerFast with bos/eos/pad): vocab 300 tokens, model
 vocab_size 320, dim 32, 2 layers, 4 heads, MLP 64, every parameter random
@@ -14,7 +14,10 @@ vocab_size 320, dim 32, 2 layers, 4 heads, MLP 64, every parameter random
          model.safetensors.index.json;
   qwen2: GQA 4/2, tied, q/k/v biases; float32, one file;
   gpt2:  n_positions 64 trained at max_seq_len 16 (the position table
-         keeps its 64 rows); float16, one file.
+         keeps its 64 rows); float16, one file;
+  mistral: GQA 4/2, untied, head_dim 16 (q_proj 64 wide against hidden
+         32: the head size apart from hidden / heads), no sliding window;
+         float32, one file.
 Data: llm.c token shards written here, 8 training windows and 4 held-out
 windows of 17 random ids (a tokens dataset is one stream cut into windows
 of max_seq_len+1 starting every max_seq_len tokens, no document
@@ -60,7 +63,7 @@ import transformers
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
-                          PreTrainedTokenizerFast, Qwen2Config)
+                          MistralConfig, PreTrainedTokenizerFast, Qwen2Config)
 from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
 
 from shard_testing import write_shard
@@ -113,6 +116,8 @@ def build(arch, d, tok, gen):
                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 32})
     elif arch == "qwen2":
         cfg = Qwen2Config(**common, tie_word_embeddings=True, use_sliding_window=False)
+    elif arch == "mistral":
+        cfg = MistralConfig(**common, head_dim=16, sliding_window=None, tie_word_embeddings=False)
     else:
         cfg = GPT2Config(vocab_size=MODEL_VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, **ids)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
@@ -247,7 +252,7 @@ def main():
     gen = torch.Generator().manual_seed(11)
     with tempfile.TemporaryDirectory() as work:
         tok = make_tokenizer(os.path.join(work, "tokenizer"))
-        for arch in ("llama", "qwen2", "gpt2"):
+        for arch in ("llama", "qwen2", "gpt2", "mistral"):
             run_case(arch, work, tok, gen)
     if failures:
         print(f"{len(failures)} check(s) failed")

@@ -56,15 +56,29 @@ def read_safetensors(path):
 # ---------------------------------------------------------------- models
 
 
+def head_dim(c):
+    """Each head's width: c["head_dim"] where given (Qwen3, Mistral), else dim / heads."""
+    return c.get("head_dim") or c["dim"] // c["heads"]
+
+
 def hf_config(c):
+    """llama; qwen3 with q/k norms (c["qk_norm"]); mistral without a window
+    where the head size is not dim / heads."""
     if c["arch"] == "llama":
-        return {
+        cfg = {
             "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": VOCAB,
             "hidden_size": c["dim"], "intermediate_size": c["hidden"], "num_hidden_layers": c["layers"],
             "num_attention_heads": c["heads"], "num_key_value_heads": c["kv_heads"],
             "max_position_embeddings": c["max_seq_len"], "rms_norm_eps": c["eps"], "rope_theta": c["theta"],
             "tie_word_embeddings": c["tied"], "hidden_act": "silu",
         }
+        if c.get("qk_norm"):
+            cfg.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3", head_dim=head_dim(c),
+                       use_sliding_window=False, attention_bias=False)
+        elif head_dim(c) * c["heads"] != c["dim"]:
+            cfg.update(architectures=["MistralForCausalLM"], model_type="mistral", head_dim=head_dim(c),
+                       sliding_window=None)
+        return cfg
     return {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": VOCAB, "n_embd": c["dim"],
         "n_layer": c["layers"], "n_head": c["heads"], "n_positions": c["max_seq_len"], "n_inner": c["hidden"],
@@ -77,7 +91,8 @@ def random_params(c, gen):
     logits O(1) (an unsaturated softmax, losses near log V); norm weights and
     biases are random too, so no gradient is checked at a trivial point."""
     D, F, V, L = c["dim"], c["hidden"], VOCAB, c["layers"]
-    hd = D // c["heads"]
+    hd = head_dim(c)
+    qd = c["heads"] * hd
 
     def mat(*shape, std=None):
         std = std if std is not None else 1.0 / math.sqrt(shape[-1] if len(shape) > 1 else D)
@@ -93,10 +108,13 @@ def random_params(c, gen):
         for i in range(L):
             pre = f"model.layers.{i}."
             p[pre + "input_layernorm.weight"] = near_one(D)
-            p[pre + "self_attn.q_proj.weight"] = mat(D, D)
+            p[pre + "self_attn.q_proj.weight"] = mat(qd, D)
             p[pre + "self_attn.k_proj.weight"] = mat(kv, D)
             p[pre + "self_attn.v_proj.weight"] = mat(kv, D)
-            p[pre + "self_attn.o_proj.weight"] = mat(D, D)
+            p[pre + "self_attn.o_proj.weight"] = mat(D, qd)
+            if c.get("qk_norm"):
+                p[pre + "self_attn.q_norm.weight"] = near_one(hd)
+                p[pre + "self_attn.k_norm.weight"] = near_one(hd)
             p[pre + "post_attention_layernorm.weight"] = near_one(D)
             p[pre + "mlp.gate_proj.weight"] = mat(F, D)
             p[pre + "mlp.up_proj.weight"] = mat(F, D)
@@ -216,16 +234,18 @@ def forward(c, p, tokens, pos, mask, rope=rope_hf):
     """Logits (B, T, V) for tokens, pos: (B, T) int64 and mask: (B, T, T)."""
     B, T = tokens.shape
     D, H = c["dim"], c["heads"]
-    hd = D // H
+    hd = head_dim(c)
     heads = lambda t, n: t.view(B, T, n, hd).transpose(1, 2)
-    merge = lambda t: t.transpose(1, 2).reshape(B, T, D)
+    merge = lambda t: t.transpose(1, 2).reshape(B, T, H * hd)
     if c["arch"] == "llama":
         x = p["model.embed_tokens.weight"][tokens]
         for i in range(c["layers"]):
             w = lambda n: p[f"model.layers.{i}.{n}.weight"]
             h = rms_norm(x, w("input_layernorm"), c["eps"])
-            q = rope(heads(mm(h, w("self_attn.q_proj").T), H), pos, c["theta"])
-            k = rope(heads(mm(h, w("self_attn.k_proj").T), c["kv_heads"]), pos, c["theta"])
+            q, k = heads(mm(h, w("self_attn.q_proj").T), H), heads(mm(h, w("self_attn.k_proj").T), c["kv_heads"])
+            if c.get("qk_norm"):  # Qwen3: RMSNorm over each head, before RoPE
+                q, k = rms_norm(q, w("self_attn.q_norm"), c["eps"]), rms_norm(k, w("self_attn.k_norm"), c["eps"])
+            q, k = rope(q, pos, c["theta"]), rope(k, pos, c["theta"])
             v = heads(mm(h, w("self_attn.v_proj").T), c["kv_heads"])
             x = x + mm(merge(attention(q, k, v, mask)), w("self_attn.o_proj").T)
             h = rms_norm(x, w("post_attention_layernorm"), c["eps"])

@@ -29,6 +29,8 @@ static void round_trip(const struct hf_config *c, const char *what, const char *
     struct hf_config r;
     CHECK(hf_config_read(path, &r, err, sizeof err) == 0, "%s: %s", what, err);
     check_equal(&r, c, what);
+    CHECK(!c->head_dim || (r.head_dim == c->head_dim && r.qk_norm == c->qk_norm), "%s: head_dim %d, qk_norm %d", what,
+          r.head_dim, r.qk_norm);
     char text[4096] = {0};
     FILE *f = fopen(path, "r");
     CHECK(f && fread(text, 1, sizeof text - 1, f) > 0, "reading %s", path);
@@ -52,6 +54,14 @@ static void test_round_trips(void)
     round_trip(&gpt2, "gpt2", "\"model_type\": \"gpt2\"");
     round_trip(&gpt2, "gpt2", "\"n_inner\": 192");
     round_trip(&gpt2, "gpt2", "\"activation_function\": \"gelu_new\"");
+    /* heads apart from hidden / heads: qwen3 with q/k norms, else mistral without a window */
+    struct hf_config q3 = {HF_LLAMA, 259, 64, 2, 4, 2, 176, 128, 1e-6, 1e6, 1, 256, 257, 258, .head_dim = 32, .qk_norm = 1};
+    round_trip(&q3, "qwen3", "\"model_type\": \"qwen3\"");
+    round_trip(&q3, "qwen3", "\"head_dim\": 32,");
+    struct hf_config mi = q3;
+    mi.qk_norm = 0;
+    round_trip(&mi, "mistral", "\"model_type\": \"mistral\"");
+    round_trip(&mi, "mistral", "\"sliding_window\": null");
 }
 
 static int read_text(const char *text, struct hf_config *c)
@@ -111,6 +121,21 @@ static void test_families(void)
     CHECK(c.qkv_bias && c.o_bias && c.mlp_bias && c.rope_scaling == 2 && c.rope_factor == 8 &&
               c.rope_low_freq_factor == 1 && c.rope_high_freq_factor == 4 && c.rope_original_max == 8192,
           "llama3: biases or rope_scaling");
+    CHECK(c.head_dim == 16 && !c.qk_norm, "llama: head_dim %d", c.head_dim);
+    /* Qwen3: q/k norms, head_dim 128 by default (apart from hidden / heads), no MLP biases */
+    CHECK(read_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"attention_bias\": false, "
+                    "\"use_sliding_window\": false, " LLAMA_REST "}",
+                    &c) == 0,
+          "qwen3: %s", err);
+    CHECK(c.arch == HF_LLAMA && !strcmp(c.model_type, "qwen3") && c.qk_norm && c.head_dim == 128 && !c.qkv_bias &&
+              !c.mlp_bias && c.n_kv_heads == 32 && c.max_seq_len == 32768,
+          "qwen3: q/k norms, head_dim or defaults");
+    CHECK(read_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"head_dim\": 8, " LLAMA_REST "}", &c) == 0 &&
+              c.head_dim == 8,
+          "qwen3 head_dim 8: %s", err);
+    CHECK(read_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, " LLAMA_REST "}", &c) == 0 && c.head_dim == 16 &&
+              !c.qk_norm,
+          "qwen2: head_dim %d", c.head_dim);
     /* Llama 3.x Instruct: eos_token_id is a list; the first is read, and a
      * copy keeps the list when it holds the tokenizer's eos, else says that. */
     const char *l32 = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"bos_token_id\": 0,"
@@ -166,8 +191,12 @@ static void test_errors(void)
                  "hidden_act 'gelu' is not supported", NULL);
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"mlp_bias\": 1, " LLAMA_REST "}", "'mlp_bias'",
                  NULL);
-    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"head_dim\": 32, " LLAMA_REST "}", "'head_dim'",
-                 NULL);
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"head_dim\": 0, " LLAMA_REST "}", "'head_dim'",
+                 "positive integer");
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"head_dim\": \"16\", \"sliding_window\": null, "
+                 LLAMA_REST "}", "'head_dim'", "positive integer");
+    expect_error("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"use_sliding_window\": true, " LLAMA_REST "}",
+                 "'use_sliding_window'", NULL);
     expect_error(
         "{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"linear\"}, " LLAMA_REST "}",
         "'rope_scaling.factor'", NULL);

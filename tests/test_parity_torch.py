@@ -289,6 +289,12 @@ CASES = [
     {"name": "gpt2 padded (transformer. prefix)", "config": gpt2(), "rows": PADDED, "T": 13, "packed": False,
      "file_prefix": "transformer."},
     {"name": "gpt2 packed", "config": gpt2(), "rows": PACKED, "T": 16, "packed": True},
+    # Qwen3: heads wider than dim / heads (4 x 16 = 64 against dim 32) with
+    # RMSNorm over each head of q and k before RoPE; mistral's narrower ones
+    {"name": "qwen3 q/k norms head_dim 16 GQA 4/2 packed", "config": llama(head_dim=16, qk_norm=True, eps=1e-6),
+     "rows": PACKED, "T": 16, "packed": True},
+    {"name": "mistral head_dim 4 tied padded", "config": llama(head_dim=4, tied=True), "rows": PADDED, "T": 13,
+     "packed": False},
 ]
 
 

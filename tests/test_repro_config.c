@@ -2,7 +2,8 @@
  * recipe hash of earlier versions alone; precision: reproducible is
  * accepted and hashed, and what it does not support is refused naming the
  * key: a batch_size that is not a power of two, dist.zero, LoRA,
- * model.base_dtype: bf16 (docs/reproducible.md). */
+ * model.base_dtype: bf16, per-head q/k norms (docs/reproducible.md). The
+ * hash of model.head_dim and model.qk_norm at their defaults. */
 #include <string.h>
 
 #include "test_util.h"
@@ -35,6 +36,7 @@ int main(void)
         {"batch_size=6", "batch_size: 6 is not a power of two"},
         {"dist.zero=1", "dist.zero"},
         {"lora.rank=4", "lora"},
+        {"model.qk_norm=true", "model.qk_norm"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char *o[] = {"precision=reproducible", (char *)refused[i].override};
@@ -46,6 +48,17 @@ int main(void)
     char *pow2[] = {"precision=reproducible", "batch_size=4"};
     CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 2, pow2, err, sizeof err) == 0, "%s", err);
     config_free(&c);
+
+    /* model.head_dim enters the hash only apart from dim / n_heads (64 / 4), qk_norm only when on */
+    const char *heads[][2] = {{"model.head_dim=16", "same"}, {"model.head_dim=0", "same"}, {"model.qk_norm=false", "same"},
+                              {"model.head_dim=32", "other"}, {"model.qk_norm=true", "other"}};
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        char *o[] = {(char *)heads[i][0]};
+        CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, o, err, sizeof err) == 0, "%s", err);
+        CHECK((config_hash(&c) == h) == !strcmp(heads[i][1], "same"), "%s: the recipe hash %s", heads[i][0],
+              config_hash(&c) == h ? "did not change" : "changed");
+        config_free(&c);
+    }
 
     char *bad[] = {"precision=fp16"};
     CHECK(config_load_string(&c, TEST_RECIPE, "r.yaml", 1, bad, err, sizeof err) == -1, "precision: fp16 accepted");

@@ -36,6 +36,8 @@ struct config_model {
     int n_layers;
     int n_heads;
     int n_kv_heads;
+    int head_dim;    /* 0: dim / n_heads; else the width of each head (q is n_heads x head_dim wide) */
+    bool qk_norm;    /* RMSNorm over each head of q and k before RoPE (Qwen3) */
     int hidden_dim;  /* MLP width */
     int max_seq_len; /* T: tokens per training row */
     double norm_eps;

@@ -1,13 +1,13 @@
 /* hfconfig: the Hugging Face config.json of a model, read and written.
  *
  * Two architectures: the llama family (model_type llama, qwen2 = llama
- * with q/k/v biases, mistral = llama) and GPT2LMHeadModel ("gpt2"), with
+ * with q/k/v biases, mistral = llama, qwen3 = llama with RMSNorm on each
+ * head of q and k and its own head_dim) and GPT2LMHeadModel ("gpt2"), with
  * the key names the published checkpoints use. Reading fills missing
  * optional keys with the transformers defaults of the model_type and
  * rejects, naming the key, every setting that would change the math and
  * that the trainer does not implement (other activations, rope_scaling
- * types other than linear and llama3, a head_dim other than
- * hidden_size / num_attention_heads, sliding-window attention, GPT-2's
+ * types other than linear and llama3, sliding-window attention, GPT-2's
  * unscaled or layer-scaled attention, cross-attention); keys that do not
  * change the math (use_cache, dropout rates: vktrain trains without
  * dropout, initializer_range, ...) are ignored. Never prints, never exits:
@@ -34,8 +34,10 @@ struct hf_config {
     int rope_scaling;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max; /* original_max_position_embeddings */
-    char model_type[16];   /* llama, qwen2, mistral, gpt2; "" on write: from arch */
+    char model_type[16];   /* llama, qwen2, qwen3, mistral, gpt2; "" on write: from arch */
     int save_bf16;         /* write: torch_dtype bfloat16 instead of float32 */
+    int head_dim; /* each head's width: head_dim, else hidden_size / num_attention_heads */
+    int qk_norm;  /* qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE */
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */

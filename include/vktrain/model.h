@@ -68,7 +68,20 @@ struct model_config {
      * bf16, rounded to nearest even from what is uploaded; the matmuls and
      * the embedding kernels widen them. Norms and biases stay fp32. */
     int base_bf16;
+    /* llama family: each head's width (0: dim / n_heads); q_proj is
+     * (n_heads x head_dim, dim), o_proj (dim, n_heads x head_dim). */
+    uint32_t head_dim;
+    /* llama family: RMSNorm (weight of head_dim, norm_eps) over each head
+     * of q and k after their projections, before RoPE (Qwen3's q_norm and
+     * k_norm). */
+    int qk_norm;
 };
+
+/* Each head's width. */
+static inline uint32_t model_head_dim(const struct model_config *c)
+{
+    return c->head_dim ? c->head_dim : c->dim / c->n_heads;
+}
 
 /* INIT_LORA_A: uniform in ±1/sqrt(in), what PEFT's kaiming_uniform_(a=√5) gives. */
 enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS, INIT_LORA_A };

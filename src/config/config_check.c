@@ -78,6 +78,8 @@ static int read_init_from(struct config_ctx *ctx)
         {"model.n_layers", gpt2 ? "n_layer" : "num_hidden_layers", h.n_layers},
         {"model.n_heads", gpt2 ? "n_head" : "num_attention_heads", h.n_heads},
         {"model.n_kv_heads", gpt2 ? "n_head" : "num_key_value_heads", h.n_kv_heads},
+        {"model.head_dim", "head_dim", h.head_dim},
+        {"model.qk_norm", "model_type", h.qk_norm},
         {"model.hidden_dim", gpt2 ? "n_inner" : "intermediate_size", h.hidden_dim},
         {"model.vocab_size", "vocab_size", h.vocab_size},
         {"model.max_seq_len", gpt2 ? "n_positions" : "max_position_embeddings", h.max_seq_len},
@@ -129,17 +131,26 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
     if (m->vocab_size < tokenizer_size)
         return config_fail(ctx, K("model.vocab_size"), "model.vocab_size: %d is smaller than the tokenizer's %d ids",
                            m->vocab_size, tokenizer_size);
-    if (m->dim % m->n_heads)
-        return config_fail(ctx, K("model.n_heads"), "model.n_heads: %d does not divide model.dim %d", m->n_heads,
+    if (!m->head_dim && m->dim % m->n_heads)
+        return config_fail(ctx, K("model.n_heads"),
+                           "model.n_heads: %d does not divide model.dim %d (or set model.head_dim)", m->n_heads,
                            m->dim);
     if (m->n_heads % m->n_kv_heads)
         return config_fail(ctx, K("model.n_kv_heads"), "model.n_kv_heads: %d does not divide model.n_heads %d",
                            m->n_kv_heads, m->n_heads);
-    if (m->arch == ARCH_LLAMA && (m->dim / m->n_heads) % 2)
-        return config_fail(ctx, K("model.n_heads"),
-                           "model.n_heads: the head size model.dim/model.n_heads = %d must be even "
-                           "for RoPE",
-                           m->dim / m->n_heads);
+    int hd = m->head_dim ? m->head_dim : m->dim / m->n_heads;
+    if ((int64_t)m->n_heads * hd > INT_MAX)
+        return config_fail(ctx, K("model.head_dim"), "model.head_dim: n_heads x head_dim = %d x %d is more than 2^31 - 1",
+                           m->n_heads, hd);
+    if (m->arch == ARCH_LLAMA && hd % 2)
+        return config_fail(ctx, K(m->head_dim ? "model.head_dim" : "model.n_heads"),
+                           "%s: the head size %s = %d must be even for RoPE",
+                           m->head_dim ? "model.head_dim" : "model.n_heads",
+                           m->head_dim ? "model.head_dim" : "model.dim/model.n_heads", hd);
+    if (m->arch == ARCH_GPT2 && (m->qk_norm || (m->head_dim && m->head_dim * m->n_heads != m->dim)))
+        return config_fail(ctx, K(m->qk_norm ? "model.qk_norm" : "model.head_dim"),
+                           "%s: gpt2 has heads of model.dim / model.n_heads and no q/k norms",
+                           m->qk_norm ? "model.qk_norm" : "model.head_dim");
     if (m->arch == ARCH_GPT2 && m->n_kv_heads != m->n_heads)
         return config_fail(ctx, K("model.n_kv_heads"),
                            "model.n_kv_heads: gpt2 has no grouped-query attention (must equal "
@@ -373,6 +384,9 @@ static int check_reproducible(struct config_ctx *ctx)
         return config_fail(ctx, K(is_set(ctx, "lora.rank") ? "lora.rank" : "lora.init_from"), "lora: LoRA%s", why);
     if (c->dist.zero)
         return config_fail(ctx, K("dist.zero"), "dist.zero: ZeRO-1%s", why);
+    if (c->model.qk_norm) /* its weight gradients sum rows of heads, not the tree over samples */
+        return config_fail(ctx, K(is_set(ctx, "model.qk_norm") ? "model.qk_norm" : "model.init_from"),
+                           "model.qk_norm: a model with per-head q/k norms (Qwen3)%s", why);
     if (c->batch_size <= 0 || (c->batch_size & (c->batch_size - 1)))
         return config_fail(ctx, K("batch_size"),
                            "batch_size: %d is not a power of two: precision: reproducible sums a micro-batch's "

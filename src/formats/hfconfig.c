@@ -200,16 +200,20 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
     static const char *const silu[] = {"silu", NULL};
     if (check_string(path, root, "hidden_act", silu, err, errlen) || read_rope_scaling(path, root, c, err, errlen))
         return -1;
-    if (!strcmp(c->model_type, "qwen2")) {
+    int qwen2 = !strcmp(c->model_type, "qwen2"), qwen3 = !strcmp(c->model_type, "qwen3");
+    if (qwen2) {
         c->qkv_bias = 1; /* Qwen2Attention: q/k/v_proj with bias, o_proj without */
         if (require_bool(path, root, "use_sliding_window", 0, err, errlen))
             return -1;
-    } else if (!strcmp(c->model_type, "llama")) {
+    } else if (!strcmp(c->model_type, "llama") || qwen3) {
         json_t *ab = json_object_get(root, "attention_bias"), *mb = json_object_get(root, "mlp_bias");
         if ((ab && !json_is_boolean(ab) && !json_is_null(ab)) || (mb && !json_is_boolean(mb) && !json_is_null(mb)))
             return vkt_error(err, errlen, "%s: 'attention_bias' and 'mlp_bias' must be true or false", path);
         c->qkv_bias = c->o_bias = json_is_true(ab);
-        c->mlp_bias = json_is_true(mb);
+        c->mlp_bias = !qwen3 && json_is_true(mb); /* Qwen3's MLP has no biases */
+        c->qk_norm = qwen3;
+        if (qwen3 && require_bool(path, root, "use_sliding_window", 0, err, errlen))
+            return -1;
     } else { /* mistral: transformers' default window is 4096 */
         json_t *sw = json_object_get(root, "sliding_window");
         json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : -1;
@@ -221,13 +225,21 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
                              "null, or to at least max_position_embeddings = %d)",
                              path, (long long)w, sw ? "" : " (transformers' default when absent)", c->max_seq_len);
     }
-    if (strcmp(c->model_type, "qwen2")) { /* Qwen2 (transformers 4.44) has no head_dim */
-        json_t *hd = json_object_get(root, "head_dim");
-        if (hd && !json_is_null(hd) &&
-            (!json_is_integer(hd) || c->dim % c->n_heads || json_integer_value(hd) != c->dim / c->n_heads))
-            return vkt_error(err, errlen,
-                             "%s: 'head_dim' other than hidden_size / num_attention_heads = %d is not supported",
-                             path, c->dim / c->n_heads);
+    /* head_dim: Qwen2 has none (the quotient), Qwen3's default is 128, the
+     * others' the quotient. */
+    json_t *hd = qwen2 ? NULL : json_object_get(root, "head_dim");
+    if (hd && !json_is_null(hd)) {
+        if (!json_is_integer(hd) || json_integer_value(hd) < 1 || json_integer_value(hd) > INT_MAX / c->n_heads)
+            return vkt_error(err, errlen, "%s: 'head_dim' must be a positive integer with num_attention_heads x "
+                             "head_dim below 2^31", path);
+        c->head_dim = (int)json_integer_value(hd);
+    } else if (qwen3) {
+        c->head_dim = 128;
+    } else {
+        if (c->dim % c->n_heads)
+            return vkt_error(err, errlen, "%s: num_attention_heads = %d does not divide hidden_size = %d (and there "
+                             "is no head_dim)", path, c->n_heads, c->dim);
+        c->head_dim = c->dim / c->n_heads;
     }
     return 0;
 }
@@ -250,6 +262,7 @@ static const struct family {
 } families[] = {
     {"llama", "LlamaForCausalLM", HF_LLAMA, -1, 2048},
     {"qwen2", "Qwen2ForCausalLM", HF_LLAMA, 32, 32768},
+    {"qwen3", "Qwen3ForCausalLM", HF_LLAMA, 32, 32768},
     {"mistral", "MistralForCausalLM", HF_LLAMA, 8, 4096 * 32},
     {"gpt2", "GPT2LMHeadModel", HF_GPT2, -1, 1024},
 };
@@ -267,7 +280,7 @@ static const struct family *family_of(const char *path, json_t *root, char *err,
     for (int i = 0; i < NFAMILIES; i++)
         if (!strcmp(name, mt ? families[i].type : families[i].architecture))
             return &families[i];
-    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, mistral and gpt2 are)", path,
+    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral and gpt2 are)", path,
               mt ? "model_type" : "architecture", name);
     return NULL;
 }
@@ -315,6 +328,7 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
             check_gpt2(path, root, err, errlen))
             goto done;
         c->n_kv_heads = c->n_heads;
+        c->head_dim = c->n_heads && c->dim % c->n_heads == 0 ? c->dim / c->n_heads : 0;
         if (c->hidden_dim < 0 && c->dim > INT_MAX / 4) {
             vkt_error(err, errlen, "%s: 'n_inner' is absent and its default 4 x n_embd = 4 x %d is more than 2^31 - 1",
                       path, c->dim);
@@ -389,13 +403,25 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
 {
     json_t *root = json_object();
     int llama = c->arch == HF_LLAMA;
-    json_object_set_new(root, "architectures", json_pack("[s]", llama ? "LlamaForCausalLM" : "GPT2LMHeadModel"));
-    json_object_set_new(root, "model_type", json_string(llama ? "llama" : "gpt2"));
+    /* A head size other than the quotient: qwen3 with q/k norms, else
+     * mistral (LlamaConfig of transformers 4.44 has no head_dim). */
+    int apart = llama && c->head_dim && c->head_dim * c->n_heads != c->dim;
+    const char *type = !llama ? "gpt2" : c->qk_norm ? "qwen3" : apart ? "mistral" : "llama";
+    const char *arch = !llama ? "GPT2LMHeadModel" : c->qk_norm ? "Qwen3ForCausalLM" : apart ? "MistralForCausalLM"
+                                                                                           : "LlamaForCausalLM";
+    json_object_set_new(root, "architectures", json_pack("[s]", arch));
+    json_object_set_new(root, "model_type", json_string(type));
     if (llama) {
         write_keys(root, llama_keys, NKEYS(llama_keys), c);
         json_object_set_new(root, "hidden_act", json_string("silu"));
         json_object_set_new(root, "attention_bias", json_false());
-        json_object_set_new(root, "mlp_bias", json_false());
+        if (c->qk_norm || apart) {
+            json_object_set_new(root, "head_dim", json_integer(c->head_dim));
+            json_object_set_new(root, c->qk_norm ? "use_sliding_window" : "sliding_window",
+                                c->qk_norm ? json_false() : json_null());
+        } else {
+            json_object_set_new(root, "mlp_bias", json_false());
+        }
     } else {
         write_keys(root, gpt2_keys, NKEYS(gpt2_keys), c);
         json_object_set_new(root, "n_ctx", json_integer(c->max_seq_len));

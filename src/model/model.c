@@ -108,8 +108,8 @@ static void check_lora_targets(const struct model *m, const int *matched)
 static void build_table(struct model *m)
 {
     const struct model_config *c = &m->c;
-    uint32_t C = c->dim, V = c->vocab_size, F = c->hidden_dim, hd = C / c->n_heads;
-    uint32_t kv = c->n_kv_heads * hd;
+    uint32_t C = c->dim, V = c->vocab_size, F = c->hidden_dim, hd = model_head_dim(c);
+    uint32_t qd = c->n_heads * hd, kv = c->n_kv_heads * hd;
     m->lp = vkt_calloc(c->n_layers, sizeof *m->lp, "layer table");
     int *matched = vkt_calloc((size_t)c->lora_n_targets + 1, sizeof *matched, "lora targets");
     m->pos_embed = m->norm_f_b = m->lm_head = -1;
@@ -121,17 +121,21 @@ static void build_table(struct model *m)
             m->building_stage = (int)(c->n_layers - l);
             memset(p, -1, sizeof *p);
             p->norm1 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.input_layernorm.weight", l);
-            p->wq = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.q_proj.weight", l);
+            p->wq = add_param(m, 0, INIT_NORMAL, qd, C, "model.layers.%u.self_attn.q_proj.weight", l);
             p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
             p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
             if (c->qkv_bias) {
-                p->bq = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.q_proj.bias", l);
+                p->bq = add_param(m, 0, INIT_ZEROS, qd, 0, "model.layers.%u.self_attn.q_proj.bias", l);
                 p->bk = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.k_proj.bias", l);
                 p->bv = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.v_proj.bias", l);
             }
-            p->wo = add_param(m, 0, INIT_NORMAL, C, C, "model.layers.%u.self_attn.o_proj.weight", l);
+            p->wo = add_param(m, 0, INIT_NORMAL, C, qd, "model.layers.%u.self_attn.o_proj.weight", l);
             if (c->o_bias)
                 p->bo = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.o_proj.bias", l);
+            if (c->qk_norm) {
+                p->q_norm = add_param(m, 0, INIT_ONES, hd, 0, "model.layers.%u.self_attn.q_norm.weight", l);
+                p->k_norm = add_param(m, 0, INIT_ONES, hd, 0, "model.layers.%u.self_attn.k_norm.weight", l);
+            }
             p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
             p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
@@ -214,7 +218,7 @@ static void build_rope_table(struct model *m)
     const struct model_config *c = &m->c;
     if (c->arch != MODEL_LLAMA)
         return;
-    size_t T = c->max_seq_len, hd = c->dim / c->n_heads;
+    size_t T = c->max_seq_len, hd = model_head_dim(c);
     float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
     host_math(m)->rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
@@ -234,6 +238,7 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
     mc->arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc->vocab_size = (uint32_t)c->vocab_size;
     mc->dim = (uint32_t)c->dim, mc->n_layers = (uint32_t)c->n_layers, mc->n_heads = (uint32_t)c->n_heads;
     mc->n_kv_heads = (uint32_t)c->n_kv_heads, mc->hidden_dim = (uint32_t)c->hidden_dim;
+    mc->head_dim = (uint32_t)c->head_dim, mc->qk_norm = c->qk_norm;
     mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
     mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
     mc->activation_checkpointing = c->activation_checkpointing;
@@ -261,14 +266,20 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
     if (!c->dim || !c->n_layers || !c->n_heads || !c->vocab_size || !c->max_seq_len || !c->hidden_dim)
         return vkt_error(err, errlen,
                          "dim, n_layers, n_heads, vocab_size, max_seq_len and hidden_dim must be positive");
-    if (c->dim % c->n_heads)
-        return vkt_error(err, errlen, "n_heads %u does not divide dim %u", c->n_heads, c->dim);
+    if (!c->head_dim && c->dim % c->n_heads)
+        return vkt_error(err, errlen, "n_heads %u does not divide dim %u (and no head_dim is given)", c->n_heads,
+                         c->dim);
     if (!c->n_kv_heads || c->n_heads % c->n_kv_heads)
         return vkt_error(err, errlen, "n_kv_heads %u does not divide n_heads %u", c->n_kv_heads, c->n_heads);
-    if (c->arch == MODEL_LLAMA && (c->dim / c->n_heads) % 2)
-        return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", c->dim / c->n_heads);
+    if ((uint64_t)c->n_heads * model_head_dim(c) > INT32_MAX)
+        return vkt_error(err, errlen, "n_heads x head_dim = %u x %u is more than 2^31 - 1", c->n_heads,
+                         model_head_dim(c));
+    if (c->arch == MODEL_LLAMA && model_head_dim(c) % 2)
+        return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", model_head_dim(c));
     if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
         return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
+    if (c->arch == MODEL_GPT2 && (c->qk_norm || model_head_dim(c) * c->n_heads != c->dim))
+        return vkt_error(err, errlen, "gpt2 has heads of dim / n_heads and no q/k norms");
     if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
         return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)
@@ -287,13 +298,15 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
                          "batch_size x max_seq_len = %u x %u = %llu rows in a micro-batch: more than 2^31 - 1", batch,
                          c->max_seq_len, (unsigned long long)rows);
     int gpt2 = c->arch == MODEL_GPT2;
-    uint64_t C = c->dim, qkv = gpt2 ? 3 * C : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
+    uint64_t C = c->dim, qd = (uint64_t)c->n_heads * model_head_dim(c);
+    uint64_t qkv = gpt2 ? 3 * C : qd > C ? qd : C, wide = c->hidden_dim > qkv ? c->hidden_dim : qkv;
     uint64_t pos = c->pos_rows > c->max_seq_len ? c->pos_rows : c->max_seq_len;
-    const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : "dim";
+    const char *wide_name = c->hidden_dim > qkv ? "hidden_dim" : gpt2 ? "3 x dim" : qd > C ? "n_heads x head_dim" : "dim";
     char names[96];
     snprintf(names, sizeof names, "batch_size x max_seq_len x %s", wide_name);
     if (check_product(c->vocab_size, C, "vocab_size x dim", "the token embedding", err, errlen) ||
-        check_product(qkv, C, gpt2 ? "3 x dim x dim" : "dim x dim", "an attention weight", err, errlen) ||
+        check_product(qkv, C, gpt2 ? "3 x dim x dim" : qd > C ? "n_heads x head_dim x dim" : "dim x dim",
+                      "an attention weight", err, errlen) ||
         check_product(c->hidden_dim, C, "hidden_dim x dim", "an MLP weight", err, errlen) ||
         check_product(pos, C, c->pos_rows > c->max_seq_len ? "position rows x dim" : "max_seq_len x dim",
                       "the position table", err, errlen) ||

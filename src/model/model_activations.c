@@ -63,7 +63,7 @@ void model_build_activations(struct model *m, uint32_t batch)
 {
     const struct model_config *c = &m->c;
     size_t R = m->max_rows, C = c->dim, F = c->hidden_dim, H = c->n_heads, T = c->max_seq_len;
-    size_t hd = C / H, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T;
+    size_t hd = model_head_dim(c), qd = H * hd, kv = c->n_kv_heads * hd, P = (size_t)batch * H * T;
     int llama = c->arch == MODEL_LLAMA;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->la = vkt_calloc(c->n_layers, sizeof *m->la, "layer activations");
@@ -79,14 +79,20 @@ void model_build_activations(struct model *m, uint32_t batch)
         a->mean1 = model_act(m, R, "mean1");
         a->rstd1 = model_act(m, R, "rstd1");
         if (llama) {
-            a->q = model_act(m, R * C, "q");
+            a->q = model_act(m, R * qd, "q");
             a->k = model_act(m, R * kv, "k");
             a->v = model_act(m, R * kv, "v");
+            if (c->qk_norm) {
+                a->q_pre = model_act(m, R * qd, "q before its norm");
+                a->k_pre = model_act(m, R * kv, "k before its norm");
+                a->rstd_q = model_act(m, R * H, "rstd q");
+                a->rstd_k = model_act(m, R * c->n_kv_heads, "rstd k");
+            }
         } else {
             a->qkv = model_act(m, R * 3 * C, "qkv");
         }
         a->lse = model_act(m, lse_floats, "attention lse");
-        a->att = model_act(m, R * C, "att");
+        a->att = model_act(m, R * (llama ? qd : C), "att");
         a->x2 = model_act(m, R * C, "x2");
         a->xn2 = model_act(m, R * C, "xn2");
         a->mean2 = model_act(m, R, "mean2");
@@ -124,11 +130,15 @@ void model_build_activations(struct model *m, uint32_t batch)
     gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->dres = model_act(m, R * C, "dres");
     m->dxn = model_act(m, R * C, "dxn");
-    m->datt = model_act(m, R * C, "datt");
+    m->datt = model_act(m, R * (llama ? qd : C), "datt");
     m->att_stats = model_act(m, 2 * P, "attention row stats");
     if (llama) {
-        m->dq = model_act(m, R * C, "dq");
+        m->dq = model_act(m, R * qd, "dq");
         m->dk = model_act(m, R * kv, "dk");
+        if (c->qk_norm) {
+            m->dq_pre = model_act(m, R * qd, "dq before the norm");
+            m->dk_pre = model_act(m, R * kv, "dk before the norm");
+        }
         m->dv = model_act(m, R * kv, "dv");
         m->dgate = model_act(m, R * F, "dgate");
     } else {
@@ -139,13 +149,18 @@ void model_build_activations(struct model *m, uint32_t batch)
     if (c->lora_rank) {
         m->lora_du = model_act(m, R * c->lora_rank, "lora du");
         if (c->lora_dropout > 0) {
-            int down = 0; /* the widest adapted input: hidden_dim for down_proj, else dim */
-            for (uint32_t l = 0; l < c->n_layers; l++)
-                down |= m->lp[l].lora_a[LS_DOWN] >= 0;
-            m->lora_xd = model_act(m, R * (down && F > C ? F : C), "lora dropout");
+            size_t in = C; /* the widest adapted input: hidden_dim for down_proj, H·hd for o_proj, else dim */
+            for (uint32_t l = 0; l < c->n_layers; l++) {
+                if (m->lp[l].lora_a[LS_DOWN] >= 0 && F > in)
+                    in = F;
+                if (llama && m->lp[l].lora_a[LS_O] >= 0 && qd > in)
+                    in = qd;
+            }
+            m->lora_xd = model_act(m, R * in, "lora dropout");
         }
-        m->frozen_sink[0] = model_act(m, C, "frozen norm gradient");
-        m->frozen_sink[1] = model_act(m, C, "frozen norm gradient");
+        size_t sink = c->qk_norm && hd > C ? hd : C;
+        m->frozen_sink[0] = model_act(m, sink, "frozen norm gradient");
+        m->frozen_sink[1] = model_act(m, sink, "frozen norm gradient");
     }
     /* The weight gradients' tn through transposes where the device takes
      * that path (op_matmul_tn_scratch): room for the widest (outputs
@@ -153,7 +168,8 @@ void model_build_activations(struct model *m, uint32_t batch)
      * rows (about as large as the chunk's logits). With LoRA the base has
      * no gradients, and the adapters' (rank wide) take the tn kernel. */
     size_t rows = c->lora_rank ? 0 : R;
-    const size_t wide[][3] = {{rows, llama ? C : 3 * C, C},
+    const size_t wide[][3] = {{rows, llama ? qd : 3 * C, C},
+                              {qd != C ? rows : 0, C, qd}, /* o_proj where it is not dim x dim */
                               {rows, kv, C},
                               {rows, F, C},
                               {rows, C, F},
@@ -187,7 +203,7 @@ void model_destroy_activations(struct model *m)
                                    m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
                                    m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
                                    m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1],
-                                   m->lora_xd};
+                                   m->lora_xd,    m->dq_pre,    m->dk_pre};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
     if (m->tn_scratch && gpu_matmul_scratch(m->g) == m->tn_scratch)

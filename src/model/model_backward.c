@@ -14,8 +14,8 @@ static void layer_backward(struct model *m, uint32_t l)
     struct layer_params *p = &m->lp[l];
     struct layer_acts *a = model_layer_acts(m, l);
     struct gpu *g = m->g;
-    uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
-    uint32_t kv = c->n_kv_heads * hd;
+    uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = model_head_dim(c);
+    uint32_t qd = c->arch == MODEL_LLAMA ? c->n_heads * hd : C, kv = c->n_kv_heads * hd;
     size_t RF = (size_t)R * F;
     if (c->activation_checkpointing)
         model_layer_forward(m, l, NULL);
@@ -60,10 +60,10 @@ static void layer_backward(struct model *m, uint32_t l)
     }
 
     /* Attention: x2 = x + att·Woᵀ (+ b); dres is now d(x2). */
-    op_matmul_nn(g, m->dres, weight(m, p->wo), m->datt, R, C, C, 0);
-    model_lora_backward(m, l, LS_O, a->att, m->dres, m->datt, C, C);
+    op_matmul_nn(g, m->dres, weight(m, p->wo), m->datt, R, C, qd, 0);
+    model_lora_backward(m, l, LS_O, a->att, m->dres, m->datt, C, qd);
     if (grad(m, p->wo))
-        op_matmul_tn(g, m->dres, a->att, grad(m, p->wo), R, C, C, 1);
+        op_matmul_tn(g, m->dres, a->att, grad(m, p->wo), R, C, qd, 1);
     if (p->bo >= 0)
         if (grad(m, p->bo))
             op_bias_backward(g, m->dres, grad(m, p->bo), R, C);
@@ -77,24 +77,35 @@ static void layer_backward(struct model *m, uint32_t l)
                                     m->dv);
         op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
         op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
+        /* dq, dk: of the projections' outputs (through the per-head norms with qk_norm) */
+        struct gpu_buffer *dq = m->dq, *dk = m->dk;
+        if (c->qk_norm) {
+            gpu_zero(g, m->dq_pre);
+            gpu_zero(g, m->dk_pre);
+            op_rmsnorm_backward(g, m->dq, a->q_pre, weight(m, p->q_norm), a->rstd_q, m->dq_pre,
+                                norm_grad(m, p->q_norm, 0), R * c->n_heads, hd);
+            op_rmsnorm_backward(g, m->dk, a->k_pre, weight(m, p->k_norm), a->rstd_k, m->dk_pre,
+                                norm_grad(m, p->k_norm, 1), R * c->n_kv_heads, hd);
+            dq = m->dq_pre, dk = m->dk_pre;
+        }
         if (p->bq >= 0) { /* the biases are added before RoPE: their gradients are the rotated-back ones */
             if (grad(m, p->bq))
-                op_bias_backward(g, m->dq, grad(m, p->bq), R, C);
+                op_bias_backward(g, dq, grad(m, p->bq), R, qd);
             if (grad(m, p->bk))
-                op_bias_backward(g, m->dk, grad(m, p->bk), R, kv);
+                op_bias_backward(g, dk, grad(m, p->bk), R, kv);
             if (grad(m, p->bv))
                 op_bias_backward(g, m->dv, grad(m, p->bv), R, kv);
         }
-        op_matmul_nn(g, m->dq, weight(m, p->wq), m->dxn, R, C, C, 0);
-        op_matmul_nn(g, m->dk, weight(m, p->wk), m->dxn, R, kv, C, 1);
+        op_matmul_nn(g, dq, weight(m, p->wq), m->dxn, R, qd, C, 0);
+        op_matmul_nn(g, dk, weight(m, p->wk), m->dxn, R, kv, C, 1);
         op_matmul_nn(g, m->dv, weight(m, p->wv), m->dxn, R, kv, C, 1);
-        model_lora_backward(m, l, LS_Q, a->xn, m->dq, m->dxn, C, C);
-        model_lora_backward(m, l, LS_K, a->xn, m->dk, m->dxn, kv, C);
+        model_lora_backward(m, l, LS_Q, a->xn, dq, m->dxn, qd, C);
+        model_lora_backward(m, l, LS_K, a->xn, dk, m->dxn, kv, C);
         model_lora_backward(m, l, LS_V, a->xn, m->dv, m->dxn, kv, C);
         if (grad(m, p->wq))
-            op_matmul_tn(g, m->dq, a->xn, grad(m, p->wq), R, C, C, 1);
+            op_matmul_tn(g, dq, a->xn, grad(m, p->wq), R, qd, C, 1);
         if (grad(m, p->wk))
-            op_matmul_tn(g, m->dk, a->xn, grad(m, p->wk), R, kv, C, 1);
+            op_matmul_tn(g, dk, a->xn, grad(m, p->wk), R, kv, C, 1);
         if (grad(m, p->wv))
             op_matmul_tn(g, m->dv, a->xn, grad(m, p->wv), R, kv, C, 1);
         op_rmsnorm_backward(g, m->dxn, a->x, weight(m, p->norm1), a->rstd1, m->dres, norm_grad(m, p->norm1, 0), R, C);

@@ -72,14 +72,20 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
     struct layer_params *p = &m->lp[l];
     struct layer_acts *a = run->a;
     struct gpu *g = m->g;
-    uint32_t R = run->rows, C = c->dim, F = c->hidden_dim, hd = C / c->n_heads;
-    uint32_t kv = c->n_kv_heads * hd;
+    uint32_t R = run->rows, C = c->dim, F = c->hidden_dim, hd = model_head_dim(c);
+    uint32_t qd = c->n_heads * hd, kv = c->n_kv_heads * hd;
 
     if (c->arch == MODEL_LLAMA) {
         op_rmsnorm(g, a->x, weight(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
-        linear(m, run, l, LS_Q, a->xn, p->wq, p->bq, a->q, C, C, 0);
-        linear(m, run, l, LS_K, a->xn, p->wk, p->bk, a->k, kv, C, 0);
+        /* qk_norm: the projections into q_pre and k_pre, then each head's
+         * RMSNorm (rows of hd) into q and k */
+        linear(m, run, l, LS_Q, a->xn, p->wq, p->bq, c->qk_norm ? a->q_pre : a->q, qd, C, 0);
+        linear(m, run, l, LS_K, a->xn, p->wk, p->bk, c->qk_norm ? a->k_pre : a->k, kv, C, 0);
         linear(m, run, l, LS_V, a->xn, p->wv, p->bv, a->v, kv, C, 0);
+        if (c->qk_norm) {
+            op_rmsnorm(g, a->q_pre, weight(m, p->q_norm), a->q, a->rstd_q, R * c->n_heads, hd, c->norm_eps);
+            op_rmsnorm(g, a->k_pre, weight(m, p->k_norm), a->k, a->rstd_k, R * c->n_kv_heads, hd, c->norm_eps);
+        }
         op_rope(g, a->q, run->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
         op_rope(g, a->k, run->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
     } else {
@@ -89,7 +95,7 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
     run->attend(m, l, a, run->ctx);
     /* x2 = x + att·Woᵀ (+ b) */
     residual(g, a->x, a->x2, (size_t)R * C);
-    linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, C, 1);
+    linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, c->arch == MODEL_LLAMA ? qd : C, 1);
 
     if (c->arch == MODEL_LLAMA) {
         op_rmsnorm(g, a->x2, weight(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);

@@ -27,9 +27,11 @@ struct decoder {
     struct gpu_buffer *token, *position; /* int32 (1) */
     struct gpu_buffer *x;                /* residual stream (C), updated in place */
     struct gpu_buffer *xn, *mean, *rstd; /* norm output (C), statistics (1) */
-    struct gpu_buffer *q, *k, *v;        /* llama: (C), (kvd), (kvd) */
+    struct gpu_buffer *q, *k, *v;        /* llama: (H·hd), (kvd), (kvd) */
+    struct gpu_buffer *q_pre, *k_pre;    /* qk_norm: q and k before their norms */
+    struct gpu_buffer *rstd_q, *rstd_k;  /* qk_norm: (H), (KVH) */
     struct gpu_buffer *qkv;              /* gpt2: (3C) */
-    struct gpu_buffer *att;              /* attention output (C) */
+    struct gpu_buffer *att;              /* attention output (H·hd) */
     struct gpu_buffer *gate, *up, *h;    /* MLP (F) */
     struct gpu_buffer *scores;           /* (H, T) */
     struct gpu_buffer *logits;           /* (V) */
@@ -49,7 +51,7 @@ struct decoder *decoder_create(struct model *m)
     struct decoder *d = vkt_calloc(1, sizeof *d, "the decoder");
     d->m = m;
     d->C = c->dim, d->F = c->hidden_dim, d->H = c->n_heads, d->KVH = c->n_kv_heads;
-    d->hd = c->dim / c->n_heads, d->kvd = d->KVH * d->hd, d->V = c->vocab_size, d->T = c->max_seq_len;
+    d->hd = model_head_dim(c), d->kvd = d->KVH * d->hd, d->V = c->vocab_size, d->T = c->max_seq_len;
     int llama = c->arch == MODEL_LLAMA;
     d->token = buf(d, 1, "decode token");
     d->position = buf(d, 1, "decode position");
@@ -58,14 +60,20 @@ struct decoder *decoder_create(struct model *m)
     d->mean = buf(d, 1, "decode mean");
     d->rstd = buf(d, 1, "decode rstd");
     if (llama) {
-        d->q = buf(d, d->C, "decode q");
+        d->q = buf(d, (size_t)d->H * d->hd, "decode q");
         d->k = buf(d, d->kvd, "decode k");
         d->v = buf(d, d->kvd, "decode v");
         d->gate = buf(d, d->F, "decode gate");
+        if (c->qk_norm) {
+            d->q_pre = buf(d, (size_t)d->H * d->hd, "decode q before its norm");
+            d->k_pre = buf(d, d->kvd, "decode k before its norm");
+            d->rstd_q = buf(d, d->H, "decode rstd q");
+            d->rstd_k = buf(d, d->KVH, "decode rstd k");
+        }
     } else {
         d->qkv = buf(d, 3 * (size_t)d->C, "decode qkv");
     }
-    d->att = buf(d, d->C, "decode att");
+    d->att = buf(d, llama ? (size_t)d->H * d->hd : d->C, "decode att");
     d->up = buf(d, d->F, "decode up");
     d->h = buf(d, d->F, "decode h");
     d->scores = buf(d, (size_t)d->H * d->T, "decode scores");
@@ -86,6 +94,10 @@ struct decoder *decoder_create(struct model *m)
                                   .q = d->q,
                                   .k = d->k,
                                   .v = d->v,
+                                  .q_pre = d->q_pre,
+                                  .k_pre = d->k_pre,
+                                  .rstd_q = d->rstd_q,
+                                  .rstd_k = d->rstd_k,
                                   .qkv = d->qkv,
                                   .att = d->att,
                                   .x2 = d->x,
@@ -104,7 +116,8 @@ void decoder_destroy(struct decoder *d)
         return;
     struct gpu *g = d->m->g;
     struct gpu_buffer *all[] = {d->token, d->position, d->x,   d->xn,   d->mean, d->rstd, d->q,      d->k,
-                                d->v,     d->qkv,      d->att, d->gate, d->up,   d->h,    d->scores, d->logits};
+                                d->v,     d->qkv,      d->att, d->gate, d->up,   d->h,    d->scores, d->logits,
+                                d->q_pre, d->k_pre,    d->rstd_q, d->rstd_k};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gpu_buffer_destroy(g, all[i]);
     for (uint32_t l = 0; l < d->m->c.n_layers; l++) {

@@ -18,8 +18,10 @@ struct layer_params {
      * wq/wk/wv/wo, gate/up/down. gpt2: norm1/2 = ln_1/ln_2 (+ biases),
      * wqkv = c_attn (3C, C), wo = attn.c_proj, up = mlp.c_fc,
      * down = mlp.c_proj (+ biases); llama's optional biases bq/bk/bv, bo,
-     * bgate/bup/bdown. Unused entries are -1. */
+     * bgate/bup/bdown, the per-head q_norm and k_norm (qk_norm). Unused
+     * entries are -1. */
     int norm1, norm1_b, wq, bq, wk, bk, wv, bv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, bgate, up, bup, down, bdown;
+    int q_norm, k_norm;
     int lora_a[LS_N], lora_b[LS_N]; /* LoRA's A and B of each linear layer, or -1 */
 };
 
@@ -37,9 +39,10 @@ struct layer_acts {
     struct gpu_buffer *xn; /* norm1(x) */
     struct gpu_buffer *mean1, *rstd1;
     struct gpu_buffer *q, *k, *v; /* llama: (rows, H·hd), (rows, KVH·hd) after RoPE */
+    struct gpu_buffer *q_pre, *k_pre, *rstd_q, *rstd_k; /* qk_norm: q and k before their norms, the norms' rstd */
     struct gpu_buffer *qkv;       /* gpt2: (rows, 3C) */
     struct gpu_buffer *lse;       /* attention log-sum-exp per query row (B, H, T) */
-    struct gpu_buffer *att;       /* attention output (rows, C) */
+    struct gpu_buffer *att;       /* attention output (rows, H·hd) */
     struct gpu_buffer *x2;        /* residual after attention */
     struct gpu_buffer *xn2, *mean2, *rstd2;
     struct gpu_buffer *gate, *up;    /* llama (rows, hidden); gpt2: up = c_fc output */
@@ -58,7 +61,7 @@ struct model {
     struct gpu_buffer *lora_du;        /* LoRA backward scratch (rows, rank) */
     struct gpu_buffer *lora_xd;        /* LoRA dropout: the dropped input, or dx's part (rows, widest input) */
     int lora_drop;                     /* the last forward applies LoRA dropout (training, rate > 0) */
-    struct gpu_buffer *frozen_sink[2]; /* the norm backward's weight gradients of a frozen norm (C floats) */
+    struct gpu_buffer *frozen_sink[2]; /* the norm backward's weight gradients of a frozen norm (C or hd floats) */
     int building_stage;                /* backward stage of the parameters being added */
     int adding_adapter;                /* the parameters being added are LoRA's */
     int embed, pos_embed, norm_f, norm_f_b, lm_head; /* indices (-1 if absent) */
@@ -80,8 +83,9 @@ struct model {
     struct gpu_buffer *rope_table; /* llama: (max_seq_len, hd/2, 2) */
     /* Backward scratch. */
     struct gpu_buffer *dres;                   /* gradient of the residual stream (rows, C) */
-    struct gpu_buffer *dxn, *datt, *att_stats; /* (rows, C), (rows, C), (B,H,T,2) */
+    struct gpu_buffer *dxn, *datt, *att_stats; /* (rows, C), (rows, H·hd), (B,H,T,2) */
     struct gpu_buffer *dq, *dk, *dv, *dqkv;    /* llama / gpt2 */
+    struct gpu_buffer *dq_pre, *dk_pre;        /* qk_norm: gradients of q and k before their norms */
     struct gpu_buffer *dh, *dgate, *dup;       /* (rows, hidden) */
     int keep_logits;
     struct gpu_buffer *head_grad; /* model_set_head_grad, else NULL */
@@ -159,7 +163,7 @@ static inline struct op_attention_shape model_attention_shape(const struct model
 {
     const struct model_config *c = &m->c;
     struct op_attention_shape s = {
-        .B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads, .hd = c->dim / c->n_heads};
+        .B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads, .hd = model_head_dim(c)};
     if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
         s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
     return s;
