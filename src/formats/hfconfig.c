@@ -407,10 +407,11 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
      * mistral (LlamaConfig of transformers 4.44 has no head_dim). */
     int apart = llama && c->head_dim && c->head_dim * c->n_heads != c->dim;
     const char *type = !llama ? "gpt2" : c->qk_norm ? "qwen3" : apart ? "mistral" : "llama";
-    const char *arch = !llama ? "GPT2LMHeadModel" : c->qk_norm ? "Qwen3ForCausalLM" : apart ? "MistralForCausalLM"
-                                                                                           : "LlamaForCausalLM";
-    json_object_set_new(root, "architectures", json_pack("[s]", arch));
-    json_object_set_new(root, "model_type", json_string(type));
+    const struct family *f = families;
+    while (strcmp(f->type, type))
+        f++;
+    json_object_set_new(root, "architectures", json_pack("[s]", f->architecture));
+    json_object_set_new(root, "model_type", json_string(f->type));
     if (llama) {
         write_keys(root, llama_keys, NKEYS(llama_keys), c);
         json_object_set_new(root, "hidden_act", json_string("silu"));

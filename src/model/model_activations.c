@@ -92,7 +92,7 @@ void model_build_activations(struct model *m, uint32_t batch)
             a->qkv = model_act(m, R * 3 * C, "qkv");
         }
         a->lse = model_act(m, lse_floats, "attention lse");
-        a->att = model_act(m, R * (llama ? qd : C), "att");
+        a->att = model_act(m, R * qd, "att"); /* gpt2: qd == C */
         a->x2 = model_act(m, R * C, "x2");
         a->xn2 = model_act(m, R * C, "xn2");
         a->mean2 = model_act(m, R, "mean2");
@@ -130,7 +130,7 @@ void model_build_activations(struct model *m, uint32_t batch)
     gpu_memory_category(m->g, GPU_MEM_ACTIVATIONS);
     m->dres = model_act(m, R * C, "dres");
     m->dxn = model_act(m, R * C, "dxn");
-    m->datt = model_act(m, R * (llama ? qd : C), "datt");
+    m->datt = model_act(m, R * qd, "datt");
     m->att_stats = model_act(m, 2 * P, "attention row stats");
     if (llama) {
         m->dq = model_act(m, R * qd, "dq");
@@ -153,7 +153,7 @@ void model_build_activations(struct model *m, uint32_t batch)
             for (uint32_t l = 0; l < c->n_layers; l++) {
                 if (m->lp[l].lora_a[LS_DOWN] >= 0 && F > in)
                     in = F;
-                if (llama && m->lp[l].lora_a[LS_O] >= 0 && qd > in)
+                if (m->lp[l].lora_a[LS_O] >= 0 && qd > in)
                     in = qd;
             }
             m->lora_xd = model_act(m, R * in, "lora dropout");

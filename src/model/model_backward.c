@@ -15,7 +15,7 @@ static void layer_backward(struct model *m, uint32_t l)
     struct layer_acts *a = model_layer_acts(m, l);
     struct gpu *g = m->g;
     uint32_t R = m->last.B * m->last.T, C = c->dim, F = c->hidden_dim, hd = model_head_dim(c);
-    uint32_t qd = c->arch == MODEL_LLAMA ? c->n_heads * hd : C, kv = c->n_kv_heads * hd;
+    uint32_t qd = c->n_heads * hd, kv = c->n_kv_heads * hd;
     size_t RF = (size_t)R * F;
     if (c->activation_checkpointing)
         model_layer_forward(m, l, NULL);

@@ -95,7 +95,7 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
     run->attend(m, l, a, run->ctx);
     /* x2 = x + att·Woᵀ (+ b) */
     residual(g, a->x, a->x2, (size_t)R * C);
-    linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, c->arch == MODEL_LLAMA ? qd : C, 1);
+    linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, qd, 1);
 
     if (c->arch == MODEL_LLAMA) {
         op_rmsnorm(g, a->x2, weight(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
