@@ -63,4 +63,7 @@ fi
 # (test_coopmat_sid): scripts/sid.sh.
 if [ "${1:-build}" = test ]; then
   "$(dirname "$0")/sid.sh" fetch
+  # the same tree's python3-torch and a newer transformers: the oracle of
+  # Qwen3 and the families transformers 4.44.2 lacks (test_hf_families)
+  "$(dirname "$0")/sid.sh" torch
 fi

@@ -11,6 +11,10 @@
 #   scripts/sid.sh root           print the tree's folder (exit 1, naming the fix, if absent)
 #   scripts/sid.sh run PROG ARG.. run PROG on the tree's C library, lavapipe and
 #                                 validation layer (its glslc: run "$(scripts/sid.sh root)/usr/bin/glslc")
+#   scripts/sid.sh torch          add the tree's python3-torch and a venv of transformers (the
+#                                 oracle of the model families that Debian 12's torch cannot run,
+#                                 test_hf_families; root)
+#   scripts/sid.sh python ARG..   that venv's python in the tree (chroot: paths are the tree's)
 # The folder: $VKTRAIN_SID, else ~/.cache/vktrain-sid.
 set -euo pipefail
 dir=${VKTRAIN_SID:-$HOME/.cache/vktrain-sid}
@@ -22,6 +26,16 @@ present() {
 }
 need() {
   present || { echo "sid: no Debian unstable tree in $dir: run scripts/deps.sh test (or scripts/sid.sh fetch)" >&2; exit 1; }
+}
+
+# The oracle's pins: a transformers with Qwen3, Gemma 3 and SmolLM3 (its
+# wheels and their dependencies' from PyPI, downloaded by the system's pip
+# for the tree's Python and installed offline there).
+transformers_pin=transformers==4.57.1
+venv=/opt/vktrain-hf
+has_torch() {
+  present && [ -x "$dir$venv/bin/python" ] &&
+    [ "$(cat "$dir$venv/pin" 2>/dev/null)" = "$transformers_pin" ]
 }
 
 case "${1:-}" in
@@ -36,6 +50,39 @@ case "${1:-}" in
     icd=$dir/usr/share/vulkan/icd.d/lvp_icd.json
     export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd VK_LAYER_PATH=$dir/usr/share/vulkan/explicit_layer.d
     exec "$loader" --library-path "$dir/usr/lib/$multiarch" "$@"
+    ;;
+  python)
+    has_torch || { echo "sid: no transformers venv in $dir: run scripts/deps.sh test (or scripts/sid.sh torch)" >&2; exit 1; }
+    shift
+    exec chroot "$dir" "$venv/bin/python" "$@"
+    ;;
+  torch)
+    need
+    has_torch && exit 0
+    [ "$(id -u)" -eq 0 ] || { echo "sid: installing into the tree needs root" >&2; exit 1; }
+    echo "vktrain: python3-torch and $transformers_pin into $dir (the oracle of the newer model families)"
+    cp /etc/resolv.conf "$dir/etc/resolv.conf"
+    # the system's apt settings of the archive's dates (a mirror whose
+    # Release files the system accepts)
+    opts=$(apt-config dump | sed -n 's/^\(Acquire::Check-\(Valid-Until\|Date\)\) "\(.*\)";$/-o \1=\3/p' | tr '\n' ' ')
+    chroot "$dir" /bin/sh -c "apt-get $opts update && DEBIAN_FRONTEND=noninteractive apt-get $opts install -y \
+      --no-install-recommends python3-torch python3-venv" >> "$dir.log" 2>&1 ||
+      { echo "sid: apt-get in the tree failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
+    pyver=$(chroot "$dir" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    wheels=$dir/tmp/vktrain-wheels
+    rm -rf "$wheels" "$dir$venv"
+    /usr/bin/python3 -m pip --version >/dev/null 2>&1 ||
+      { echo "sid: no pip on this system to download the wheels (apt-get install python3-pip)" >&2; exit 1; }
+    /usr/bin/python3 -m pip download -q --only-binary=:all: --implementation cp --python-version "$pyver" \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+      --platform linux_x86_64 -d "$wheels" "$transformers_pin" >> "$dir.log" 2>&1 ||
+      { echo "sid: pip download of $transformers_pin failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
+    # numpy: the tree's, which its torch was built with, not a wheel's
+    chroot "$dir" /bin/sh -c "python3 -m venv --system-site-packages $venv &&
+      $venv/bin/pip install -q --no-index --find-links /tmp/vktrain-wheels $transformers_pin" >> "$dir.log" 2>&1 ||
+      { echo "sid: installing $transformers_pin in the tree failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
+    rm -rf "$wheels"
+    echo "$transformers_pin" > "$dir$venv/pin"
     ;;
   fetch)
     present && exit 0
@@ -57,7 +104,7 @@ case "${1:-}" in
     present || { echo "sid: the tree in $dir lacks lavapipe or glslc" >&2; exit 1; }
     ;;
   *)
-    echo "usage: $0 fetch|root|run PROG [ARG...]" >&2
+    echo "usage: $0 fetch|root|run PROG [ARG...]|torch|python [ARG...]" >&2
     exit 2
     ;;
 esac

@@ -17,7 +17,10 @@ vocab_size 320, dim 32, 2 layers, 4 heads, MLP 64, every parameter random
          keeps its 64 rows); float16, one file;
   mistral: GQA 4/2, untied, head_dim 16 (q_proj 64 wide against hidden
          32: the head size apart from hidden / heads), no sliding window;
-         float32, one file.
+         float32, one file;
+  mistral_window: GQA 4/2, tied, sliding_window 5 at max_seq_len 16 (each
+         query sees its last 5 keys, as the eager mask of transformers
+         writes it, in training and in generation); float32, one file.
 Data: llm.c token shards written here, 8 training windows and 4 held-out
 windows of 17 random ids (a tokens dataset is one stream cut into windows
 of max_seq_len+1 starting every max_seq_len tokens, no document
@@ -61,20 +64,18 @@ import tempfile
 import torch
 import transformers
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, PreTrainedTokenizerFast, Qwen2Config)
-from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+                          MistralConfig, Qwen2Config)
 
-from shard_testing import write_shard
+from hf_oracle import MODEL_VOCAB, greedy, make_tokenizer, randomize
+from shard_testing import fine_tune
 
 VKTRAIN = os.environ["VKTRAIN"]
-T, WINDOWS, VAL_WINDOWS, STEPS, MODEL_VOCAB = 16, 8, 4, 4, 320
-CORPUS = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",
-          "to be or not to be, that is the question", "1234 5678 hello world"] * 20
+T, WINDOWS, VAL_WINDOWS, STEPS = 16, 8, 4, 4
 failures = []
 # Config overrides that drop one feature: the loss must then disagree.
 CONTROLS = {"llama": ("without rope_scaling", {"rope_scaling": None}),
+            "mistral_window": ("without its sliding window", {"sliding_window": None}),
             "qwen2": ("with q/k/v biases dropped (read as a llama)", {"cls": LlamaForCausalLM})}
 
 
@@ -82,28 +83,6 @@ def check(name, ok, detail=""):
     print(("ok: " if ok else "FAIL: ") + name + (f"  ({detail})" if detail else ""))
     if not ok:
         failures.append(name)
-
-
-def make_tokenizer(d):
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<|endoftext|>", "<|pad|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
-                                   pad_token="<|pad|>")
-    fast.save_pretrained(d)
-    return fast
-
-
-def randomize(model, gen):
-    """Every parameter random: matrices N(0, 0.1), biases N(0, 0.1), norm weights 1 + N(0, 0.1)."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=gen) * 0.1
-            norm = p.dim() == 1 and ("norm" in name or ".ln_" in name) and name.endswith("weight")
-            p.copy_(noise + 1.0 if norm else noise)
 
 
 def build(arch, d, tok, gen):
@@ -118,6 +97,8 @@ def build(arch, d, tok, gen):
         cfg = Qwen2Config(**common, tie_word_embeddings=True, use_sliding_window=False)
     elif arch == "mistral":
         cfg = MistralConfig(**common, head_dim=16, sliding_window=None, tie_word_embeddings=False)
+    elif arch == "mistral_window":
+        cfg = MistralConfig(**common, sliding_window=5, tie_word_embeddings=True)
     else:
         cfg = GPT2Config(vocab_size=MODEL_VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, **ids)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
@@ -144,35 +125,13 @@ def hf_loss(folder, windows, control=None):
 
 def check_generate(arch, folder, tok, n_new=12):
     """`vktrain generate --temperature 0` on the export prints the prompt and
-    then the tokens of transformers' greedy decoding of the same folder:
-    <bos> + the prompt, the argmax over the tokenizer's ids (vktrain never
-    draws the vocab_size padding rows), stopping at eos. The smallest top-1
-    margin is printed to show no choice is a near tie."""
+    then the tokens of transformers' greedy decoding of the same folder
+    (hf_oracle.greedy)."""
     prompt = "the quick brown"
-    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, attn_implementation="eager")
-    model.eval()
-    seq, margin = [tok.bos_token_id] + tok(prompt)["input_ids"], float("inf")
-    with torch.no_grad():
-        for _ in range(n_new):
-            logits = model(input_ids=torch.tensor([seq])).logits[0, -1, :len(tok)]
-            top = torch.topk(logits, 2).values
-            margin = min(margin, (top[0] - top[1]).item())
-            nxt = int(torch.argmax(logits))
-            if nxt == tok.eos_token_id:
-                break
-            seq.append(nxt)
-    new_ids = seq[1 + len(tok(prompt)["input_ids"]):]
-    # The bytes of each token (random tokens may split UTF-8 sequences, so
-    # compare bytes): a special token's content, else its byte-level string
-    # mapped back to bytes.
-    byte_of = {c: b for b, c in bytes_to_unicode().items()}
-    specials = set(tok.all_special_ids)
-    want = prompt.encode() + b"".join(
-        t.encode() if i in specials else bytes(byte_of[c] for c in t)
-        for i, t in zip(new_ids, tok.convert_ids_to_tokens(new_ids))) + b"\n"
+    want, margin, n = greedy(folder, prompt, n_new)
     r = subprocess.run([VKTRAIN, "generate", "--model", folder, "--prompt", prompt, "--temperature", "0",
                         "--max-new-tokens", str(n_new)], capture_output=True)
-    check(f"{arch}: vktrain generate prints transformers' greedy tokens ({len(new_ids)} tokens)",
+    check(f"{arch}: vktrain generate prints transformers' greedy tokens ({n} tokens)",
           r.returncode == 0 and r.stdout == want,
           f"vk {r.stdout!r} hf {want!r}, smallest top-1 margin {margin:.3g} {r.stderr[-500:]!r}")
 
@@ -183,26 +142,10 @@ def run_case(arch, work, tok, gen):
     n_tok = len(tok)
     stream = torch.randint(0, n_tok, (WINDOWS * T + 1,), generator=gen).tolist()
     val = torch.randint(0, n_tok, (VAL_WINDOWS * T + 1,), generator=gen).tolist()
-    write_shard(os.path.join(work, arch + "-train.bin"), stream)
-    write_shard(os.path.join(work, arch + "-val.bin"), val)
-    recipe = os.path.join(work, arch + ".yaml")
-    with open(recipe, "w") as f:
-        f.write(f"""output_dir: {out}
-model: {{init_from: {src}, max_seq_len: {T}}}
-dataset: {{type: tokens, path: {work}/{arch}-train.bin, val_path: {work}/{arch}-val.bin, shuffle: false}}
-batch_size: {WINDOWS}
-max_steps: {STEPS}
-eval_every_n_steps: {STEPS}
-optimizer: {{lr: 1.0e-2, weight_decay: 0.1}}
-lr_scheduler: {{type: constant}}
-clip_grad_norm: 1.0
-""")
-    r = subprocess.run([VKTRAIN, "train", "--config", recipe], capture_output=True, text=True)
-    if r.returncode:
-        print(r.stdout[-3000:], r.stderr[-3000:])
+    metrics = fine_tune(VKTRAIN, work, arch, src, out, stream, val, T, WINDOWS, STEPS)
+    if metrics is None:
         check(f"{arch}: vktrain train exits 0", False)
         return
-    metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]
     train_windows = [stream[i * T:i * T + T + 1] for i in range(WINDOWS)]
     val_windows = [val[i * T:i * T + T + 1] for i in range(VAL_WINDOWS)]
 
@@ -231,12 +174,14 @@ clip_grad_norm: 1.0
 
     have, want = json.load(open(os.path.join(out, "config.json"))), json.load(open(os.path.join(src, "config.json")))
     same = [k for k in ("model_type", "rope_scaling", "rope_theta", "attention_bias", "mlp_bias", "n_positions",
-                        "max_position_embeddings", "tie_word_embeddings", "num_key_value_heads") if k in want]
+                        "max_position_embeddings", "tie_word_embeddings", "num_key_value_heads", "sliding_window")
+            if k in want]
     check(f"{arch}: config.json keeps the source's {', '.join(same)}", all(have.get(k) == want[k] for k in same))
     check(f"{arch}: config.json has the tokenizer's special ids and torch_dtype float32",
           (have.get("bos_token_id"), have.get("eos_token_id"), have.get("pad_token_id"), have.get("torch_dtype")) ==
           (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id, "float32"), str(have.get("torch_dtype")))
     # The folder's tokenizer was used; a recipe naming another is refused.
+    recipe = os.path.join(work, arch + ".yaml")  # fine_tune's
     r = subprocess.run([VKTRAIN, "train", "--config", recipe, "tokenizer.type=byte", f"output_dir={out}-byte"],
                        capture_output=True, text=True)
     check(f"{arch}: a byte tokenizer over a folder holding tokenizer.json is refused",
@@ -252,7 +197,7 @@ def main():
     gen = torch.Generator().manual_seed(11)
     with tempfile.TemporaryDirectory() as work:
         tok = make_tokenizer(os.path.join(work, "tokenizer"))
-        for arch in ("llama", "qwen2", "gpt2", "mistral"):
+        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window"):
             run_case(arch, work, tok, gen)
     if failures:
         print(f"{len(failures)} check(s) failed")

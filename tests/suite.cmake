@@ -48,6 +48,7 @@ set(VKTRAIN_SUITE
   test_generate                model,sanitize,device,strict      300
   test_generate_cli            model                             120
   test_gpu_profile             unit,sanitize                     60
+  test_hf_families             model,parity                      300
   test_hf_transformers         model,parity                      180
   test_hfconfig                unit,sanitize                     60
   test_large                   ops,device                        120

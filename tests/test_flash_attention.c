@@ -4,7 +4,8 @@
  * families, the tiled one also in blocks (shaders/default/flash_block.comp,
  * GPUs' default; the test checks they ran): causal, packed with documents, grouped-query
  * heads, GPT-2's fused qkv views, short and long sequences (T = 1024, 2048), the walk split over dispatches (as under
- * llvmpipe's loop limit) and bindings in sequence ranges (as under a small storage range).
+ * llvmpipe's loop limit) and bindings in sequence ranges (as under a small storage range), and
+ * sliding windows (1 to 40 keys, with documents, GQA, fused views, parts).
  *
  * Tolerance: normalized error mse(gpu, ref)/mse(ref, 0) < 1e-9 for out,
  * lse, dq, dk, dv against the reference and against the present kernels
@@ -27,6 +28,7 @@ static struct ref_rng rng;
 static struct gpu *g;
 static int block_pass; /* attention in blocks (op_flash_attention_set_block) */
 static int last_timed; /* whether test_flash's last run was profiled */
+static uint32_t window; /* the cases' sliding window (0: none) */
 
 /* Whether the profile since gpu_profile_start ran a kernel whose name
  * starts with prefix (a whole name: that kernel). */
@@ -199,7 +201,7 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     double *out = vkt_calloc(nq, 8, "out"), *probs = vkt_calloc(np, 8, "probs");
     struct views in = upload(q, k, v, rows, qw, kw, fused, 3, "input");
     struct views grad = upload(dq, dk, dv, rows, qw, kw, fused, 3, "gradient");
-    ref_attention_forward(out, probs, q, k, v, with_doc ? doc : NULL, B, T, H, KVH, hd);
+    ref_attention_forward_window(out, probs, q, k, v, with_doc ? doc : NULL, B, T, H, KVH, hd, (int)window);
     ref_attention_backward(dq, dk, dv, dout, probs, q, k, v, B, T, H, KVH, hd);
     double *lse = ref_lse(probs, q, k, B, T, H, KVH, hd);
     struct gpu_buffer *bdoc = gpu_buffer_create(g, sizeof(int32_t) * rows, "doc");
@@ -208,19 +210,20 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     struct gpu_buffer *bst = gpu_buffer_create(g, 8 * nr, "stats"), *bdo = buffer_from_doubles(g, dout, nq, "do");
     struct op_attention_shape sh = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_off = in.q_at,
                                     .k_off = in.k_at, .v_off = in.v_at, .q_stride = in.q_stride,
-                                    .kv_stride = in.kv_stride};
+                                    .kv_stride = in.kv_stride, .window = window};
     struct gpu_buffer *d = with_doc ? bdoc : NULL;
+    CHECK(!present || !window, "the present kernels have no sliding window");
     struct snapshot g0 = snapshot_take(&grad);
     int timed = last_timed = gpu_profile_start(g);
     op_flash_attention(g, &sh, in.q, in.k, in.v, d, bl, bo);
     op_flash_attention_backward(g, &sh, in.q, in.k, in.v, d, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
     gpu_profile_stop(g);
     char what[128];
-    snprintf(what, sizeof what, "%s B=%d T=%d H=%d KVH=%d hd=%d doc=%d fused=%d",
+    snprintf(what, sizeof what, "%s B=%d T=%d H=%d KVH=%d hd=%d doc=%d fused=%d window=%u",
              gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel"
              : block_pass                             ? "tiled, blocks"
                                                       : "tiled",
-             B, T, H, KVH, hd, with_doc, fused);
+             B, T, H, KVH, hd, with_doc, fused, window);
     if (timed && block_pass)
         CHECK(ran("flash_block_fwd") && ran("flash_block_dq") && ran("flash_block_dk"), /* dkv, or dk and dv */
               "%s: the block kernels did not run", what);
@@ -284,7 +287,8 @@ static void test_rows_same_bits(int B, int T, int H, int KVH, int hd, uint32_t w
     gpu_upload(g, bdoc, 0, doc, sizeof(int32_t) * rows);
     struct gpu_buffer *bo = gpu_buffer_create(g, 4 * nq, "out"), *bl = gpu_buffer_create(g, 4 * nr, "lse");
     struct gpu_buffer *bst = gpu_buffer_create(g, 8 * nr, "stats"), *bdo = buffer_from_doubles(g, dout, nq, "do");
-    struct op_attention_shape sh = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_stride = qw, .kv_stride = kw};
+    struct op_attention_shape sh = {
+        .B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_stride = qw, .kv_stride = kw, .window = window};
     struct snapshot g0 = snapshot_take(&grad), got[2][2];
     struct views outs = {.q = bo, .k = bo, .v = bo};
     static const char *want[2][4] = {
@@ -292,7 +296,8 @@ static void test_rows_same_bits(int B, int T, int H, int KVH, int hd, uint32_t w
         {"flash_attention_fwd_storage_vec4", "flash_attention_dq_storage_vec4", "flash_attention_dk_storage_vec4",
          "flash_attention_dv_storage_vec4"}};
     char what[96];
-    snprintf(what, sizeof what, "rows per invocation B=%d T=%d H=%d KVH=%d hd=%d walk=%u", B, T, H, KVH, hd, walk);
+    snprintf(what, sizeof what, "rows per invocation B=%d T=%d H=%d KVH=%d hd=%d walk=%u window=%u", B, T, H, KVH, hd,
+             walk, window);
     op_flash_attention_set_walk(walk);
     for (int one = 0; one < 2; one++) {
         gpu_set_limits(g, one ? "texel_elements=64" : NULL);
@@ -391,6 +396,23 @@ int main(void)
         test_flash(5, 13, 2, 1, 16, 1, 0, 0);
         test_flash(5, 13, 2, 2, 8, 0, 1, 0); /* no documents: a stand-in binding */
         gpu_set_limits(g, NULL);
+        /* Sliding windows (the reference's mask; the present kernels have
+         * none): one key, windows across steps of 8 and blocks of 16 or
+         * 32 rows, with documents, GQA, fused views, the walk in parts. */
+        window = 1;
+        test_flash(2, 9, 2, 1, 16, 0, 1, 0);
+        window = 3;
+        test_flash(2, 23, 4, 2, 8, 1, 0, 0);
+        window = 13;
+        test_flash(2, 37, 4, 2, 32, 1, 0, 0);
+        window = 40;
+        test_flash(1, 300, 2, 1, 64, 1, 0, 0);
+        test_flash(1, 90, 3, 3, 12, 0, 1, 0);
+        window = 6;
+        op_flash_attention_set_walk(5);
+        test_flash(2, 23, 4, 2, 8, 1, 0, 0);
+        op_flash_attention_set_walk(0);
+        window = 0;
         /* Long sequences: the present kernels keep T² floats per head. */
         test_flash(1, 1024, 2, 1, 64, 1, 0, c == 0);
         test_flash(1, 2048, 1, 1, 64, 0, 0, 0);
@@ -424,6 +446,9 @@ int main(void)
     if (gpu_cpu_device(gpu_info(g))) {
         test_rows_same_bits(3, 45, 4, 2, 16, 0);
         test_rows_same_bits(2, 61, 2, 1, 32, 13); /* the walk in parts of 13 */
+        window = 11;
+        test_rows_same_bits(2, 61, 2, 1, 32, 13);
+        window = 0;
     } else
         printf("test_flash_attention: %s is not a CPU device: the texel attention kernels' bits against the storage "
                "ones not compared (those kernels run on CPU devices only)\n",

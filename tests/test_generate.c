@@ -1,8 +1,9 @@
 /* test_generate: the key/value-cached decode path against the training
  * forward, and the sampling that generation draws with.
  *
- * For llama (GQA, untied, head size 6, padded vocab), llama (tied, MHA)
- * and gpt2, with both kernel families: a sequence filling max_seq_len goes
+ * For llama (GQA, untied, head size 6, padded vocab; and with a sliding
+ * window of 5 over 16 positions), llama (tied, MHA) and gpt2, with both
+ * kernel families: a sequence filling max_seq_len goes
  * through model_forward (logits kept) and, one token at a time, through
  * decoder_step; the logits at every position must agree with normalized
  * error mse(decode, batch)/mse(batch, 0) < 1e-9 (same fp32 math in another
@@ -190,6 +191,8 @@ int main(void)
     struct model_config llama_tied = llama_gqa;
     llama_tied.vocab_size = 259, llama_tied.dim = 32, llama_tied.n_kv_heads = 4, llama_tied.tie_embeddings = 1;
     llama_tied.hidden_dim = 64, llama_tied.rope_theta = 500.0;
+    struct model_config llama_window = llama_gqa; /* the cache's first rows leave the window */
+    llama_window.sliding_window = 5;
     struct model_config gpt2 = {
         .arch = MODEL_GPT2,
         .vocab_size = 259,
@@ -212,6 +215,8 @@ int main(void)
         check_decode(what, &llama_gqa);
         snprintf(what, sizeof what, "llama tied (%s)", class_names[k]);
         check_decode(what, &llama_tied);
+        snprintf(what, sizeof what, "llama sliding window 5 (%s)", class_names[k]);
+        check_decode(what, &llama_window);
         snprintf(what, sizeof what, "gpt2 (%s)", class_names[k]);
         check_decode(what, &gpt2);
     }

@@ -31,6 +31,8 @@ static void round_trip(const struct hf_config *c, const char *what, const char *
     check_equal(&r, c, what);
     CHECK(!c->head_dim || (r.head_dim == c->head_dim && r.qk_norm == c->qk_norm), "%s: head_dim %d, qk_norm %d", what,
           r.head_dim, r.qk_norm);
+    CHECK(r.sliding_window == c->sliding_window, "%s: sliding_window %d back as %d", what, c->sliding_window,
+          r.sliding_window);
     char text[4096] = {0};
     FILE *f = fopen(path, "r");
     CHECK(f && fread(text, 1, sizeof text - 1, f) > 0, "reading %s", path);
@@ -62,6 +64,11 @@ static void test_round_trips(void)
     mi.qk_norm = 0;
     round_trip(&mi, "mistral", "\"model_type\": \"mistral\"");
     round_trip(&mi, "mistral", "\"sliding_window\": null");
+    /* a sliding window: mistral, whatever the head size */
+    struct hf_config sw = llama;
+    sw.sliding_window = 16;
+    round_trip(&sw, "mistral with a window", "\"model_type\": \"mistral\"");
+    round_trip(&sw, "mistral with a window", "\"sliding_window\": 16");
 }
 
 static int read_text(const char *text, struct hf_config *c)
@@ -164,6 +171,20 @@ static void test_families(void)
     CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": null, " LLAMA_REST "}",
                     &c) == 0 && !strcmp(c.model_type, "mistral") && c.n_kv_heads == 8 && !c.qkv_bias,
           "mistral: %s", err);
+    /* windows: shorter than the context, given or transformers' default
+     * of 4096 when absent; one that holds every position is none */
+    CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"max_position_embeddings\": 8192, "
+                    "\"sliding_window\": 4096, " LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 4096,
+          "mistral window 4096 of 8192: %s (window %d)", err, c.sliding_window);
+    CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"max_position_embeddings\": 8192, "
+                    LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 4096,
+          "mistral without sliding_window: %s (window %d)", err, c.sliding_window);
+    CHECK(read_text("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"max_position_embeddings\": 4096, "
+                    "\"sliding_window\": 4096, " LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 0,
+          "mistral window 4096 of 4096: %s (window %d)", err, c.sliding_window);
 }
 
 static void expect_error(const char *text, const char *want, const char *want2)
@@ -208,11 +229,10 @@ static void test_errors(void)
                  "'rope_scaling.high_freq_factor'", NULL);
     expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, " LLAMA_REST "}",
                  "'use_sliding_window': true is not supported", NULL);
-    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"max_position_embeddings\": 8192, "
-                 "\"sliding_window\": 4096, " LLAMA_REST "}",
-                 "'sliding_window' = 4096", "not supported");
-    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, " LLAMA_REST "}", "'sliding_window' = 4096",
-                 "default");
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": 0, " LLAMA_REST "}",
+                 "'sliding_window' must be a positive integer or null", NULL);
+    expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": \"4096\", " LLAMA_REST "}",
+                 "'sliding_window' must be a positive integer or null", NULL);
     expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"n_layer\": 1, \"vocab_size\": 300,"
                  "\"scale_attn_by_inverse_layer_idx\": true}",
                  "'scale_attn_by_inverse_layer_idx': true is not supported", NULL);

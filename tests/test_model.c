@@ -1,6 +1,6 @@
 /* test_model: the whole model in shaders against the double C reference
  * model (tests/ref/ref_model.c), for llama (untied, GQA; tied with packed
- * documents) and gpt2 (fused c_attn; with documents): the loss, the valid
+ * documents; sliding windows of 2 and 3 keys) and gpt2 (fused c_attn; with documents): the loss, the valid
  * token count and every parameter gradient after one forward/backward on a
  * batch with ignored labels. Both models get the same random weights (the
  * reference's, rounded to float; GPT-2 Conv1D weights transposed into the
@@ -73,7 +73,7 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
         .dim = (uint32_t)rc->dim, .n_layers = (uint32_t)rc->n_layers, .n_heads = (uint32_t)rc->n_heads,
         .n_kv_heads = (uint32_t)rc->n_kv_heads, .hidden_dim = (uint32_t)rc->hidden_dim,
         .max_seq_len = (uint32_t)rc->max_seq_len, .norm_eps = (float)rc->norm_eps, .rope_theta = rc->rope_theta,
-        .tie_embeddings = rc->tied, .init_std = 0.02f,
+        .tie_embeddings = rc->tied, .init_std = 0.02f, .sliding_window = (uint32_t)rc->sliding_window,
     };
     struct ref_model r;
     CHECK(ref_model_init(&r, rc) == 0, "%s: reference config rejected", what);
@@ -141,21 +141,27 @@ int main(void)
     enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);
-        struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0};
+        struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0, 0};
         run(c ? "llama untied GQA 4/2 (tiled)" : "llama untied GQA 4/2 (texel)", &llama, 0, 7);
         llama.tied = 1, llama.n_kv_heads = 1;
         run(c ? "llama tied GQA 4/1 packed (tiled)" : "llama tied GQA 4/1 packed (texel)", &llama, 1, 7);
-        struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1};
+        struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1, 0};
         run(c ? "gpt2 (tiled)" : "gpt2 (texel)", &gpt2, 0, 7);
         run(c ? "gpt2 packed (tiled)" : "gpt2 packed (texel)", &gpt2, 1, 7);
         /* head size 6: the R32F texel kernels */
-        struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0};
+        struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0, 0};
         run(c ? "llama head size 6 packed (tiled)" : "llama head size 6 packed (texel)", &odd, 1, 7);
+        /* a sliding window of 2 keys and 3 (T = 8, packed: the window
+         * within the second document) */
+        llama.sliding_window = 2;
+        run(c ? "llama sliding window 2 (tiled)" : "llama sliding window 2 (texel)", &llama, 0, 8);
+        llama.sliding_window = 3;
+        run(c ? "llama sliding window 3 packed (tiled)" : "llama sliding window 3 packed (texel)", &llama, 1, 8);
         /* dim and hidden 512, 16 rows: on the texel family the weight
          * gradients' tn through a transpose and nn (op_matmul_tn_scratch);
          * every weight within 1 MiB (test_limits runs this under
          * allocation=1M) */
-        struct ref_model_config wide = {REF_ARCH_LLAMA, 37, 512, 1, 4, 2, 512, 8, 1e-5, 10000.0, 0};
+        struct ref_model_config wide = {REF_ARCH_LLAMA, 37, 512, 1, 4, 2, 512, 8, 1e-5, 10000.0, 0, 0};
         run(c ? "llama dim 512 (tiled)" : "llama dim 512, tn through transposes (texel)", &wide, 1, 8);
     }
     gpu_destroy(g);

@@ -9,6 +9,7 @@
 #     text, timing fields left out);
 #     the same for A = 3 (padded to 4) and for unpacked SFT samples of
 #     unequal length;
+#     a llama with a sliding window: three splits and the tiled kernels;
 #  2. a run killed after step 3 of 4 under (2,2,2) and resumed from its
 #     step-2 checkpoint under (1,4,2) gives the same bytes and rows;
 #  3. negative controls: the same llama in precision: fp32 under (1,1,8)
@@ -131,6 +132,20 @@ for arch in llama gpt2; do
       "same $work/$arch-plain-118 $work/$arch-$variant-118"
   done 3< <(variants)
 done
+# Sliding windows (model.sliding_window: 5 of the 32 positions, with the
+# packed documents): the same bytes under three splits and from the tiled
+# kernels; a control: not the bytes of the run without the window.
+for wab in "1 1 8" "2 2 2" "1 4 2"; do
+  set -- $wab
+  train "llama-window-$1$2$3" "$1" "$2" "$3" model.sliding_window=5
+done
+variant_env=VKTRAIN_KERNELS=tiled
+train "llama-windowtiled-118" 1 1 8 model.sliding_window=5
+variant_env=""
+check "llama with a sliding window of 5: (1,1,8) (2,2,2) (1,4,2) and the tiled kernels give the same bytes and metrics" \
+  "same $work/llama-window-118 $work/llama-window-222 $work/llama-window-142 $work/llama-windowtiled-118"
+check "control: the window changes the trained model" \
+  '! cmp -s "$work/llama-window-118/model.safetensors" "$work/llama-plain-118/model.safetensors"'
 # A mixed cluster: rank 0 on the texel kernels, rank 1 on the tiled ones
 # (another vendor's kernels on the same data), (2,2,2) as above.
 LP_NUM_THREADS=1 timeout 300 mpirun --oversubscribe -np 1 -x LP_NUM_THREADS "$VKTRAIN" train --config "$work/llama.yaml" \

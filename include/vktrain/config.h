@@ -38,6 +38,7 @@ struct config_model {
     int n_kv_heads;
     int head_dim;    /* 0: dim / n_heads; else the width of each head (q is n_heads x head_dim wide) */
     bool qk_norm;    /* RMSNorm over each head of q and k before RoPE (Qwen3) */
+    int sliding_window; /* 0: none; else query t sees keys t' with t − t' < sliding_window */
     int hidden_dim;  /* MLP width */
     int max_seq_len; /* T: tokens per training row */
     double norm_eps;

@@ -38,6 +38,9 @@ struct hf_config {
     int save_bf16;         /* write: torch_dtype bfloat16 instead of float32 */
     int head_dim; /* each head's width: head_dim, else hidden_size / num_attention_heads */
     int qk_norm;  /* qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE */
+    /* mistral: sliding_window when shorter than max_position_embeddings
+     * (query t sees keys t' with t − t' < it), else 0: none. */
+    int sliding_window;
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */

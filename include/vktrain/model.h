@@ -75,12 +75,23 @@ struct model_config {
      * of q and k after their projections, before RoPE (Qwen3's q_norm and
      * k_norm). */
     int qk_norm;
+    /* Sliding-window attention: query t sees the keys t' <= t with
+     * t − t' < sliding_window (Mistral's and Qwen2's sliding_window); 0:
+     * the whole causal row. */
+    uint32_t sliding_window;
 };
 
 /* Each head's width. */
 static inline uint32_t model_head_dim(const struct model_config *c)
 {
     return c->head_dim ? c->head_dim : c->dim / c->n_heads;
+}
+
+/* Layer l's attention window (0: the whole causal row). */
+static inline uint32_t model_layer_window(const struct model_config *c, uint32_t l)
+{
+    (void)l;
+    return c->sliding_window;
 }
 
 /* INIT_LORA_A: uniform in ±1/sqrt(in), what PEFT's kaiming_uniform_(a=√5) gives. */

@@ -144,6 +144,11 @@ void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, 
 struct op_attention_shape {
     uint32_t B, T, H, KVH, hd;
     uint32_t q_off, k_off, v_off, q_stride, kv_stride;
+    /* Sliding window (the flash ops and the decoder): query t sees keys t'
+     * with t − t' < window, as Mistral's and Gemma's masks write it; 0: the
+     * whole causal row. A bound on each row's walk (docs/models.md, "Sliding
+     * windows"). */
+    uint32_t window;
 };
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
                   struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out);

@@ -12,7 +12,7 @@ layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
     uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
-    uint w0; uint w1;
+    uint w0; uint w1; uint wlog; uint window;
 } p;
 layout(std430, binding = 0) readonly buffer BufQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BufK { float k[]; };
@@ -38,6 +38,7 @@ uint vidx(uint b, uint t, uint kh) { return p.v_off + (b * p.T + t) * p.kv_strid
 uint qidx(uint b, uint t, uint h) { return p.q_off + (b * p.T + t) * p.q_stride + h * p.hd; }
 uint oidx(uint b, uint t, uint h) { return p.o_off + ((b * p.T + t) * p.H + h) * p.hd; }
 uint ridx(uint b, uint h, uint t) { return (b * p.H + h) * p.T + t; }
+#include "attention_docs.glsl" // in_window, window_first, window_past
 int doc_of(uint b, uint t) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + t] : 0; }
 
 // The score tiles: 8 x 8 invocations, each SR rows x SR keys.
@@ -62,8 +63,9 @@ shared float row_lse[BLK], row_d[BLK];
 shared float Ps[BLK][BLK + 1u]; // P [query row][key]
 #endif
 
-// Whether query row t0 + qi sees key s0 + kj: in its past and document,
-// the walk's position (the row in dkv, the key otherwise) in [w0, w1).
+// Whether query row t0 + qi sees key s0 + kj: in its past, window and
+// document, the walk's position (the row in dkv, the key otherwise) in
+// [w0, w1).
 bool allowed(uint t0, uint qi, uint s0, uint kj)
 {
     uint t = t0 + qi, s = s0 + kj;
@@ -72,7 +74,7 @@ bool allowed(uint t0, uint qi, uint s0, uint kj)
 #else
     uint w = s;
 #endif
-    return t < p.T && s <= t && w >= p.w0 && w < p.w1 && row_doc[qi] == key_doc[kj];
+    return t < p.T && s <= t && in_window(t, s) && w >= p.w0 && w < p.w1 && row_doc[qi] == key_doc[kj];
 }
 
 #if STAGE != 2

@@ -10,7 +10,8 @@
 //   Kc[pos, i] = k[k_off + i],  Vc[pos, i] = v[v_off + i]
 //
 // attend: one workgroup per query head h, kh = h / (H/KVH) (grouped-query):
-//   s[t] = q[h]·Kc[t, kh] · scale          for t = 0..pos (causal: all cached)
+//   s[t] = q[h]·Kc[t, kh] · scale          for t = first..pos (causal: all
+//                                          cached; first > 0 in a sliding window)
 //   e[t] = exp(s[t] − max s),  out[h] = Σ_t e[t]·Vc[t, kh] / Σ_t e[t]
 // The same softmax the training attention computes for its last row; e is
 // kept in `scores` (H, max_pos). Reductions use rows.glsl's fixed tree, so
@@ -34,7 +35,7 @@ void main()
 #include "rows.glsl"
 #include "finite.glsl"
 layout(push_constant) uniform Push {
-    uint pos; uint H; uint KVH; uint hd; uint q_off; uint max_pos; float scale;
+    uint pos; uint H; uint KVH; uint hd; uint q_off; uint max_pos; float scale; uint first;
 } p;
 layout(std430, binding = 0) readonly buffer BQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BKC { float kc[]; };
@@ -47,8 +48,8 @@ void main()
     uint h = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     uint kh = h / (p.H / p.KVH), kvd = p.KVH * p.hd;
     uint qo = p.q_off + h * p.hd, so = h * p.max_pos;
-    float m = NO_SCORE; // invocation 0 has key 0, so row_max is a real score
-    for (uint s = t; s <= p.pos; s += WG) {
+    float m = NO_SCORE; // invocation 0 has key first, so row_max is a real score
+    for (uint s = p.first + t; s <= p.pos; s += WG) {
         uint ko = s * kvd + kh * p.hd;
         float dotp = 0.0;
         for (uint d = 0u; d < p.hd; d++) dotp += q[qo + d] * kc[ko + d];
@@ -58,7 +59,7 @@ void main()
     }
     m = row_max(m);
     float sum = 0.0;
-    for (uint s = t; s <= p.pos; s += WG) {
+    for (uint s = p.first + t; s <= p.pos; s += WG) {
         float e = exp(scores[so + s] - m);
         scores[so + s] = e;
         sum += e;
@@ -69,7 +70,7 @@ void main()
     float inv = 1.0 / sum;
     for (uint d = t; d < p.hd; d += WG) {
         float acc = 0.0;
-        for (uint s = 0u; s <= p.pos; s++) acc += scores[so + s] * inv * vc[s * kvd + kh * p.hd + d];
+        for (uint s = p.first; s <= p.pos; s++) acc += scores[so + s] * inv * vc[s * kvd + kh * p.hd + d];
         o[h * p.hd + d] = acc;
     }
 }

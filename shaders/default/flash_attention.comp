@@ -22,8 +22,9 @@
 // variant: dv_storage_vec4 -DSTAGE=3 -DTEXEL=0 -DVEC4=1 -DPART=2 -DKS=1u
 // variant: dv_storage_scalar -DSTAGE=3 -DTEXEL=0 -DVEC4=0 -DPART=2 -DKS=1u
 // Flash attention: causal GQA self-attention (block-causal with document
-// ids) that never holds the (T, T) probabilities. With s = scale·q·k over
-// the allowed keys t' of query t (t' <= t, same document), kh = h/(H/KVH):
+// ids, and a sliding window) that never holds the (T, T) probabilities.
+// With s = scale·q·k over the allowed keys t' of query t (t' <= t, same
+// document, t − t' < window where one is set), kh = h/(H/KVH):
 //   fwd  (per b,h,t): online softmax over the keys, m = running max,
 //        l = Σ exp(s − m), acc = Σ exp(s − m)·v; saves
 //        out = acc / l and lse[b,h,t] = m + log l
@@ -67,7 +68,7 @@ layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
     uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
-    uint w0; uint w1;
+    uint w0; uint w1; uint wlog; uint window;
 } p;
 
 uint kidx(uint b, uint t, uint kh) { return p.k_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
@@ -115,6 +116,7 @@ layout(std430, binding = 5) readonly buffer BDoc { int doc[]; };
 layout(std430, binding = 6) buffer BDK { VT dk[]; };
 layout(std430, binding = 7) buffer BDV { VT dv[]; };
 #endif
+#include "attention_docs.glsl" // bounds and windows of the walks (below)
 
 // The invocation's rows: NR per invocation, t[u] = NR·j + u (query rows
 // in fwd and dq, key rows in dkv; clamped to the sequence), live[u] where
@@ -173,7 +175,7 @@ layout(std430, binding = 7) buffer BDV { VT dv[]; };
 // The rows' masks for the step of KS positions from i0 (keys, or query
 // rows in dkv) in a walk that ends before `end`: pos[q] the position
 // (clamped into the walk), ok[u][q] whether row u takes it (a key in its
-// past, a query row in its future with dkv, in its document); false
+// past, a query row in its future with dkv, in its window and document); false
 // where no row takes any.
 bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], out uint pos[KS],
                out bool ok[NR][KS])
@@ -186,9 +188,9 @@ bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], 
         int dq = p.has_doc != 0u ? doc[p.doc_off + b * p.T + pos[q]] : 0;
         [[unroll]] for (uint u = 0u; u < NR; u++) {
 #if STAGE == 3
-            bool seen = pos[q] >= t[u];
+            bool seen = pos[q] >= t[u] && in_window(pos[q], t[u]);
 #else
-            bool seen = pos[q] <= t[u];
+            bool seen = pos[q] <= t[u] && in_window(t[u], pos[q]);
 #endif
             ok[u][q] = live[u] && i0 + q < end && seen && dq == d[u];
             any = any || ok[u][q];
@@ -197,17 +199,17 @@ bool step_mask(uint b, uint i0, uint end, uint t[NR], bool live[NR], int d[NR], 
     return any;
 }
 
-// Packed documents (attention_docs.glsl): a walk over keys
+// Packed documents and windows (attention_docs.glsl): a walk over keys
 // starts at the step (from `from`, KS positions each) that holds the
-// first key of its first row's document, a walk over query rows ends
-// after the step that holds the last row of its last key's: the steps
+// first key of its first row's document and window, a walk over query
+// rows ends after the step that holds the last row of its last key's
+// document and window (so a window of w keys costs O(w) a row): the steps
 // skipped are the ones where no row of the invocation takes any position
 // (keys of earlier documents, rows of later ones), which leave every row's
 // state as it was, so the bits are those of the whole walk. A bound, not
 // a mask: llvmpipe runs a step's body under an all-false mask at full cost
 // where the loop goes on (the default recipe's fortunes: about a fifth
 // of the causal pairs are in other documents).
-#include "attention_docs.glsl"
 // The first step's start from `from` (steps of KS) for keys from `first`.
 uint step_start(uint from, uint first)
 {
@@ -244,7 +246,7 @@ void main()
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
     }
     uint end = min(last + 1u, p.w1);
-    for (uint s0 = step_start(p.w0, doc_first(b, t[0])); s0 < end; s0 += KS) {
+    for (uint s0 = step_start(p.w0, key_first(b, t[0])); s0 < end; s0 += KS) {
         uint ks[KS];
         bool ok[NR][KS];
         if (!step_mask(b, s0, end, t, live, d, ks, ok)) continue;
@@ -322,7 +324,7 @@ void main()
         go[u] = (qo - p.q_off + p.g1_off) / W;
     }
     uint end = min(last + 1u, p.w1);
-    for (uint s0 = step_start(p.w0, doc_first(b, t[0])); s0 < end; s0 += KS) {
+    for (uint s0 = step_start(p.w0, key_first(b, t[0])); s0 < end; s0 += KS) {
         uint ks[KS], ko[KS];
         bool ok[NR][KS];
         if (!step_mask(b, s0, end, t, live, d, ks, ok)) continue;
@@ -403,7 +405,7 @@ void main()
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + s[u]] : 0;
         gk[u] = (ko - p.k_off + p.g1_off) / W, gv[u] = (vo - p.v_off + p.g2_off) / W;
     }
-    uint start = max(NR * j, p.w0), past = doc_past(b, s[NR - 1u]);
+    uint start = max(NR * j, p.w0), past = query_past(b, s[NR - 1u]);
     uint stop = min(p.w1, past > start ? start + (past - start + KS - 1u) / KS * KS : start);
     for (uint hh = 0u; hh < group; hh++) {
         uint h = kh * group + hh;

@@ -37,7 +37,7 @@
 //       shared memory, the BLK x BLK scores s = scale·q·k and dP = do·v
 //       (each invocation an SR x SR tile of them, from shared memory),
 //       P = exp(s − lse) and dS = P·(dP − D) where the key is allowed (its
-//       past, its document, the walk's rows; 0 elsewhere) into shared
+//       past, its window, its document, the walk's rows; 0 elsewhere) into shared
 //       memory, and each invocation adds P^T·do and dS^T·q into its 4 keys
 //       x DPT head columns of dv and dk, kept in registers to the end:
 //       dk += scale·Σ dS·q, dv += Σ P·do.
@@ -161,8 +161,9 @@ void main()
     if (wg >= p.B * p.H * nb)
         return; // the whole workgroup
     uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
-    // key blocks of the walk up to the rows' last (their future is masked)
-    uint first = p.w0 / BLK * BLK, end = min(min(t0 + BLK, p.T), p.w1);
+    // key blocks of the walk from the first row's window up to the rows'
+    // last (their future is masked)
+    uint first = max(p.w0, window_first(t0)) / BLK * BLK, end = min(min(t0 + BLK, p.T), p.w1);
     if (first >= end)
         return;
     for (uint e = lid; e < BLK * HD; e += 64u) {
@@ -260,8 +261,9 @@ void main()
         return; // the whole workgroup
     uint kb = wg % nb, kh = (wg / nb) % p.KVH, b = wg / (nb * p.KVH), s0 = kb * BLK, group = p.H / p.KVH;
     // query blocks aligned to BLK from the block's first key (its past has
-    // no query row that sees it)
-    uint first = max(s0, p.w0 / BLK * BLK), end = min(p.w1, p.T);
+    // no query row that sees it) to the last that its last key's window
+    // reaches
+    uint first = max(s0, p.w0 / BLK * BLK), end = min(p.w1, window_past(s0 + BLK - 1u));
     if (first >= end)
         return;
     load_keys(b, kh, s0, lid);
@@ -323,8 +325,9 @@ void main()
     if (wg >= p.B * p.H * nb)
         return; // the whole workgroup
     uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
-    // key blocks of the walk up to the rows' last (their future is masked)
-    uint first = p.w0 / BLK * BLK, end = min(min(t0 + BLK, p.T), p.w1);
+    // key blocks of the walk from the first row's window up to the rows'
+    // last (their future is masked)
+    uint first = max(p.w0, window_first(t0)) / BLK * BLK, end = min(min(t0 + BLK, p.T), p.w1);
     if (first >= end)
         return;
     load_rows(b, h, t0, lid);

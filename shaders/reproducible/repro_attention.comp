@@ -89,11 +89,11 @@ void main()
     float m[NR];
     for (uint u = 0u; u < NR; u++)
         m[u] = p.w0 == 0u ? uintBitsToFloat(0xff800000u) : lse[p.l_off + r[u]];
-    for (uint s = max(p.w0, doc_first(b, t[0])); s < end; s++) {
+    for (uint s = max(p.w0, key_first(b, t[0])); s < end; s++) {
         bool ok[NR], any = false;
         int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && ds == d[u];
+            ok[u] = live[u] && s <= t[u] && in_window(t[u], s) && ds == d[u];
             any = any || ok[u];
         }
         if (!any)
@@ -107,19 +107,24 @@ void main()
         if (live[u])
             lse[p.l_off + r[u]] = m[u];
 #elif STAGE == 1
-    // The pending subtrees at w0 come back from out's row.
+    // The pending subtrees at w0 come back from out's row. The walk starts
+    // at the row's first key: where that is past w0, the row takes no key
+    // before it, so its pending subtrees there (those loaded and those of
+    // the part's keys before it) are sums of +0 leaves, +0 as set here.
     float m[NR];
     for (uint u = 0u; u < NR; u++) {
         m[u] = lse[p.l_off + r[u]];
+        for (uint level = 0u; level < 32u; level++)
+            stack[u][level] = 0.0f;
         for (uint level = p.wlog; level < 32u; level++)
             if (((p.w0 >> level) & 1u) != 0u)
                 stack[u][level] = o[oo[u] + level - p.wlog];
     }
-    for (uint s = p.w0; s < end; s++) {
+    for (uint s = max(p.w0, key_first(b, t[0])); s < end; s++) {
         bool ok[NR], push[NR], any = false;
         int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && ds == d[u];
+            ok[u] = live[u] && s <= t[u] && in_window(t[u], s) && ds == d[u];
             push[u] = live[u] && s <= t[u];
             any = any || ok[u];
         }
@@ -163,7 +168,7 @@ void main()
         bool ok[NR], any = false;                                                                       \
         int ds = (s) < end ? doc_of(b, s) : 0;                                                          \
         for (uint u = 0u; u < NR; u++) {                                                                \
-            ok[u] = (s) < end && live[u] && (s) <= t[u] && ds == d[u];                                  \
+            ok[u] = (s) < end && live[u] && (s) <= t[u] && in_window(t[u], (s)) && ds == d[u];          \
             any = any || ok[u];                                                                         \
         }                                                                                               \
         for (uint u = 0u; u < NR; u++)                                                                  \
@@ -189,8 +194,10 @@ void main()
     }
 #if STAGE == 6
     // Keys in aligned groups of RK = 8 (w0 = 0: the fused walk is never
-    // cut), one loop step each: each row's eight leaves e (+0 for a key
-    // not allowed or past the walk) make the tree's three lowest levels,
+    // cut) from the group of the first row's first key (the pending
+    // subtrees before it, of +0 leaves only, are +0), one loop step each:
+    // each row's eight leaves e (+0 for a key not allowed or past the
+    // walk) make the tree's three lowest levels,
     // (((e0 + e1) + (e2 + e3)) + ((e4 + e5) + (e6 + e7))), pushed as one
     // subtree of the binary counter over groups; a row's last group, partly
     // past its query, pushes +0 leaves, which change no bit of a sum of
@@ -204,7 +211,7 @@ void main()
     // operation's latency. No [[unroll]] here: glslc's unrolling copied the
     // loops' float operations without their NoContraction (test_repro_lint
     // caught it), and llvmpipe unrolls these constant loops as fast itself.
-    uint g0 = p.w0 == 0u ? doc_first(b, t[0]) / RK * RK : p.w0;
+    uint g0 = p.w0 == 0u ? key_first(b, t[0]) / RK * RK : p.w0;
     for (uint u = 0u; u < NR; u++)
         for (uint level = 0u; level < 32u; level++)
             stack[u][level] = 0.0f;
@@ -215,7 +222,7 @@ void main()
             ks[q] = min(s8 + q, end - 1u);
             int ds = doc_of(b, ks[q]);
             for (uint u = 0u; u < NR; u++) {
-                ok[u][q] = s8 + q < end && live[u] && s8 + q <= t[u] && ds == d[u];
+                ok[u][q] = s8 + q < end && live[u] && s8 + q <= t[u] && in_window(t[u], s8 + q) && ds == d[u];
                 any = any || ok[u][q];
             }
         }
@@ -270,7 +277,7 @@ void main()
         TREE_PUSH(s8 >> 3, v, push)
     }
 #else
-    for (uint s = p.w0; s < end; s++) {
+    for (uint s = max(p.w0, key_first(b, t[0])); s < end; s++) {
         precise float e[NR];
         KEY_STEP(s, e)
     }

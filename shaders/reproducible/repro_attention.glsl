@@ -1,10 +1,11 @@
 // repro_attention: the reproducible mode's causal GQA attention (this
 // include: what its forward, repro_attention.comp, and its backward,
 // repro_attention_bwd.comp, share)
-// (block-causal with document ids), exact per query row: no online
-// rescaling, so the bits never depend on a tile or on how the walk over
-// keys is cut into dispatches. With the allowed keys j of query row t
-// (j <= t, same document), kh = h / (H / KVH):
+// (block-causal with document ids, optionally in a sliding window),
+// exact per query row: no online rescaling, so the bits never depend on a
+// tile or on how the walk over keys is cut into dispatches. With the
+// allowed keys j of query row t (j <= t, same document, t − j < window
+// where p.window > 0), kh = h / (H / KVH):
 //   s_j  = (q·k_j, one accumulator from +0 in d order) · scale
 //   max  (per b,h,t): m = the max of s_j (compare and select) -> lse
 //   then, with e_j = repro_exp(s_j − m):
@@ -35,8 +36,8 @@
 // 4 in fused4, 2 in dq2 and dkv2, 4 in dq4 and dkv4 at head sizes up to
 // 32), query rows NR·j .. NR·j + NR − 1 (key rows in dkv),
 // share each fetch of the other side: each row's operations are the
-// one-row kernel's in its order, a key outside a row's future or document
-// leaving that row's state as it was (selects, not arithmetic), so the
+// one-row kernel's in its order, a key in a row's future or outside its
+// document or window leaving that row's state as it was (selects, not arithmetic), so the
 // bits are the same. (The fused walk's pair was 1.3-1.4x slower than one
 // row while it took one key per step, each key pushing into two trees'
 // stacks; with eight keys per step it is 0.8-0.9x one row's time at hd 32
@@ -79,7 +80,7 @@ layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
     uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
-    uint w0; uint w1; uint wlog;
+    uint w0; uint w1; uint wlog; uint window;
 } p;
 
 uint kidx(uint b, uint t, uint kh) { return p.k_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
@@ -144,14 +145,15 @@ layout(std430, binding = 7) buffer BG2 { VT g2[]; };
 // The document of token s of sequence b (0, as every row's, without
 // documents): loaded once per key for the invocation's rows.
 int doc_of(uint b, uint s) { return p.has_doc != 0u ? doc[p.doc_off + b * p.T + s] : 0; }
-// Packed documents (attention_docs.glsl): the walks over keys start at their first row's
-// document (the max and dq walks at it, the fused walk at its group of
-// eight, its tree's pending levels +0) and the walk over query rows ends
-// after its last key's: every position skipped is one no row of the
-// invocation takes (weight +0, no term, no part in the max), so the bits
-// are those of the whole walk (the fused sums are of non-negative terms,
-// where +0 + x is x). A bound, not a mask: llvmpipe runs a loop body under
-// an all-false mask at full cost.
+// Packed documents and the sliding window (attention_docs.glsl): the
+// walks over keys start at their first row's first key, key_first (the
+// max, sum, acc and dq walks at it, the fused walk at its group of eight;
+// the trees' pending subtrees there +0, as every key before it is for the
+// rows), and the walk over query rows ends after its last key's last row,
+// query_past: every position skipped is one no row of the invocation takes
+// (weight +0, no term, no part in the max), so the bits are those of the
+// whole walk, and a window of w keys costs O(w) a row. A bound, not a
+// mask: llvmpipe runs a loop body under an all-false mask at full cost.
 #include "attention_docs.glsl"
 
 #if STAGE != 5

@@ -17,11 +17,12 @@
 // repro_attention_block: the reproducible mode's attention
 // (repro_attention.comp) in flash_block.comp's blocks, for GPUs, with the
 // row kernels' bits. The forward: a workgroup per b, h, block of query
-// rows; two walks over the key blocks up to the rows' last, each block's
-// keys and values in shared memory and its scores (each one accumulator
-// from +0 in d order, times scale) in tiles: first the max m of each row,
-// one invocation per row taking its keys in order (max_of, as the row
-// kernels); then e = repro_exp(s − m) per score (+0 where not allowed),
+// rows; two walks over the key blocks from the first row's first key's
+// (key_first: its document's and window's) up to the rows' last, each
+// block's keys and values in shared memory and its scores (each one
+// accumulator from +0 in d order, times scale) in tiles: first the max m
+// of each row, one invocation per row taking its keys in order (max_of, as
+// the row kernels); then e = repro_exp(s − m) per score (+0 where not allowed),
 // each row's BLK leaves summed pairwise, left + right, by its invocation
 // and pushed as one subtree of the tree over the key index (a block is an
 // aligned subtree of it; the keys past the row's own add +0 to sums of
@@ -32,13 +33,23 @@
 // from +0 in d order, P = repro_exp(s·scale − lse), dS·scale =
 // (P·(dP − D))·scale as there, and each gradient element one accumulator
 // from its old value taking its terms in the row kernels' order, a term
-// not allowed (the key in the row's future or another document) leaving
-// it as it was (a select, not arithmetic):
+// not allowed (the key in the row's future, another document or outside
+// the window) leaving it as it was (a select, not arithmetic):
 //   dq  (a workgroup per b, h, block of query rows): dq += (dS·scale)·k
-//       over the keys in order (the blocks in order, in a block in order);
+//       over the keys in order (the blocks in order, in a block in order),
+//       the key blocks bounded as the forward's;
 //   dkv (a workgroup per b, kv head, block of keys): dk += (dS·scale)·q,
 //       dv += P·do over the group's heads in order and within each over the
-//       query rows in order.
+//       query rows in order, the query blocks from the keys' own up to
+//       the one of the last key's last row (query_past: its document's and
+//       window's).
+// The keys a block's rows see (the rows that see a block's keys) are one
+// run, so every block within these bounds holds a pair that sees each
+// other and every block outside none: the blocks skipped are those whose
+// every term is +0 or left out, and the forward's tree starts from +0
+// subtrees for them (as a key-by-key walk's pending subtrees there, sums
+// of +0 leaves), so the bits are those of the whole walk, and a window of
+// w keys costs O(T·w).
 // Only the tiles of scores (each one entry's sum in d order) are spread
 // over the invocations; the order each accumulator sees does not depend on
 // the block size, the device or its subgroups. The host takes these where
@@ -121,7 +132,8 @@ void main()
     if (wg >= p.B * p.H * nb)
         return; // the whole workgroup
     uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
-    uint end = min(t0 + BLK, p.T); // keys up to the rows' last
+    // keys from the block of the first row's first key up to the rows' last
+    uint first = key_first(b, t0) / BLK * BLK, end = min(t0 + BLK, p.T);
     for (uint e = lid; e < BLK * HD; e += 64u) {
         uint i = e / HD, d = e % HD;
         Qs[i][d] = q[qidx(b, min(t0 + i, p.T - 1u), h) + d];
@@ -131,7 +143,7 @@ void main()
         row_m[lid] = uintBitsToFloat(0xff800000u); // −inf: the max of no score
     }
     // the max of each row over its allowed keys, in order
-    for (uint s0 = 0u; s0 < end; s0 += BLK) {
+    for (uint s0 = first; s0 < end; s0 += BLK) {
         barrier(); // the last block's readers are done
         load_keys(b, kh, s0, lid);
         barrier();
@@ -149,7 +161,9 @@ void main()
         for (uint c = 0u; c < DPT; c++)
             acc[i][c] = 0.0f;
     float stack[32]; // the row's pending subtrees by level (blocks of BLK keys at level 0)
-    for (uint s0 = 0u; s0 < end; s0 += BLK) {
+    for (uint level = 0u; level < 32u; level++)
+        stack[level] = 0.0f; // the subtrees of the blocks before first
+    for (uint s0 = first; s0 < end; s0 += BLK) {
         barrier();
         load_keys(b, kh, s0, lid);
         barrier();
@@ -244,9 +258,11 @@ void main()
         }
     }
     load_keys(b, kh, s0, lid);
+    // query blocks up to the one of the block's last key's last row
+    uint past = query_past(b, min(s0 + BLK - 1u, p.T - 1u));
     for (uint hh = 0u; hh < group; hh++) {
         uint h = kh * group + hh;
-        for (uint t0 = s0; t0 < p.T; t0 += BLK) {
+        for (uint t0 = s0; t0 < past; t0 += BLK) {
             barrier(); // the last block's readers are done
             load_rows(b, h, t0, lid);
             barrier();
@@ -284,7 +300,9 @@ void main()
     if (wg >= p.B * p.H * nb)
         return; // the whole workgroup
     uint qb = wg % nb, h = (wg / nb) % p.H, b = wg / (nb * p.H), kh = h / (p.H / p.KVH), t0 = qb * BLK;
-    uint end = min(t0 + BLK, p.T); // keys up to the rows' last (their future is masked)
+    // keys from the block of the first row's first key up to the rows'
+    // last (their future is masked)
+    uint first = key_first(b, t0) / BLK * BLK, end = min(t0 + BLK, p.T);
     uint go[4];
     for (uint i = 0u; i < 4u; i++) {
         go[i] = qidx(b, min(t0 + tr * 4u + i, p.T - 1u), h) - p.q_off + p.g1_off;
@@ -292,7 +310,7 @@ void main()
             acc[i][c] = dq[go[i] + min(td + TD * c, HD - 1u)];
     }
     load_rows(b, h, t0, lid);
-    for (uint s0 = 0u; s0 < end; s0 += BLK) {
+    for (uint s0 = first; s0 < end; s0 += BLK) {
         barrier(); // the last block's readers are done
         load_keys(b, kh, s0, lid);
         barrier();

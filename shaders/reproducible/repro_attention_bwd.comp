@@ -68,11 +68,11 @@ void main()
         d[u] = p.has_doc != 0u ? doc[p.doc_off + b * p.T + t[u]] : 0;
     }
     uint end = min(last + 1u, p.w1);
-    for (uint s = max(p.w0, doc_first(b, t[0])); s < end; s++) {
+    for (uint s = max(p.w0, key_first(b, t[0])); s < end; s++) {
         bool ok[NR], any = false;
         int ds = doc_of(b, s);
         for (uint u = 0u; u < NR; u++) {
-            ok[u] = live[u] && s <= t[u] && ds == d[u];
+            ok[u] = live[u] && s <= t[u] && in_window(t[u], s) && ds == d[u];
             any = any || ok[u];
         }
         if (!any)
@@ -162,12 +162,13 @@ void main()
     }
     for (uint hh = first; hh < last; hh++) {
         uint h = kh * group + hh, base = hh * p.T;
-        uint lo = max(sr[0], p.w0 > base ? p.w0 - base : 0u), hi = min(min(p.T, p.w1 - base), doc_past(b, sr[NR - 1u]));
+        // the query rows from the first key's to the last key's last row
+        uint lo = max(sr[0], p.w0 > base ? p.w0 - base : 0u), hi = min(min(p.T, p.w1 - base), query_past(b, sr[NR - 1u]));
         for (uint t = lo; t < hi; t++) {
             bool ok[NR], any = false;
             int dt = doc_of(b, t);
             for (uint u = 0u; u < NR; u++) {
-                ok[u] = live[u] && t >= sr[u] && dt == d[u];
+                ok[u] = live[u] && t >= sr[u] && in_window(t, sr[u]) && dt == d[u];
                 any = any || ok[u];
             }
             if (!any)

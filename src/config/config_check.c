@@ -80,6 +80,7 @@ static int read_init_from(struct config_ctx *ctx)
         {"model.n_kv_heads", gpt2 ? "n_head" : "num_key_value_heads", h.n_kv_heads},
         {"model.head_dim", "head_dim", h.head_dim},
         {"model.qk_norm", "model_type", h.qk_norm},
+        {"model.sliding_window", "sliding_window", h.sliding_window},
         {"model.hidden_dim", gpt2 ? "n_inner" : "intermediate_size", h.hidden_dim},
         {"model.vocab_size", "vocab_size", h.vocab_size},
         {"model.max_seq_len", gpt2 ? "n_positions" : "max_position_embeddings", h.max_seq_len},
@@ -151,6 +152,12 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
         return config_fail(ctx, K(m->qk_norm ? "model.qk_norm" : "model.head_dim"),
                            "%s: gpt2 has heads of model.dim / model.n_heads and no q/k norms",
                            m->qk_norm ? "model.qk_norm" : "model.head_dim");
+    if (m->sliding_window && (m->arch == ARCH_GPT2 || m->qk_norm))
+        return config_fail(ctx, K("model.sliding_window"),
+                           "model.sliding_window: %s (windows are for the llama family: "
+                           "Mistral's, written back as a mistral config.json)",
+                           m->qk_norm ? "Qwen3's windows (model.qk_norm with use_sliding_window) are not supported"
+                                      : "gpt2 has no sliding window");
     if (m->arch == ARCH_GPT2 && m->n_kv_heads != m->n_heads)
         return config_fail(ctx, K("model.n_kv_heads"),
                            "model.n_kv_heads: gpt2 has no grouped-query attention (must equal "

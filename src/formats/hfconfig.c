@@ -216,14 +216,11 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
             return -1;
     } else { /* mistral: transformers' default window is 4096 */
         json_t *sw = json_object_get(root, "sliding_window");
-        json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : -1;
-        if (sw && !json_is_null(sw) && !json_is_integer(sw))
-            return vkt_error(err, errlen, "%s: 'sliding_window' must be an integer or null", path);
-        if ((!sw || json_is_integer(sw)) && w < c->max_seq_len)
-            return vkt_error(err, errlen,
-                             "%s: 'sliding_window' = %lld%s: sliding-window attention is not supported (set it to "
-                             "null, or to at least max_position_embeddings = %d)",
-                             path, (long long)w, sw ? "" : " (transformers' default when absent)", c->max_seq_len);
+        json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : 0;
+        if (sw && !json_is_null(sw) && (!json_is_integer(sw) || w < 1))
+            return vkt_error(err, errlen, "%s: 'sliding_window' must be a positive integer or null", path);
+        /* a window that holds every position is no window */
+        c->sliding_window = w < c->max_seq_len ? (int)w : 0;
     }
     /* head_dim: Qwen2 has none (the quotient), Qwen3's default is 128, the
      * others' the quotient. */
@@ -403,9 +400,10 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
 {
     json_t *root = json_object();
     int llama = c->arch == HF_LLAMA;
-    /* A head size other than the quotient: qwen3 with q/k norms, else
-     * mistral (LlamaConfig of transformers 4.44 has no head_dim). */
-    int apart = llama && c->head_dim && c->head_dim * c->n_heads != c->dim;
+    /* A head size other than the quotient or a sliding window: qwen3 with
+     * q/k norms, else mistral (LlamaConfig of transformers 4.44 has neither
+     * head_dim nor sliding_window). */
+    int apart = llama && ((c->head_dim && c->head_dim * c->n_heads != c->dim) || c->sliding_window);
     const char *type = !llama ? "gpt2" : c->qk_norm ? "qwen3" : apart ? "mistral" : "llama";
     const struct family *f = families;
     while (strcmp(f->type, type))
@@ -417,9 +415,11 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
         json_object_set_new(root, "hidden_act", json_string("silu"));
         json_object_set_new(root, "attention_bias", json_false());
         if (c->qk_norm || apart) {
-            json_object_set_new(root, "head_dim", json_integer(c->head_dim));
+            json_object_set_new(root, "head_dim", json_integer(c->head_dim ? c->head_dim : c->dim / c->n_heads));
             json_object_set_new(root, c->qk_norm ? "use_sliding_window" : "sliding_window",
-                                c->qk_norm ? json_false() : json_null());
+                                c->qk_norm            ? json_false()
+                                : c->sliding_window ? json_integer(c->sliding_window)
+                                                    : json_null());
         } else {
             json_object_set_new(root, "mlp_bias", json_false());
         }

@@ -238,7 +238,7 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
     mc->arch = c->arch == ARCH_LLAMA ? MODEL_LLAMA : MODEL_GPT2, mc->vocab_size = (uint32_t)c->vocab_size;
     mc->dim = (uint32_t)c->dim, mc->n_layers = (uint32_t)c->n_layers, mc->n_heads = (uint32_t)c->n_heads;
     mc->n_kv_heads = (uint32_t)c->n_kv_heads, mc->hidden_dim = (uint32_t)c->hidden_dim;
-    mc->head_dim = (uint32_t)c->head_dim, mc->qk_norm = c->qk_norm;
+    mc->head_dim = (uint32_t)c->head_dim, mc->qk_norm = c->qk_norm, mc->sliding_window = (uint32_t)c->sliding_window;
     mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
     mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
     mc->activation_checkpointing = c->activation_checkpointing;
@@ -280,6 +280,8 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
     if (c->arch == MODEL_GPT2 && (c->qk_norm || model_head_dim(c) * c->n_heads != c->dim))
         return vkt_error(err, errlen, "gpt2 has heads of dim / n_heads and no q/k norms");
+    if (c->sliding_window && (c->arch == MODEL_GPT2 || c->qk_norm))
+        return vkt_error(err, errlen, "a sliding window needs the llama family without q/k norms");
     if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
         return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)

@@ -67,7 +67,7 @@ static void layer_backward(struct model *m, uint32_t l)
     if (p->bo >= 0)
         if (grad(m, p->bo))
             op_bias_backward(g, m->dres, grad(m, p->bo), R, C);
-    struct op_attention_shape s = model_attention_shape(m);
+    struct op_attention_shape s = model_attention_shape(m, l);
     struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
     if (c->arch == MODEL_LLAMA) {
         gpu_zero(g, m->dq);

@@ -120,7 +120,7 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
 /* The training forward's attention: flash attention over the batch. */
 static void attend_batch(struct model *m, uint32_t l, struct layer_acts *a, void *ctx)
 {
-    struct op_attention_shape s = model_attention_shape(m);
+    struct op_attention_shape s = model_attention_shape(m, l);
     struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
     if (m->c.arch == MODEL_LLAMA)
         op_flash_attention(m->g, &s, a->q, a->k, a->v, doc, a->lse, a->att);

@@ -4,7 +4,8 @@
  * A step records, for one token at position pos: embedding; per layer the
  * training forward's layer recorder (model_layer_record, model_forward.c)
  * on this one row, its attention hook appending k, v to the layer's cache
- * row pos and attending the one query over cache rows 0..pos
+ * row pos and attending the one query over cache rows 0..pos (those of
+ * its window)
  * (shaders/common/attention_decode.comp), the residual stream updated in place;
  * the final norm and the logits; then it submits once and reads the
  * logits back. The arithmetic is the training forward's for the last row,
@@ -151,13 +152,15 @@ static void cache_append(struct decoder *d, uint32_t l, struct gpu_buffer *k, ui
     gpu_dispatch(g, gpu_kernel_get(g, &desc), args, push, (d->kvd + 63) / 64, 1, 1);
 }
 
-/* att (H, hd) = attention of the query at q[q_off..] over cache rows 0..pos. */
+/* att (H, hd) = attention of the query at q[q_off..] over cache rows
+ * first..pos: 0, or the first of layer l's window. */
 static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, uint32_t q_off)
 {
+    uint32_t w = model_layer_window(&d->m->c, l), first = w && d->pos >= w ? d->pos + 1 - w : 0;
     struct gpu *g = d->m->g;
     struct gpu_kernel_desc desc = {.shader = SHADER_attention_decode_attend,
                                    .n_bindings = 5,
-                                   .push_size = 7 * sizeof(uint32_t),
+                                   .push_size = 8 * sizeof(uint32_t),
                                    .n_spec = 1,
                                    .spec = {gpu_workgroup_1d(g)}};
     struct gpu_arg args[5] = {
@@ -165,7 +168,8 @@ static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, ui
     struct {
         uint32_t pos, H, KVH, hd, q_off, max_pos;
         float scale;
-    } push = {d->pos, d->H, d->KVH, d->hd, q_off, d->T, (float)(1.0 / sqrt((double)d->hd))};
+        uint32_t first;
+    } push = {d->pos, d->H, d->KVH, d->hd, q_off, d->T, (float)(1.0 / sqrt((double)d->hd)), first};
     gpu_dispatch(g, gpu_kernel_get(g, &desc), args, &push, d->H, 1, 1);
 }
 

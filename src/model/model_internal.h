@@ -157,13 +157,18 @@ void model_lora_forward(struct model *m, uint32_t l, enum lora_slot s, struct gp
 void model_lora_backward(struct model *m, uint32_t l, enum lora_slot s, struct gpu_buffer *x, struct gpu_buffer *dy,
                          struct gpu_buffer *dx, uint32_t out, uint32_t in);
 
-/* The attention layout of the last forward: GPT-2 reads q, k, v as views
- * into its fused (rows, 3C) c_attn output; llama has separate buffers. */
-static inline struct op_attention_shape model_attention_shape(const struct model *m)
+/* Layer l's attention layout in the last forward: GPT-2 reads q, k, v as
+ * views into its fused (rows, 3C) c_attn output; llama has separate
+ * buffers. */
+static inline struct op_attention_shape model_attention_shape(const struct model *m, uint32_t l)
 {
     const struct model_config *c = &m->c;
-    struct op_attention_shape s = {
-        .B = m->last.B, .T = m->last.T, .H = c->n_heads, .KVH = c->n_kv_heads, .hd = model_head_dim(c)};
+    struct op_attention_shape s = {.B = m->last.B,
+                                   .T = m->last.T,
+                                   .H = c->n_heads,
+                                   .KVH = c->n_kv_heads,
+                                   .hd = model_head_dim(c),
+                                   .window = model_layer_window(c, l)};
     if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
         s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
     return s;

@@ -42,6 +42,7 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
         .n_kv_heads = (int)c->n_kv_heads,
         .head_dim = (int)model_head_dim(c),
         .qk_norm = c->qk_norm,
+        .sliding_window = (int)c->sliding_window,
         .hidden_dim = (int)c->hidden_dim,
         .max_seq_len = (int)c->pos_rows,
         .norm_eps = c->norm_eps,
@@ -463,7 +464,7 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->max_seq_len = (uint32_t)h.max_seq_len, c->norm_eps = (float)h.norm_eps;
     c->rope_theta = h.rope_theta ? h.rope_theta : 10000.0, c->tie_embeddings = h.tie_embeddings;
     c->qkv_bias = h.qkv_bias, c->o_bias = h.o_bias, c->mlp_bias = h.mlp_bias;
-    c->head_dim = (uint32_t)h.head_dim, c->qk_norm = h.qk_norm;
+    c->head_dim = (uint32_t)h.head_dim, c->qk_norm = h.qk_norm, c->sliding_window = (uint32_t)h.sliding_window;
     c->rope_scaling = (struct op_rope_scaling){(enum op_rope_type)h.rope_scaling, h.rope_factor, h.rope_low_freq_factor,
                                                h.rope_high_freq_factor, (uint32_t)h.rope_original_max};
     c->init_std = 0.02f;

@@ -208,6 +208,8 @@ static void bind_inputs(struct attention_bind *b, struct probs_push *p, struct g
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
                   struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out)
 {
+    if (s->window && s->window < s->T)
+        vkt_fatal("attention: the kernels with (T,T) probabilities have no sliding window (op_flash_attention has)");
     struct probs_push push = {.a = attention_push_of("attention", s, doc != NULL)};
     size_t F = sizeof(float), T = s->T;
     attention_check_views("attention", &push.a, q, k, v);

@@ -29,11 +29,12 @@
 #include "vktrain/util.h"
 
 /* The shader's push constants: the attention head, then where each
- * binding's slice starts (floats from its binding), the walk [w0, w1) and
- * (reproducible sum) log2 of the keys in a part of its walk. */
+ * binding's slice starts (floats from its binding), the walk [w0, w1),
+ * (reproducible sum) log2 of the keys in a part of its walk, and the
+ * sliding window (0: none; attention_docs.glsl). */
 struct flash_push {
     struct attention_push a;
-    uint32_t o_off, doc_off, l_off, x_off, g1_off, g2_off, w0, w1, wlog;
+    uint32_t o_off, doc_off, l_off, x_off, g1_off, g2_off, w0, w1, wlog, window;
 };
 
 /* Head sizes up to this many floats keep their vectors in registers. */
@@ -352,7 +353,7 @@ static struct flash_push flash_begin(const char *op, const struct op_attention_s
                                      struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
                                      struct gpu_buffer *lse, struct gpu_buffer *out)
 {
-    struct flash_push push = {.a = attention_push_of(op, s, doc != NULL)};
+    struct flash_push push = {.a = attention_push_of(op, s, doc != NULL), .window = s->window < s->T ? s->window : 0};
     size_t F = sizeof(float), rows = (size_t)s->B * s->T * s->H;
     attention_check_views(op, &push.a, q, k, v);
     ops_check(op, "log-sum-exp", lse, F * rows);

@@ -289,9 +289,12 @@ static void banner(struct trainer *t)
     char heads[64] = "";
     if (mc->qk_norm || model_head_dim(mc) * mc->n_heads != mc->dim)
         snprintf(heads, sizeof heads, " of %u%s", model_head_dim(mc), mc->qk_norm ? " with q/k norms" : "");
-    printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv)%s, hidden %u, vocab %u, context %u\n",
+    char window[48] = "";
+    if (mc->sliding_window && mc->sliding_window < mc->max_seq_len)
+        snprintf(window, sizeof window, ", sliding window %u", mc->sliding_window);
+    printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv)%s, hidden %u, vocab %u, context %u%s\n",
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, heads,
-           mc->hidden_dim, mc->vocab_size, mc->max_seq_len);
+           mc->hidden_dim, mc->vocab_size, mc->max_seq_len, window);
     if (mc->lora_rank)
         printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen%s\n", mc->lora_rank,
                (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,

@@ -59,17 +59,24 @@ void ref_rope_backward(double *dinp, const double *dout, const int32_t *position
 
 /* ---- attention ---------------------------------------------------------- */
 
-/* Query t of sequence b may attend key t' when t' ≤ t and, with document
- * ids, both tokens belong to the same document. */
-static int attention_allowed(const int32_t *doc, int b, int T, int t, int t2)
+/* Query t of sequence b may attend key t' when t' ≤ t, t − t' < window
+ * (window > 0) and, with document ids, both tokens belong to the same
+ * document. */
+static int attention_allowed(const int32_t *doc, int b, int T, int t, int t2, int window)
 {
-    if (t2 > t)
+    if (t2 > t || (window > 0 && t - t2 >= window))
         return 0;
     return doc == NULL || doc[b * T + t2] == doc[b * T + t];
 }
 
 void ref_attention_forward(double *out, double *probs, const double *q, const double *k, const double *v,
                            const int32_t *doc, int B, int T, int H, int KVH, int hd)
+{
+    ref_attention_forward_window(out, probs, q, k, v, doc, B, T, H, KVH, hd, 0);
+}
+
+void ref_attention_forward_window(double *out, double *probs, const double *q, const double *k, const double *v,
+                                  const int32_t *doc, int B, int T, int H, int KVH, int hd, int window)
 {
     // out, q are (B,T,H,hd); k, v are (B,T,KVH,hd); doc is (B,T); probs is (B,H,T,T)
     int group = H / KVH; // query heads per kv head
@@ -85,7 +92,7 @@ void ref_attention_forward(double *out, double *probs, const double *q, const do
                 double maxs = -INFINITY;
                 for (int t2 = 0; t2 < T; t2++) {
                     p[t2] = 0.0;
-                    if (!attention_allowed(doc, b, T, t, t2))
+                    if (!attention_allowed(doc, b, T, t, t2, window))
                         continue;
                     const double *kt = k + (((size_t)b * T + t2) * KVH + kh) * hd;
                     double s = 0.0;
@@ -100,7 +107,7 @@ void ref_attention_forward(double *out, double *probs, const double *q, const do
                 // softmax over the allowed keys; masked entries stay exactly 0
                 double sum = 0.0;
                 for (int t2 = 0; t2 < T; t2++) {
-                    if (!attention_allowed(doc, b, T, t, t2))
+                    if (!attention_allowed(doc, b, T, t, t2, window))
                         continue;
                     p[t2] = exp(p[t2] - maxs);
                     sum += p[t2];

@@ -363,7 +363,8 @@ static void llama_layer_forward(struct ref_model *m, int l, const double *x)
     ref_matmul_forward(la->v, la->norm1, lw->wv, NULL, d.N, d.C, d.KVH * d.hd);
     ref_rope_forward(la->q, la->q_pre, m->positions, d.N, d.H, d.hd, c->rope_theta);
     ref_rope_forward(la->k, la->k_pre, m->positions, d.N, d.KVH, d.hd, c->rope_theta);
-    ref_attention_forward(la->att, la->probs, la->q, la->k, la->v, doc, d.B, d.T, d.H, d.KVH, d.hd);
+    ref_attention_forward_window(la->att, la->probs, la->q, la->k, la->v, doc, d.B, d.T, d.H, d.KVH, d.hd,
+                                 m->cfg.sliding_window);
     ref_matmul_forward(la->attproj, la->att, lw->wo, NULL, d.N, d.H * d.hd, d.C);
     ref_residual_forward(la->res1, x, la->attproj, (size_t)d.N * d.C);
     // res1 + down_proj(silu(gate_proj(·)) ⊙ up_proj(·)) of rmsnorm(res1)
@@ -415,7 +416,8 @@ static void gpt2_layer_forward(struct ref_model *m, int l, const double *x)
     ref_layernorm_forward(la->norm1, la->mean1, la->rstd1, x, lw->norm1_w, lw->norm1_b, d.N, d.C, c->norm_eps);
     ref_conv1d_forward(la->qkv, la->norm1, lw->wqkv, lw->bqkv, d.N, d.C, 3 * d.C);
     split_qkv_forward(la->q, la->k, la->v, la->qkv, d.N, d.C);
-    ref_attention_forward(la->att, la->probs, la->q, la->k, la->v, doc, d.B, d.T, d.H, d.KVH, d.hd);
+    ref_attention_forward_window(la->att, la->probs, la->q, la->k, la->v, doc, d.B, d.T, d.H, d.KVH, d.hd,
+                                 m->cfg.sliding_window);
     ref_conv1d_forward(la->attproj, la->att, lw->wo, lw->bo, d.N, d.C, d.C);
     ref_residual_forward(la->res1, x, la->attproj, (size_t)d.N * d.C);
     // res1 + mlp.c_proj(gelu(mlp.c_fc(ln_2(res1))))

@@ -37,6 +37,7 @@ struct ref_model_config {
     double norm_eps;
     double rope_theta; // llama only
     int tied;          // lm head = embedding (gpt2: must be 1)
+    int sliding_window; // > 0: query t sees keys t' with t − t' < sliding_window
 };
 
 /* How a parameter is initialized in training (docs/recipes.md,

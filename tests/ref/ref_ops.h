@@ -109,6 +109,10 @@ void ref_rope_backward(double *dinp, const double *dout, const int32_t *position
  * probs is (B,H,T,T), saved for the backward, exactly 0 where not allowed. */
 void ref_attention_forward(double *out, double *probs, const double *q, const double *k, const double *v,
                            const int32_t *doc, int B, int T, int H, int KVH, int hd);
+/* The same in a sliding window: allowed also needs t − t' < window
+ * (window > 0; 0: the whole causal row). */
+void ref_attention_forward_window(double *out, double *probs, const double *q, const double *k, const double *v,
+                                  const int32_t *doc, int B, int T, int H, int KVH, int hd, int window);
 /* dq (B,T,H,hd), dk and dv (B,T,KVH,hd) accumulate. */
 void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout, const double *probs,
                             const double *q, const double *k, const double *v, int B, int T, int H, int KVH, int hd);

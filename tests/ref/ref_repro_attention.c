@@ -2,16 +2,18 @@
  * (shaders/reproducible/repro_attention.comp and _bwd.comp), forward and backward: the same
  * operations in the same order, written as the plain loops of the formulas
  * (the probabilities of a row computed once, the row sum by repro_sum_ref
- * over all T keys), not as the shader's walk. */
+ * over all T keys, +0 for the keys not allowed: another document's, the
+ * future's, those outside the sliding window), not as the shader's walk. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "repro_ref.h"
 #include "vktrain/util.h"
 
-/* The shape with packed strides filled in. */
+/* The shape with packed strides filled in; window 0 (none) where it holds
+ * the whole sequence, as the op's push constants. */
 struct layout {
-    size_t B, T, H, KVH, hd, group, qs, kvs, q0, k0, v0;
+    size_t B, T, H, KVH, hd, group, qs, kvs, q0, k0, v0, window;
     float scale;
 };
 
@@ -22,6 +24,7 @@ static struct layout layout_of(const struct op_attention_shape *s)
     struct layout l = {.B = s->B, .T = s->T, .H = s->H, .KVH = s->KVH, .hd = s->hd, .group = s->H / s->KVH};
     l.qs = s->q_stride, l.kvs = s->kv_stride, l.q0 = s->q_off, l.k0 = s->k_off, l.v0 = s->v_off;
     l.scale = (float)(1.0 / sqrt((double)s->hd));
+    l.window = s->window < s->T ? s->window : 0;
     if (!l.qs)
         l.qs = l.H * l.hd;
     if (!l.kvs)
@@ -50,9 +53,11 @@ static size_t rat(const struct layout *l, size_t b, size_t h, size_t t)
     return (b * l->H + h) * l->T + t;
 }
 
+/* Key j for query row t: in its past, its window (t − j < window) and its
+ * document. */
 static int allowed(const struct layout *l, const int32_t *doc, size_t b, size_t t, size_t j)
 {
-    return j <= t && (!doc || doc[b * l->T + j] == doc[b * l->T + t]);
+    return j <= t && (!l->window || t - j < l->window) && (!doc || doc[b * l->T + j] == doc[b * l->T + t]);
 }
 
 /* Σ_d x[d]·y[d] from +0 in d order. */

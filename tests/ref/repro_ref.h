@@ -49,8 +49,9 @@ void repro_embedding_backward_ref(const int32_t *ids, const float *dout, float *
 
 /* The AdamW step (op_repro_adamw), the cross-entropy (repro_cross_entropy,
  * over rows 0 .. rows − 1) and the attention (repro_flash_attention and its
- * backward, on whole buffers: the views' offsets and strides as in s; dq,
- * dk, dv may be one buffer, as GPT-2's fused qkv). */
+ * backward, on whole buffers: the views' offsets, strides and sliding
+ * window as in s, a window of T or more none; dq, dk, dv may be one
+ * buffer, as GPT-2's fused qkv). */
 void repro_adamw_ref(float *theta, const float *grad, float *m, float *v, size_t n, const struct op_adamw_step *s);
 void repro_cross_entropy_ref(float *logits, const int32_t *labels, float *row_loss, float *row_count, uint32_t rows,
                              uint32_t V, float scale);

@@ -1,0 +1,146 @@
+"""hf_families_parity: vktrain against the modeling code of transformers
+releases newer than the pinned 4.44.2, for the families it lacks (Qwen3),
+run by test_hf_families.sh.
+
+The oracle, tests/hf_oracle.py, runs inside the Debian unstable tree of
+scripts/sid.sh (chroot: its python3-torch and transformers 4.57.1, the
+pins of sid.sh), over a work folder inside the tree; vktrain runs here on
+the same folders. Per family, hf_oracle builds a byte-level BPE tokenizer
+and a tiny random model (vocab 320, hidden 32, 2 layers, 4 heads of 16 with
+2 kv heads, MLP 64, tied, every parameter random, float32), and:
+  step-1 loss:  |vk - hf| / hf < 1e-5 over 8 training windows of 17 ids,
+                hf = transformers' mean cross-entropy of the source model;
+  control:      transformers' loss of the model with its family's feature
+                taken out (Qwen3: the per-head q/k norms) differs from
+                vktrain's by > 1e-4, so the check above has teeth;
+  val_loss:     after 4 AdamW steps, |vk - hf| / hf < 1e-4 with hf the
+                loss of the EXPORTED folder on 4 held-out windows, and the
+                weights moved (> 1e-3 from the source model's);
+  generate:     `vktrain generate --temperature 0` on the export prints
+                transformers' greedy decoding (12 tokens);
+  export:       config.json keeps model_type, head_dim and the tie; the
+                exported tokenizer encodes as the source.
+Tolerances as in hf_transformers_parity.py (float32 on both sides, sums in
+other orders, AdamW's rounding over 4 steps)."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from shard_testing import fine_tune
+
+SRC = os.environ["SRC"]
+VKTRAIN = os.environ["VKTRAIN"]
+T, WINDOWS, VAL_WINDOWS, STEPS = 16, 8, 4, 4
+FAMILIES = {"qwen3": ("without its q/k norms", "no_qk_norm")}
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok: " if ok else "FAIL: ") + name + (f"  ({detail})" if detail else ""))
+    if not ok:
+        failures.append(name)
+
+
+def tree_root():
+    return subprocess.run([os.path.join(SRC, "scripts", "sid.sh"), "root"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+class Oracle:
+    """hf_oracle.py in the tree: requests over a work folder inside it."""
+
+    def __init__(self, root):
+        self.root = root
+        self.host = tempfile.mkdtemp(prefix="vktrain-hf-", dir=os.path.join(root, "tmp"))
+        self.inside = "/" + os.path.relpath(self.host, root)
+        shutil.copy(os.path.join(SRC, "tests", "hf_oracle.py"), self.host)
+
+    def path(self, name):
+        """(host path, path in the tree) of a file of the work folder."""
+        return os.path.join(self.host, name), self.inside + "/" + name
+
+    def ask(self, requests):
+        with open(os.path.join(self.host, "requests.json"), "w") as f:
+            json.dump(requests, f)
+        r = subprocess.run([os.path.join(SRC, "scripts", "sid.sh"), "python", self.inside + "/hf_oracle.py",
+                            self.inside + "/requests.json", self.inside + "/results.json"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+            raise SystemExit(f"FAIL: the oracle exited {r.returncode}")
+        return json.load(open(os.path.join(self.host, "results.json")))
+
+    def close(self):
+        shutil.rmtree(self.host, ignore_errors=True)
+
+
+def run_family(oracle, arch, seed):
+    src, src_in = oracle.path(arch)
+    out, out_in = oracle.path(arch + "-out")
+    rng = random.Random(seed)
+    built = oracle.ask([{"op": "build", "arch": arch, "dir": src_in, "seed": seed}])[0]
+    print(f"{arch}: transformers {built['transformers']}, torch {built['torch']}")
+    n_tok = built["n_tok"]
+    stream = [rng.randrange(n_tok) for _ in range(WINDOWS * T + 1)]
+    val = [rng.randrange(n_tok) for _ in range(VAL_WINDOWS * T + 1)]
+    train_windows = [stream[i * T:i * T + T + 1] for i in range(WINDOWS)]
+    val_windows = [val[i * T:i * T + T + 1] for i in range(VAL_WINDOWS)]
+    what, control = FAMILIES[arch]
+    hf0, hf_ctl, hf_src = oracle.ask([{"op": "loss", "dir": src_in, "windows": train_windows},
+                                      {"op": "loss", "dir": src_in, "windows": train_windows, "control": control},
+                                      {"op": "loss", "dir": src_in, "windows": val_windows}])
+
+    metrics = fine_tune(VKTRAIN, oracle.host, arch, src, out, stream, val, T, WINDOWS, STEPS)
+    if metrics is None:
+        check(f"{arch}: vktrain train exits 0", False)
+        return
+    vk0 = next(m["loss"] for m in metrics if m["step"] == 1)
+    rel = abs(vk0 - hf0) / hf0
+    check(f"{arch}: step-1 loss equals transformers' on the same windows", rel < 1e-5,
+          f"vk {vk0:.8f} hf {hf0:.8f} rel {rel:.2e}")
+    rel = abs(vk0 - hf_ctl) / hf0
+    check(f"{arch}: control: transformers {what} differs from vktrain by > 10x the tolerance", rel > 1e-4,
+          f"rel {rel:.2e}")
+
+    text = "the lazy fox, 42 times"
+    hfv, gen, enc_src, enc_out = oracle.ask([{"op": "loss", "dir": out_in, "windows": val_windows},
+                                             {"op": "greedy", "dir": out_in, "prompt": "the quick brown", "n": 12},
+                                             {"op": "encode", "dir": src_in, "text": text},
+                                             {"op": "encode", "dir": out_in, "text": text}])
+    vkv = next(m["val_loss"] for m in metrics if m["step"] == STEPS and "val_loss" in m)
+    rel = abs(vkv - hfv) / hfv
+    check(f"{arch}: transformers on the export gives vktrain's val_loss", rel < 1e-4,
+          f"vk {vkv:.8f} hf {hfv:.8f} rel {rel:.2e}; source model {hf_src:.6f}")
+    check(f"{arch}: training moved the weights", abs(hfv - hf_src) > 1e-3, f"{hf_src:.6f} -> {hfv:.6f}")
+
+    want = bytes.fromhex(gen["want"])
+    r = subprocess.run([VKTRAIN, "generate", "--model", out, "--prompt", "the quick brown", "--temperature", "0",
+                        "--max-new-tokens", "12"], capture_output=True)
+    check(f"{arch}: vktrain generate prints transformers' greedy tokens ({gen['n']} tokens)",
+          r.returncode == 0 and r.stdout == want,
+          f"vk {r.stdout!r} hf {want!r}, smallest top-1 margin {gen['margin']:.3g} {r.stderr[-500:]!r}")
+
+    have, src_cfg = json.load(open(os.path.join(out, "config.json"))), json.load(open(os.path.join(src, "config.json")))
+    same = [k for k in ("model_type", "head_dim", "tie_word_embeddings", "num_key_value_heads") if k in src_cfg]
+    check(f"{arch}: config.json keeps the source's {', '.join(same)}", all(have.get(k) == src_cfg[k] for k in same))
+    check(f"{arch}: the exported tokenizer encodes as the source", enc_src == enc_out, f"{enc_src} {enc_out}")
+
+
+def main():
+    oracle = Oracle(tree_root())
+    try:
+        for i, arch in enumerate(FAMILIES):
+            run_family(oracle, arch, 11 + i)
+    finally:
+        oracle.close()
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print(f"{len(FAMILIES)} famil{'y' if len(FAMILIES) == 1 else 'ies'}: every check passed")
+
+
+main()

@@ -1,0 +1,147 @@
+"""hf_oracle: what the parity tests ask of Hugging Face transformers itself:
+a byte-level BPE tokenizer trained here, tiny random models built and
+saved by transformers, their mean cross-entropy on token windows, and
+their greedy decoding as `vktrain generate --temperature 0` prints it.
+
+Imported by hf_transformers_parity.py (transformers 4.44.2 over Debian
+12's torch, in process), and run as a program by hf_families_parity.py
+inside the Debian unstable tree of scripts/sid.sh (its python3-torch and
+a newer transformers, for the families 4.44.2 lacks):
+    python hf_oracle.py REQUESTS.json RESULTS.json
+REQUESTS.json is a list of {"op": ..., ...}; RESULTS.json gets one result
+per request, in order (the ops: build, loss, greedy, encode, below)."""
+import json
+import sys
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode
+
+MODEL_VOCAB = 320
+CORPUS = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",
+          "to be or not to be, that is the question", "1234 5678 hello world"] * 20
+
+
+def make_tokenizer(d):
+    """300 tokens of byte-level BPE with bos = eos = <|endoftext|> and a pad, saved in d."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<|endoftext|>", "<|pad|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                                   pad_token="<|pad|>")
+    fast.save_pretrained(d)
+    return fast
+
+
+def randomize(model, gen):
+    """Every parameter random: matrices N(0, 0.1), biases N(0, 0.1), norm weights 1 + N(0, 0.1)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen) * 0.1
+            norm = p.dim() == 1 and ("norm" in name or ".ln_" in name) and name.endswith("weight")
+            p.copy_(noise + 1.0 if norm else noise)
+
+
+def load(folder, **kw):
+    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32, attn_implementation="eager", **kw)
+    model.eval()
+    return model
+
+
+def loss_of(model, windows):
+    """Mean cross-entropy of each window's next tokens."""
+    x = torch.tensor(windows, dtype=torch.long)
+    with torch.no_grad():
+        logits = model(input_ids=x[:, :-1]).logits
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1)).item()
+
+
+def greedy(folder, prompt, n_new):
+    """What `vktrain generate --temperature 0` must print for the folder:
+    the prompt, then transformers' greedy decoding of <bos> + the prompt
+    (the argmax over the tokenizer's ids, stopping at eos), as bytes with a
+    newline; and the smallest top-1 margin (no choice may be a near tie)."""
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = load(folder)
+    seq, margin = [tok.bos_token_id] + tok(prompt)["input_ids"], float("inf")
+    with torch.no_grad():
+        for _ in range(n_new):
+            logits = model(input_ids=torch.tensor([seq])).logits[0, -1, :len(tok)]
+            top = torch.topk(logits, 2).values
+            margin = min(margin, (top[0] - top[1]).item())
+            nxt = int(torch.argmax(logits))
+            if nxt == tok.eos_token_id:
+                break
+            seq.append(nxt)
+    new_ids = seq[1 + len(tok(prompt)["input_ids"]):]
+    # The bytes of each token (random tokens may split UTF-8 sequences, so
+    # compare bytes): a special token's content, else its byte-level string
+    # mapped back to bytes.
+    byte_of = {c: b for b, c in bytes_to_unicode().items()}
+    specials = set(tok.all_special_ids)
+    want = prompt.encode() + b"".join(
+        t.encode() if i in specials else bytes(byte_of[c] for c in t)
+        for i, t in zip(new_ids, tok.convert_ids_to_tokens(new_ids))) + b"\n"
+    return want, margin, len(new_ids)
+
+
+# ---- the families the program builds (transformers newer than 4.44) ----
+
+def build_family(arch, d, seed):
+    """A tiny random model of arch saved in d (float32, one file) with the
+    tokenizer: vocab 320, hidden 32, 2 layers, 4 heads (2 kv) of 16 (wider
+    than hidden / heads), MLP 64, tied."""
+    from transformers import Qwen3Config
+    tok = make_tokenizer(d)
+    ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    common = dict(vocab_size=MODEL_VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **ids)
+    if arch == "qwen3":
+        cfg = Qwen3Config(**common, head_dim=16, tie_word_embeddings=True, use_sliding_window=False,
+                          rope_theta=1000.0)
+    else:
+        raise ValueError(f"no family {arch!r}")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    randomize(model, torch.Generator().manual_seed(seed))
+    model.save_pretrained(d)
+    return {"n_tok": len(tok), "bos": tok.bos_token_id, "eos": tok.eos_token_id, "pad": tok.pad_token_id,
+            "transformers": __import__("transformers").__version__, "torch": torch.__version__}
+
+
+def control_model(folder, control):
+    """The folder's model with one feature taken out (the controls)."""
+    model = load(folder)
+    if control == "no_qk_norm":
+        for layer in model.model.layers:
+            layer.self_attn.q_norm = torch.nn.Identity()
+            layer.self_attn.k_norm = torch.nn.Identity()
+    elif control:
+        raise ValueError(f"no control {control!r}")
+    return model
+
+
+def serve(request):
+    op = request["op"]
+    if op == "build":
+        return build_family(request["arch"], request["dir"], request["seed"])
+    if op == "loss":
+        return loss_of(control_model(request["dir"], request.get("control")), request["windows"])
+    if op == "greedy":
+        want, margin, n = greedy(request["dir"], request["prompt"], request["n"])
+        return {"want": want.hex(), "margin": margin, "n": n}
+    if op == "encode":
+        tok = AutoTokenizer.from_pretrained(request["dir"])
+        return {"ids": tok(request["text"])["input_ids"], "pad": tok.pad_token_id}
+    raise ValueError(f"no op {op!r}")
+
+
+if __name__ == "__main__":
+    requests = json.load(open(sys.argv[1]))
+    results = [serve(r) for r in requests]
+    with open(sys.argv[2], "w") as f:
+        json.dump(results, f)
