@@ -76,8 +76,8 @@ struct model_config {
      * k_norm). */
     int qk_norm;
     /* Sliding-window attention: query t sees the keys t' <= t with
-     * t − t' < sliding_window (Mistral's and Qwen2's sliding_window); 0:
-     * the whole causal row. */
+     * t − t' < sliding_window (Mistral's sliding_window; Qwen2's and
+     * Qwen3's windows are refused at load); 0: the whole causal row. */
     uint32_t sliding_window;
 };
 
