@@ -17,6 +17,9 @@ static void check_equal(const struct hf_config *a, const struct hf_config *b, co
               a->tie_embeddings == b->tie_embeddings && a->bos_token_id == b->bos_token_id &&
               a->eos_token_id == b->eos_token_id && a->pad_token_id == b->pad_token_id,
           "%s: read back differs", what);
+    CHECK(!memcmp(&a->full_layers, &b->full_layers, sizeof a->full_layers) &&
+              !memcmp(&a->nope_layers, &b->nope_layers, sizeof a->nope_layers),
+          "%s: the per-layer windows or RoPE read back differ", what);
 }
 
 static void round_trip(const struct hf_config *c, const char *what, const char *want_text)
@@ -69,6 +72,23 @@ static void test_round_trips(void)
     sw.sliding_window = 16;
     round_trip(&sw, "mistral with a window", "\"model_type\": \"mistral\"");
     round_trip(&sw, "mistral with a window", "\"sliding_window\": 16");
+    /* per layer: some layers global under the window, or without RoPE:
+     * smollm3 (qwen3 with q/k norms), with transformers 4.57's layer_types */
+    struct hf_config pl = sw;
+    vkt_layers_add(&pl.full_layers, 1);
+    round_trip(&pl, "llama with a window on layer 0", "\"model_type\": \"smollm3\"");
+    round_trip(&pl, "llama with a window on layer 0",
+               "\"layer_types\": [\n    \"sliding_attention\",\n    \"full_attention\"\n  ]");
+    vkt_layers_add(&pl.nope_layers, 0);
+    round_trip(&pl, "smollm3 with layer 0 without RoPE", "\"no_rope_layers\": [\n    0,\n    1\n  ]");
+    pl.sliding_window = 0;
+    memset(&pl.full_layers, 0, sizeof pl.full_layers);
+    round_trip(&pl, "smollm3 without a window", "\"use_sliding_window\": false");
+    struct hf_config q3w = q3;
+    q3w.sliding_window = 16;
+    vkt_layers_add(&q3w.full_layers, 0);
+    round_trip(&q3w, "qwen3 with a window on layer 1", "\"max_window_layers\": 1");
+    round_trip(&q3w, "qwen3 with a window on layer 1", "\"use_sliding_window\": true");
 }
 
 static int read_text(const char *text, struct hf_config *c)
@@ -185,6 +205,42 @@ static void test_families(void)
                     "\"sliding_window\": 4096, " LLAMA_REST "}",
                     &c) == 0 && c.sliding_window == 0,
           "mistral window 4096 of 4096: %s (window %d)", err, c.sliding_window);
+    /* Qwen2 and Qwen3: the window with use_sliding_window, on the layers
+     * from max_window_layers [28] on, or as layer_types says */
+    CHECK(read_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, "
+                    "\"sliding_window\": 8, \"max_window_layers\": 1, " LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 8 && vkt_layers_has(&c.full_layers, 0) &&
+              !vkt_layers_has(&c.full_layers, 1),
+          "qwen2 window from layer 1: %s (window %d)", err, c.sliding_window);
+    CHECK(read_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, "
+                    "\"sliding_window\": 8, " LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 0 && !vkt_layers_count(&c.full_layers, 2),
+          "qwen2 window from layer 28 of 2: %s (window %d)", err, c.sliding_window);
+    CHECK(read_text("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": false, "
+                    "\"sliding_window\": 8, \"max_window_layers\": 0, " LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 0,
+          "qwen2 without use_sliding_window: %s (window %d)", err, c.sliding_window);
+    CHECK(read_text("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"use_sliding_window\": true, "
+                    "\"sliding_window\": 8, \"max_window_layers\": 0, "
+                    "\"layer_types\": [\"sliding_attention\", \"full_attention\"], " LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 8 && c.qk_norm && !vkt_layers_has(&c.full_layers, 0) &&
+              vkt_layers_has(&c.full_layers, 1),
+          "qwen3 layer_types: %s (window %d)", err, c.sliding_window);
+    /* SmolLM3: every 4th layer without RoPE by default, tied, theta 2e6;
+     * its window on the layers without RoPE unless layer_types says */
+    CHECK(read_text("{\"model_type\": \"smollm3\", \"hidden_size\": 64, \"intermediate_size\": 64, "
+                    "\"num_attention_heads\": 4, \"num_hidden_layers\": 8, \"vocab_size\": 259}",
+                    &c) == 0 && c.tie_embeddings && c.rope_theta == 2e6 && c.n_kv_heads == 4 &&
+              vkt_layers_count(&c.nope_layers, 8) == 2 && vkt_layers_has(&c.nope_layers, 3) &&
+              vkt_layers_has(&c.nope_layers, 7) && !c.sliding_window,
+          "smollm3 defaults: %s", err);
+    CHECK(read_text("{\"model_type\": \"smollm3\", \"hidden_size\": 64, \"no_rope_layers\": [1, 0], "
+                    "\"use_sliding_window\": true, \"sliding_window\": 4, \"no_rope_layer_interval\": 1, "
+                    LLAMA_REST "}",
+                    &c) == 0 && c.sliding_window == 4 && vkt_layers_has(&c.nope_layers, 1) &&
+              !vkt_layers_has(&c.nope_layers, 0) && vkt_layers_has(&c.full_layers, 0) &&
+              !vkt_layers_has(&c.full_layers, 1),
+          "smollm3 no_rope_layers and window: %s (window %d)", err, c.sliding_window);
 }
 
 static void expect_error(const char *text, const char *want, const char *want2)
@@ -216,8 +272,19 @@ static void test_errors(void)
                  "positive integer");
     expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"head_dim\": \"16\", \"sliding_window\": null, "
                  LLAMA_REST "}", "'head_dim'", "positive integer");
-    expect_error("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"use_sliding_window\": true, " LLAMA_REST "}",
-                 "'use_sliding_window'", NULL);
+    expect_error("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"use_sliding_window\": 1, " LLAMA_REST "}",
+                 "'use_sliding_window' must be true or false", NULL);
+    expect_error("{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"layer_types\": [\"full_attention\"], "
+                 LLAMA_REST "}", "'layer_types' must be a list of num_hidden_layers = 2 entries", NULL);
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"layer_types\": [\"full_attention\", "
+                 "\"chunked_attention\"], " LLAMA_REST "}",
+                 "'layer_types'[1] is 'chunked_attention', which is not supported", NULL);
+    expect_error("{\"model_type\": \"smollm3\", \"hidden_size\": 64, \"no_rope_layers\": [1, 2], " LLAMA_REST "}",
+                 "'no_rope_layers'[1] is '2'", NULL);
+    expect_error("{\"model_type\": \"smollm3\", \"hidden_size\": 64, \"no_rope_layers\": [1, null], "
+                 LLAMA_REST "}", "'no_rope_layers'[1] is a null", NULL);
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"max_window_layers\": -1, " LLAMA_REST "}",
+                 "'max_window_layers' must be a non-negative integer", NULL);
     expect_error(
         "{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"linear\"}, " LLAMA_REST "}",
         "'rope_scaling.factor'", NULL);
@@ -227,8 +294,9 @@ static void test_errors(void)
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"rope_type\": \"llama3\", "
                  "\"factor\": 8, \"low_freq_factor\": 1}, " LLAMA_REST "}",
                  "'rope_scaling.high_freq_factor'", NULL);
-    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, " LLAMA_REST "}",
-                 "'use_sliding_window': true is not supported", NULL);
+    expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"use_sliding_window\": true, "
+                 "\"sliding_window\": 0, " LLAMA_REST "}",
+                 "'sliding_window' must be a positive integer or null", NULL);
     expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": 0, " LLAMA_REST "}",
                  "'sliding_window' must be a positive integer or null", NULL);
     expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"sliding_window\": \"4096\", " LLAMA_REST "}",

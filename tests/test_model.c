@@ -75,6 +75,12 @@ static void run(const char *what, const struct ref_model_config *rc, int with_do
         .max_seq_len = (uint32_t)rc->max_seq_len, .norm_eps = (float)rc->norm_eps, .rope_theta = rc->rope_theta,
         .tie_embeddings = rc->tied, .init_std = 0.02f, .sliding_window = (uint32_t)rc->sliding_window,
     };
+    for (uint32_t l = 0; l < mc.n_layers; l++) {
+        if (rc->full_layers >> l & 1)
+            vkt_layers_add(&mc.full_layers, l);
+        if (rc->nope_layers >> l & 1)
+            vkt_layers_add(&mc.nope_layers, l);
+    }
     struct ref_model r;
     CHECK(ref_model_init(&r, rc) == 0, "%s: reference config rejected", what);
     ref_model_randomize(&r, 99, 0.3);
@@ -141,15 +147,15 @@ int main(void)
     enum gpu_kernel_class classes[2] = {GPU_KERNELS_TEXEL, GPU_KERNELS_TILED};
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);
-        struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0, 0};
+        struct ref_model_config llama = {REF_ARCH_LLAMA, 37, 16, 2, 4, 2, 24, 8, 1e-5, 10000.0, 0, 0, 0, 0};
         run(c ? "llama untied GQA 4/2 (tiled)" : "llama untied GQA 4/2 (texel)", &llama, 0, 7);
         llama.tied = 1, llama.n_kv_heads = 1;
         run(c ? "llama tied GQA 4/1 packed (tiled)" : "llama tied GQA 4/1 packed (texel)", &llama, 1, 7);
-        struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1, 0};
+        struct ref_model_config gpt2 = {REF_ARCH_GPT2, 41, 12, 2, 3, 3, 48, 8, 1e-5, 10000.0, 1, 0, 0, 0};
         run(c ? "gpt2 (tiled)" : "gpt2 (texel)", &gpt2, 0, 7);
         run(c ? "gpt2 packed (tiled)" : "gpt2 packed (texel)", &gpt2, 1, 7);
         /* head size 6: the R32F texel kernels */
-        struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0, 0};
+        struct ref_model_config odd = {REF_ARCH_LLAMA, 37, 18, 1, 3, 3, 24, 8, 1e-5, 10000.0, 0, 0, 0, 0};
         run(c ? "llama head size 6 packed (tiled)" : "llama head size 6 packed (texel)", &odd, 1, 7);
         /* a sliding window of 2 keys and 3 (T = 8, packed: the window
          * within the second document) */
@@ -157,11 +163,21 @@ int main(void)
         run(c ? "llama sliding window 2 (tiled)" : "llama sliding window 2 (texel)", &llama, 0, 8);
         llama.sliding_window = 3;
         run(c ? "llama sliding window 3 packed (tiled)" : "llama sliding window 3 packed (texel)", &llama, 1, 8);
+        /* per layer (Qwen2's max_window_layers, SmolLM3's no_rope_layers):
+         * layer 0 global without RoPE, layer 1 windowed with it; then the
+         * other way round */
+        llama.sliding_window = 2, llama.full_layers = 1, llama.nope_layers = 1;
+        run(c ? "llama layer 0 global without RoPE (tiled)" : "llama layer 0 global without RoPE (texel)", &llama, 1,
+            8);
+        llama.full_layers = 2, llama.nope_layers = 2;
+        run(c ? "llama layer 1 global without RoPE (tiled)" : "llama layer 1 global without RoPE (texel)", &llama, 0,
+            8);
+        llama.sliding_window = 0, llama.full_layers = 0, llama.nope_layers = 0;
         /* dim and hidden 512, 16 rows: on the texel family the weight
          * gradients' tn through a transpose and nn (op_matmul_tn_scratch);
          * every weight within 1 MiB (test_limits runs this under
          * allocation=1M) */
-        struct ref_model_config wide = {REF_ARCH_LLAMA, 37, 512, 1, 4, 2, 512, 8, 1e-5, 10000.0, 0, 0};
+        struct ref_model_config wide = {REF_ARCH_LLAMA, 37, 512, 1, 4, 2, 512, 8, 1e-5, 10000.0, 0, 0, 0, 0};
         run(c ? "llama dim 512 (tiled)" : "llama dim 512, tn through transposes (texel)", &wide, 1, 8);
     }
     gpu_destroy(g);

@@ -166,7 +166,7 @@ static void check_attention(void)
 /* The table of a 1-layer model, in order, as Hugging Face names and shapes. */
 static void check_table(enum ref_arch arch, int tied, const char *const *names, const int (*shapes)[2], int n)
 {
-    struct ref_model_config cfg = {arch, 11, 8, 1, 2, arch == REF_ARCH_LLAMA ? 1 : 2, 12, 16, 1e-5, 10000.0, tied, 0};
+    struct ref_model_config cfg = {arch, 11, 8, 1, 2, arch == REF_ARCH_LLAMA ? 1 : 2, 12, 16, 1e-5, 10000.0, tied, 0, 0, 0};
     struct ref_model m;
     int ok = ref_model_init(&m, &cfg) == 0 && m.n_params == n;
     size_t total = 0;
@@ -240,9 +240,9 @@ static void check_tables(void)
     check_table(REF_ARCH_GPT2, 1, gpt2, gpt2_shapes, 16);
 
     struct ref_model m;
-    struct ref_model_config bad = {REF_ARCH_GPT2, 11, 8, 1, 2, 2, 12, 16, 1e-5, 0.0, 0, 0};
+    struct ref_model_config bad = {REF_ARCH_GPT2, 11, 8, 1, 2, 2, 12, 16, 1e-5, 0.0, 0, 0, 0, 0};
     int rejected = ref_model_init(&m, &bad) != 0;
-    bad = (struct ref_model_config){REF_ARCH_LLAMA, 11, 6, 1, 2, 2, 12, 16, 1e-5, 10000.0, 0, 0}; // hd 3
+    bad = (struct ref_model_config){REF_ARCH_LLAMA, 11, 6, 1, 2, 2, 12, 16, 1e-5, 10000.0, 0, 0, 0, 0}; // hd 3
     rejected = rejected && ref_model_init(&m, &bad) != 0;
     bad.dim = 8;
     bad.n_kv_heads = 3;
@@ -255,7 +255,7 @@ static void check_tables(void)
 static void check_packing(enum ref_arch arch)
 {
     struct ref_model_config cfg = {
-        arch, 11, 16, 2, 4, arch == REF_ARCH_LLAMA ? 2 : 4, 24, 8, 1e-5, 10000.0, arch == REF_ARCH_GPT2, 0};
+        arch, 11, 16, 2, 4, arch == REF_ARCH_LLAMA ? 2 : 4, 24, 8, 1e-5, 10000.0, arch == REF_ARCH_GPT2, 0, 0, 0};
     struct ref_model m;
     ref_model_init(&m, &cfg);
     ref_model_randomize(&m, 7, 0.5);
@@ -288,7 +288,7 @@ static void check_packing(enum ref_arch arch)
  * with the v slice's weights 0 and bias c, the attention output is c. */
 static void check_gpt2_qkv_split(void)
 {
-    struct ref_model_config cfg = {REF_ARCH_GPT2, 11, 8, 1, 2, 2, 12, 8, 1e-5, 0.0, 1, 0};
+    struct ref_model_config cfg = {REF_ARCH_GPT2, 11, 8, 1, 2, 2, 12, 8, 1e-5, 0.0, 1, 0, 0, 0};
     struct ref_model m;
     ref_model_init(&m, &cfg);
     ref_model_randomize(&m, 3, 0.5);

@@ -39,6 +39,13 @@ struct config_model {
     int head_dim;    /* 0: dim / n_heads; else the width of each head (q is n_heads x head_dim wide) */
     bool qk_norm;    /* RMSNorm over each head of q and k before RoPE (Qwen3) */
     int sliding_window; /* 0: none; else query t sees keys t' with t − t' < sliding_window */
+    /* Per layer, as transformers' config.json writes them (empty: every
+     * layer alike): "sliding_attention" or "full_attention" (a full layer
+     * ignores sliding_window), and no_rope_layers' "1" (RoPE) or "0" (none). */
+    char **layer_types;
+    int n_layer_types;
+    char **no_rope_layers;
+    int n_no_rope_layers;
     int hidden_dim;  /* MLP width */
     int max_seq_len; /* T: tokens per training row */
     double norm_eps;

@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include "vktrain/util.h"
+
 enum hf_arch { HF_LLAMA, HF_GPT2 };
 
 struct hf_config {
@@ -38,9 +40,15 @@ struct hf_config {
     int save_bf16;         /* write: torch_dtype bfloat16 instead of float32 */
     int head_dim; /* each head's width: head_dim, else hidden_size / num_attention_heads */
     int qk_norm;  /* qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE */
-    /* mistral: sliding_window when shorter than max_position_embeddings
-     * (query t sees keys t' with t − t' < it), else 0: none. */
+    /* sliding_window (mistral's; qwen2's, qwen3's and smollm3's with
+     * use_sliding_window) when shorter than max_position_embeddings (query
+     * t sees keys t' with t − t' < it), else 0: none. */
     int sliding_window;
+    /* With a window, the layers that attend globally: layer_types'
+     * "full_attention", or qwen2's and qwen3's first max_window_layers. */
+    struct vkt_layers full_layers;
+    /* smollm3: the layers without RoPE (no_rope_layers 0). */
+    struct vkt_layers nope_layers;
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */

@@ -21,6 +21,7 @@
 #include "vktrain/config.h"
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
+#include "vktrain/util.h"
 
 enum model_arch { MODEL_LLAMA, MODEL_GPT2 };
 
@@ -76,9 +77,14 @@ struct model_config {
      * k_norm). */
     int qk_norm;
     /* Sliding-window attention: query t sees the keys t' <= t with
-     * t − t' < sliding_window (Mistral's sliding_window; Qwen2's and
-     * Qwen3's windows are refused at load); 0: the whole causal row. */
+     * t − t' < sliding_window (Mistral's, Qwen2's, Qwen3's and SmolLM3's
+     * sliding_window); 0: the whole causal row. Every layer has it except
+     * those in full_layers (transformers' layer_types "full_attention"). */
     uint32_t sliding_window;
+    struct vkt_layers full_layers;
+    /* llama family: the layers without RoPE (SmolLM3's no_rope_layers 0):
+     * q and k enter attention as projected (and normed). */
+    struct vkt_layers nope_layers;
 };
 
 /* Each head's width. */
@@ -90,8 +96,13 @@ static inline uint32_t model_head_dim(const struct model_config *c)
 /* Layer l's attention window (0: the whole causal row). */
 static inline uint32_t model_layer_window(const struct model_config *c, uint32_t l)
 {
-    (void)l;
-    return c->sliding_window;
+    return vkt_layers_has(&c->full_layers, l) ? 0 : c->sliding_window;
+}
+
+/* Whether layer l rotates q and k (llama family). */
+static inline int model_layer_rope(const struct model_config *c, uint32_t l)
+{
+    return c->arch == MODEL_LLAMA && !vkt_layers_has(&c->nope_layers, l);
 }
 
 /* INIT_LORA_A: uniform in ±1/sqrt(in), what PEFT's kaiming_uniform_(a=√5) gives. */
@@ -136,7 +147,7 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
  * optimizer sum to less than 2^63, so no size computed from a config can
  * overflow (the memory plan adds them up; docs/training.md, "Memory"). */
 #define MODEL_MAX_TENSOR ((uint64_t)1 << 38)
-#define MODEL_MAX_LAYERS 65536
+#define MODEL_MAX_LAYERS VKT_MAX_LAYERS
 
 /* What model_create requires of c for batch rows of max_seq_len tokens
  * (batch 0: weights only): positive sizes that divide as the architecture

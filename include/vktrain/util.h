@@ -60,6 +60,32 @@ uint64_t vkt_splitmix64(uint64_t *state);
 void vkt_bf16_round(uint16_t *out, const float *x, size_t n);
 void vkt_bf16_widen(float *out, const uint16_t *h, size_t n);
 
+/* A set of a model's layers, one bit each (a model has at most
+ * VKT_MAX_LAYERS): which layers attend globally under a sliding window,
+ * which have no RoPE. All zero is the empty set, so a zeroed config
+ * describes every layer alike. */
+#define VKT_MAX_LAYERS 65536
+struct vkt_layers {
+    uint64_t bits[VKT_MAX_LAYERS / 64];
+};
+static inline int vkt_layers_has(const struct vkt_layers *s, uint32_t l)
+{
+    return l < VKT_MAX_LAYERS && (s->bits[l / 64] >> (l % 64) & 1);
+}
+static inline void vkt_layers_add(struct vkt_layers *s, uint32_t l)
+{
+    if (l < VKT_MAX_LAYERS)
+        s->bits[l / 64] |= (uint64_t)1 << (l % 64);
+}
+/* Members below n. */
+static inline uint32_t vkt_layers_count(const struct vkt_layers *s, uint32_t n)
+{
+    uint32_t k = 0;
+    for (uint32_t l = 0; l < n; l++)
+        k += (uint32_t)vkt_layers_has(s, l);
+    return k;
+}
+
 /* Monotonic clock in seconds. */
 double vkt_now(void);
 

@@ -52,6 +52,55 @@ static int apply_hf(struct config_ctx *ctx, const char *key, const char *json, d
     return 0;
 }
 
+/* A per-layer list of the recipe (model.layer_types, model.no_rope_layers)
+ * as the set of layers whose entry is `member`; every other entry must be
+ * `other`, and a list has one entry per layer or none. */
+static int layer_list(struct config_ctx *ctx, const char *key, char *const *list, int n, const char *member,
+                      const char *other, struct vkt_layers *out)
+{
+    memset(out, 0, sizeof *out);
+    int layers = ctx->cfg->model.n_layers;
+    if (n && n != layers)
+        return config_fail(ctx, K(key), "%s: %d entries for %d layers (give one per layer, or none)", key, n,
+                           layers);
+    for (int l = 0; l < n; l++)
+        if (!strcmp(list[l], member))
+            vkt_layers_add(out, (uint32_t)l);
+        else if (strcmp(list[l], other))
+            return config_fail(ctx, K(key), "%s: entry %d is '%s' (each is %s or %s)", key, l, list[l], member,
+                               other);
+    return 0;
+}
+
+/* config.json's set of layers for a per-layer list: fills the list when the
+ * recipe left it unset (and the set is not empty: the empty list means
+ * every layer alike), else requires the same set. */
+static int apply_layers(struct config_ctx *ctx, const char *key, char ***list, int *n, const struct vkt_layers *hf,
+                        const char *member, const char *other, const char *file)
+{
+    uint32_t layers = (uint32_t)ctx->cfg->model.n_layers;
+    if (!ctx->set[K(key)]) {
+        if (!vkt_layers_count(hf, layers))
+            return 0;
+        *list = vkt_calloc(layers + 1, sizeof **list, "config list");
+        for (uint32_t l = 0; l < layers; l++)
+            (*list)[l] = vkt_strdup(vkt_layers_has(hf, l) ? member : other);
+        *n = (int)layers;
+        return 0;
+    }
+    struct vkt_layers mine;
+    if (layer_list(ctx, key, *list, *n, member, other, &mine))
+        return -1;
+    for (uint32_t l = 0; l < layers; l++)
+        if (vkt_layers_has(&mine, l) != vkt_layers_has(hf, l))
+            return config_fail(ctx, K(key),
+                               "%s: layer %u is %s here and %s in %s (model.init_from defines the model: drop the key "
+                               "or make it match)",
+                               key, l, vkt_layers_has(&mine, l) ? member : other,
+                               vkt_layers_has(hf, l) ? member : other, file);
+    return 0;
+}
+
 /* The model keys from init_from's config.json (src/formats/hfconfig.c
  * reads it, with Hugging Face's defaults). */
 static int read_init_from(struct config_ctx *ctx)
@@ -91,7 +140,11 @@ static int read_init_from(struct config_ctx *ctx)
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (apply_hf(ctx, keys[i].key, keys[i].json, keys[i].v, file))
             return -1;
-    return 0;
+    struct config_model *m = &cfg->model;
+    return apply_layers(ctx, "model.layer_types", &m->layer_types, &m->n_layer_types, &h.full_layers, "full_attention",
+                        "sliding_attention", file) ||
+           apply_layers(ctx, "model.no_rope_layers", &m->no_rope_layers, &m->n_no_rope_layers, &h.nope_layers, "0",
+                        "1", file);
 }
 
 static int require(struct config_ctx *ctx, const char *name, const char *why)
@@ -152,12 +205,21 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
         return config_fail(ctx, K(m->qk_norm ? "model.qk_norm" : "model.head_dim"),
                            "%s: gpt2 has heads of model.dim / model.n_heads and no q/k norms",
                            m->qk_norm ? "model.qk_norm" : "model.head_dim");
-    if (m->sliding_window && (m->arch == ARCH_GPT2 || m->qk_norm))
-        return config_fail(ctx, K("model.sliding_window"),
-                           "model.sliding_window: %s (windows are for the llama family: "
-                           "Mistral's, written back as a mistral config.json)",
-                           m->qk_norm ? "Qwen3's windows (model.qk_norm with use_sliding_window) are not supported"
-                                      : "gpt2 has no sliding window");
+    if (m->arch == ARCH_GPT2 && (m->sliding_window || m->n_layer_types || m->n_no_rope_layers)) {
+        const char *key = m->sliding_window  ? "model.sliding_window"
+                          : m->n_layer_types ? "model.layer_types"
+                                             : "model.no_rope_layers";
+        return config_fail(ctx, K(key), "%s: gpt2 has no sliding window and no RoPE to leave out (llama-family keys)",
+                           key);
+    }
+    struct vkt_layers full, nope;
+    if (layer_list(ctx, "model.layer_types", m->layer_types, m->n_layer_types, "full_attention", "sliding_attention",
+                   &full) ||
+        layer_list(ctx, "model.no_rope_layers", m->no_rope_layers, m->n_no_rope_layers, "0", "1", &nope))
+        return -1;
+    if (!m->sliding_window && vkt_layers_count(&full, (uint32_t)m->n_layers) < (uint32_t)m->n_layer_types)
+        return config_fail(ctx, K("model.layer_types"),
+                           "model.layer_types: names sliding_attention layers but model.sliding_window is not set");
     if (m->arch == ARCH_GPT2 && m->n_kv_heads != m->n_heads)
         return config_fail(ctx, K("model.n_kv_heads"),
                            "model.n_kv_heads: gpt2 has no grouped-query attention (must equal "

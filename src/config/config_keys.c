@@ -39,6 +39,9 @@ const struct config_key config_keys[] = {
     {"model.head_dim", KT_INT, OFF(model.head_dim), 0, IMAX, 0, NULL},
     {"model.qk_norm", KT_BOOL, OFF(model.qk_norm), 0, 0, 0, NULL},
     {"model.sliding_window", KT_INT, OFF(model.sliding_window), 0, IMAX, 0, NULL},
+    /* Hashed only when given (one entry per layer). */
+    {"model.layer_types", KT_STRLIST, OFF(model.layer_types), 0, 0, 0, NULL},
+    {"model.no_rope_layers", KT_STRLIST, OFF(model.no_rope_layers), 0, 0, 0, NULL},
     {"model.hidden_dim", KT_INT, OFF(model.hidden_dim), 1, IMAX, 0, NULL},
     {"model.max_seq_len", KT_INT, OFF(model.max_seq_len), 1, IMAX, 0, NULL},
     {"model.norm_eps", KT_FLOAT, OFF(model.norm_eps), 0, 1, KF_OPEN_MIN, NULL},
@@ -444,8 +447,9 @@ void config_print(const struct config *cfg, FILE *f)
 /* Whether key k enters the hash: not KF_NOHASH, the lora keys only with
  * LoRA on (off, they are all at their defaults), model.base_dtype and
  * precision only when not fp32, model.head_dim only when it is not
- * dim / n_heads, model.qk_norm only when on and model.sliding_window only
- * when set, so the recipes of earlier versions keep their hash. */
+ * dim / n_heads, model.qk_norm only when on, model.sliding_window only
+ * when set and the per-layer lists only when given, so the recipes of
+ * earlier versions keep their hash. */
 static int hashed(const struct config *cfg, int k)
 {
     const char *name = config_keys[k].name;
@@ -456,6 +460,10 @@ static int hashed(const struct config *cfg, int k)
         return m->qk_norm;
     if (!strcmp(name, "model.sliding_window"))
         return m->sliding_window != 0;
+    if (!strcmp(name, "model.layer_types"))
+        return m->n_layer_types != 0;
+    if (!strcmp(name, "model.no_rope_layers"))
+        return m->n_no_rope_layers != 0;
     if (!strcmp(name, "model.base_dtype"))
         return cfg->model.base_dtype != BASE_FP32;
     if (!strcmp(name, "precision"))

@@ -410,5 +410,7 @@ void config_free(struct config *cfg)
     free_list(cfg->dataset.exclude, cfg->dataset.n_exclude);
     free(cfg->lora.init_from);
     free_list(cfg->lora.targets, cfg->lora.n_targets);
+    free_list(cfg->model.layer_types, cfg->model.n_layer_types);
+    free_list(cfg->model.no_rope_layers, cfg->model.n_no_rope_layers);
     config_defaults(cfg);
 }

@@ -194,6 +194,73 @@ static int require_bool(const char *path, json_t *root, const char *key, int wan
                      json_is_boolean(j) ? (want ? "false" : "true") : "a non-boolean");
 }
 
+/* A per-layer list of config.json (layer_types, no_rope_layers): absent or
+ * null leaves *out as it is (-> 0 with *given 0); else one entry per layer,
+ * each the string or integer `member` (added to *out) or `other`. */
+static int read_layer_list(const char *path, json_t *root, const char *key, const struct hf_config *c,
+                           const char *member, const char *other, struct vkt_layers *out, int *given, char *err,
+                           size_t errlen)
+{
+    json_t *list = json_object_get(root, key);
+    *given = list && !json_is_null(list);
+    if (!*given)
+        return 0;
+    if (!json_is_array(list) || json_array_size(list) != (size_t)c->n_layers)
+        return vkt_error(err, errlen, "%s: '%s' must be a list of num_hidden_layers = %d entries", path, key,
+                         c->n_layers);
+    memset(out, 0, sizeof *out);
+    for (int l = 0; l < c->n_layers; l++) {
+        json_t *e = json_array_get(list, (size_t)l);
+        char num[24] = "";
+        if (json_is_integer(e))
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(e));
+        const char *v = json_is_string(e) ? json_string_value(e) : num;
+        if (!strcmp(v, member))
+            vkt_layers_add(out, (uint32_t)l);
+        else if (strcmp(v, other))
+            return vkt_error(err, errlen, "%s: '%s'[%d] is %s%s%s, which is not supported (%s or %s are)", path, key,
+                             l, *v ? "'" : "a ", *v ? v : type_name(e), *v ? "'" : "", member, other);
+    }
+    return 0;
+}
+
+/* The window of qwen2, qwen3 and smollm3: sliding_window with
+ * use_sliding_window, on the layers layer_types names sliding_attention;
+ * without layer_types, Qwen's first max_window_layers [28] attend globally
+ * and SmolLM3's layers with RoPE (transformers' own derivations). */
+static int read_layer_window(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
+{
+    json_t *use = json_object_get(root, "use_sliding_window"), *sw = json_object_get(root, "sliding_window");
+    if (use && !json_is_null(use) && !json_is_boolean(use))
+        return vkt_error(err, errlen, "%s: 'use_sliding_window' must be true or false", path);
+    if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) < 1))
+        return vkt_error(err, errlen, "%s: 'sliding_window' must be a positive integer or null", path);
+    int given;
+    if (read_layer_list(path, root, "layer_types", c, "full_attention", "sliding_attention", &c->full_layers, &given,
+                        err, errlen))
+        return -1;
+    if (!given && strcmp(c->model_type, "smollm3")) {
+        json_t *mw = json_object_get(root, "max_window_layers");
+        if (mw && !json_is_null(mw) && (!json_is_integer(mw) || json_integer_value(mw) < 0))
+            return vkt_error(err, errlen, "%s: 'max_window_layers' must be a non-negative integer", path);
+        json_int_t first = mw && json_is_integer(mw) ? json_integer_value(mw) : 28;
+        for (int l = 0; l < c->n_layers && l < first; l++)
+            vkt_layers_add(&c->full_layers, (uint32_t)l);
+    } else if (!given) {
+        for (int l = 0; l < c->n_layers; l++)
+            if (!vkt_layers_has(&c->nope_layers, (uint32_t)l))
+                vkt_layers_add(&c->full_layers, (uint32_t)l);
+    }
+    json_int_t w = json_is_true(use) && json_is_integer(sw) ? json_integer_value(sw) : 0;
+    /* a window that holds every position, or that no layer has, is none */
+    if (w >= c->max_seq_len || vkt_layers_count(&c->full_layers, (uint32_t)c->n_layers) == (uint32_t)c->n_layers)
+        w = 0;
+    c->sliding_window = (int)w;
+    if (!w)
+        memset(&c->full_layers, 0, sizeof c->full_layers);
+    return 0;
+}
+
 /* The llama family's options: biases, rope scaling, head_dim, sliding window. */
 static int check_llama(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
 {
@@ -201,20 +268,33 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
     if (check_string(path, root, "hidden_act", silu, err, errlen) || read_rope_scaling(path, root, c, err, errlen))
         return -1;
     int qwen2 = !strcmp(c->model_type, "qwen2"), qwen3 = !strcmp(c->model_type, "qwen3");
+    int smollm3 = !strcmp(c->model_type, "smollm3");
     if (qwen2) {
         c->qkv_bias = 1; /* Qwen2Attention: q/k/v_proj with bias, o_proj without */
-        if (require_bool(path, root, "use_sliding_window", 0, err, errlen))
-            return -1;
-    } else if (!strcmp(c->model_type, "llama") || qwen3) {
+    } else if (!strcmp(c->model_type, "llama") || qwen3 || smollm3) {
         json_t *ab = json_object_get(root, "attention_bias"), *mb = json_object_get(root, "mlp_bias");
         if ((ab && !json_is_boolean(ab) && !json_is_null(ab)) || (mb && !json_is_boolean(mb) && !json_is_null(mb)))
             return vkt_error(err, errlen, "%s: 'attention_bias' and 'mlp_bias' must be true or false", path);
         c->qkv_bias = c->o_bias = json_is_true(ab);
         c->mlp_bias = !qwen3 && json_is_true(mb); /* Qwen3's MLP has no biases */
         c->qk_norm = qwen3;
-        if (qwen3 && require_bool(path, root, "use_sliding_window", 0, err, errlen))
+    }
+    if (smollm3) { /* no_rope_layers, else every no_rope_layer_interval-th [4] layer without RoPE */
+        int given;
+        if (read_layer_list(path, root, "no_rope_layers", c, "0", "1", &c->nope_layers, &given, err, errlen))
             return -1;
-    } else { /* mistral: transformers' default window is 4096 */
+        json_t *iv = json_object_get(root, "no_rope_layer_interval");
+        if (!given && iv && !json_is_null(iv) && (!json_is_integer(iv) || json_integer_value(iv) < 1))
+            return vkt_error(err, errlen, "%s: 'no_rope_layer_interval' must be a positive integer", path);
+        json_int_t every = !given && json_is_integer(iv) ? json_integer_value(iv) : 4;
+        for (int l = 0; !given && l < c->n_layers; l++)
+            if ((l + 1) % every == 0)
+                vkt_layers_add(&c->nope_layers, (uint32_t)l);
+    }
+    if (qwen2 || qwen3 || smollm3) {
+        if (read_layer_window(path, root, c, err, errlen))
+            return -1;
+    } else if (!strcmp(c->model_type, "mistral")) { /* transformers' default window is 4096 */
         json_t *sw = json_object_get(root, "sliding_window");
         json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : 0;
         if (sw && !json_is_null(sw) && (!json_is_integer(sw) || w < 1))
@@ -255,13 +335,15 @@ static int check_gpt2(const char *path, json_t *root, char *err, size_t errlen)
 static const struct family {
     const char *type, *architecture;
     enum hf_arch arch;
-    double kv_heads, max_positions; /* transformers' defaults; kv -1: num_attention_heads */
+    /* transformers' defaults; kv -1: num_attention_heads */
+    double kv_heads, max_positions, rope_theta, tied;
 } families[] = {
-    {"llama", "LlamaForCausalLM", HF_LLAMA, -1, 2048},
-    {"qwen2", "Qwen2ForCausalLM", HF_LLAMA, 32, 32768},
-    {"qwen3", "Qwen3ForCausalLM", HF_LLAMA, 32, 32768},
-    {"mistral", "MistralForCausalLM", HF_LLAMA, 8, 4096 * 32},
-    {"gpt2", "GPT2LMHeadModel", HF_GPT2, -1, 1024},
+    {"llama", "LlamaForCausalLM", HF_LLAMA, -1, 2048, 10000, 0},
+    {"qwen2", "Qwen2ForCausalLM", HF_LLAMA, 32, 32768, 10000, 0},
+    {"qwen3", "Qwen3ForCausalLM", HF_LLAMA, 32, 32768, 10000, 0},
+    {"mistral", "MistralForCausalLM", HF_LLAMA, 8, 4096 * 32, 10000, 0},
+    {"smollm3", "SmolLM3ForCausalLM", HF_LLAMA, 4, 32768, 2000000, 1},
+    {"gpt2", "GPT2LMHeadModel", HF_GPT2, -1, 1024, 0, 1},
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
 
@@ -277,7 +359,7 @@ static const struct family *family_of(const char *path, json_t *root, char *err,
     for (int i = 0; i < NFAMILIES; i++)
         if (!strcmp(name, mt ? families[i].type : families[i].architecture))
             return &families[i];
-    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral and gpt2 are)", path,
+    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3 and gpt2 are)", path,
               mt ? "model_type" : "architecture", name);
     return NULL;
 }
@@ -310,6 +392,10 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
                 keys[i].def = fam->kv_heads;
             else if (!strcmp(keys[i].name, "max_position_embeddings"))
                 keys[i].def = fam->max_positions;
+            else if (!strcmp(keys[i].name, "rope_theta"))
+                keys[i].def = fam->rope_theta;
+            else if (!strcmp(keys[i].name, "tie_word_embeddings"))
+                keys[i].def = fam->tied;
         if (read_keys(path, root, keys, NKEYS(keys), 0, c, err, errlen))
             goto done;
         if (c->n_kv_heads < 0)
@@ -396,15 +482,52 @@ static int dump_atomic(const char *path, json_t *root, int precision, char *err,
     return rc;
 }
 
+/* A per-layer list: `member` for the layers in set, `other` for the rest
+ * (as integers where they are digits). */
+static json_t *layer_list_json(const struct hf_config *c, const struct vkt_layers *set, const char *member,
+                               const char *other)
+{
+    json_t *list = json_array();
+    for (int l = 0; l < c->n_layers; l++) {
+        const char *v = vkt_layers_has(set, (uint32_t)l) ? member : other;
+        json_array_append_new(list, *v >= '0' && *v <= '9' ? json_integer(atoi(v)) : json_string(v));
+    }
+    return list;
+}
+
+/* The window keys of qwen3 and smollm3 (transformers 4.57's layer_types;
+ * Qwen's max_window_layers too where the full layers come first). */
+static void put_layer_window(json_t *root, const struct hf_config *c, int qwen)
+{
+    json_object_set_new(root, "use_sliding_window", json_boolean(c->sliding_window));
+    json_object_set_new(root, "sliding_window", c->sliding_window ? json_integer(c->sliding_window) : json_null());
+    if (!c->sliding_window)
+        return;
+    json_object_set_new(root, "layer_types", layer_list_json(c, &c->full_layers, "full_attention", "sliding_attention"));
+    uint32_t first = vkt_layers_count(&c->full_layers, (uint32_t)c->n_layers), prefix = 1;
+    for (uint32_t l = 0; l < first; l++)
+        prefix &= (uint32_t)vkt_layers_has(&c->full_layers, l);
+    if (qwen && prefix)
+        json_object_set_new(root, "max_window_layers", json_integer(first));
+}
+
 int hf_config_write(const char *path, const struct hf_config *c, char *err, size_t errlen)
 {
     json_t *root = json_object();
     int llama = c->arch == HF_LLAMA;
-    /* A head size other than the quotient or a sliding window: qwen3 with
-     * q/k norms, else mistral (LlamaConfig of transformers 4.44 has neither
+    uint32_t L = (uint32_t)c->n_layers;
+    /* q/k norms: qwen3; layers without RoPE, or some layers global under a
+     * window: smollm3; a head size other than the quotient or a window on
+     * every layer: mistral (LlamaConfig of transformers 4.44 has neither
      * head_dim nor sliding_window). */
+    int per_layer = llama && (vkt_layers_count(&c->nope_layers, L) ||
+                              (c->sliding_window && vkt_layers_count(&c->full_layers, L)));
     int apart = llama && ((c->head_dim && c->head_dim * c->n_heads != c->dim) || c->sliding_window);
-    const char *type = !llama ? "gpt2" : c->qk_norm ? "qwen3" : apart ? "mistral" : "llama";
+    const char *type = !llama         ? "gpt2"
+                       : c->qk_norm   ? "qwen3"
+                       : per_layer    ? "smollm3"
+                       : apart        ? "mistral"
+                                      : "llama";
     const struct family *f = families;
     while (strcmp(f->type, type))
         f++;
@@ -414,15 +537,18 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
         write_keys(root, llama_keys, NKEYS(llama_keys), c);
         json_object_set_new(root, "hidden_act", json_string("silu"));
         json_object_set_new(root, "attention_bias", json_false());
-        if (c->qk_norm || apart) {
+        if (c->qk_norm || per_layer || apart)
             json_object_set_new(root, "head_dim", json_integer(c->head_dim ? c->head_dim : c->dim / c->n_heads));
-            json_object_set_new(root, c->qk_norm ? "use_sliding_window" : "sliding_window",
-                                c->qk_norm            ? json_false()
-                                : c->sliding_window ? json_integer(c->sliding_window)
-                                                    : json_null());
-        } else {
-            json_object_set_new(root, "mlp_bias", json_false());
+        if (c->qk_norm || per_layer) {
+            put_layer_window(root, c, c->qk_norm);
+        } else if (apart) {
+            json_object_set_new(root, "sliding_window",
+                                c->sliding_window ? json_integer(c->sliding_window) : json_null());
         }
+        if (!c->qk_norm && (per_layer || !apart)) /* llama and smollm3 */
+            json_object_set_new(root, "mlp_bias", json_false());
+        if (per_layer && !c->qk_norm)
+            json_object_set_new(root, "no_rope_layers", layer_list_json(c, &c->nope_layers, "0", "1"));
     } else {
         write_keys(root, gpt2_keys, NKEYS(gpt2_keys), c);
         json_object_set_new(root, "n_ctx", json_integer(c->max_seq_len));

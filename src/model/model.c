@@ -242,6 +242,15 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
     mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
     mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
     mc->activation_checkpointing = c->activation_checkpointing;
+    /* the per-layer lists (config_check has checked their lengths and names) */
+    memset(&mc->full_layers, 0, sizeof mc->full_layers);
+    memset(&mc->nope_layers, 0, sizeof mc->nope_layers);
+    for (int l = 0; l < c->n_layer_types; l++)
+        if (!strcmp(c->layer_types[l], "full_attention"))
+            vkt_layers_add(&mc->full_layers, (uint32_t)l);
+    for (int l = 0; l < c->n_no_rope_layers; l++)
+        if (!strcmp(c->no_rope_layers[l], "0"))
+            vkt_layers_add(&mc->nope_layers, (uint32_t)l);
     return 0;
 }
 
@@ -280,8 +289,12 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
     if (c->arch == MODEL_GPT2 && (c->qk_norm || model_head_dim(c) * c->n_heads != c->dim))
         return vkt_error(err, errlen, "gpt2 has heads of dim / n_heads and no q/k norms");
-    if (c->sliding_window && (c->arch == MODEL_GPT2 || c->qk_norm))
-        return vkt_error(err, errlen, "a sliding window needs the llama family without q/k norms");
+    if (c->arch == MODEL_GPT2 && (c->sliding_window || vkt_layers_count(&c->nope_layers, c->n_layers)))
+        return vkt_error(err, errlen, "gpt2 has no sliding window and no RoPE to leave out");
+    if (c->qk_norm && vkt_layers_count(&c->nope_layers, c->n_layers))
+        return vkt_error(err, errlen,
+                         "q/k norms with layers without RoPE: no Hugging Face family has both (Qwen3 has the norms, "
+                         "SmolLM3 the layers)");
     if (c->arch == MODEL_GPT2 && (c->qkv_bias || c->o_bias || c->mlp_bias || c->rope_scaling.type))
         return vkt_error(err, errlen, "gpt2 has its own biases and no rope_scaling");
     if (c->pos_rows && c->pos_rows < c->max_seq_len)

@@ -75,8 +75,10 @@ static void layer_backward(struct model *m, uint32_t l)
         gpu_zero(g, m->dv);
         op_flash_attention_backward(g, &s, a->q, a->k, a->v, doc, a->att, a->lse, m->datt, m->att_stats, m->dq, m->dk,
                                     m->dv);
-        op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
-        op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
+        if (model_layer_rope(c, l)) {
+            op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
+            op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
+        }
         /* dq, dk: of the projections' outputs (through the per-head norms with qk_norm) */
         struct gpu_buffer *dq = m->dq, *dk = m->dk;
         if (c->qk_norm) {

@@ -86,8 +86,10 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
             op_rmsnorm(g, a->q_pre, weight(m, p->q_norm), a->q, a->rstd_q, R * c->n_heads, hd, c->norm_eps);
             op_rmsnorm(g, a->k_pre, weight(m, p->k_norm), a->k, a->rstd_k, R * c->n_kv_heads, hd, c->norm_eps);
         }
-        op_rope(g, a->q, run->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
-        op_rope(g, a->k, run->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
+        if (model_layer_rope(c, l)) {
+            op_rope(g, a->q, run->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
+            op_rope(g, a->k, run->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
+        }
     } else {
         op_layernorm(g, a->x, weight(m, p->norm1), weight(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
         linear(m, run, l, LS_QKV, a->xn, p->wqkv, p->bqkv, a->qkv, 3 * C, C, 0);

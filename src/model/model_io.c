@@ -43,6 +43,8 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
         .head_dim = (int)model_head_dim(c),
         .qk_norm = c->qk_norm,
         .sliding_window = (int)c->sliding_window,
+        .full_layers = c->full_layers,
+        .nope_layers = c->nope_layers,
         .hidden_dim = (int)c->hidden_dim,
         .max_seq_len = (int)c->pos_rows,
         .norm_eps = c->norm_eps,
@@ -465,6 +467,7 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->rope_theta = h.rope_theta ? h.rope_theta : 10000.0, c->tie_embeddings = h.tie_embeddings;
     c->qkv_bias = h.qkv_bias, c->o_bias = h.o_bias, c->mlp_bias = h.mlp_bias;
     c->head_dim = (uint32_t)h.head_dim, c->qk_norm = h.qk_norm, c->sliding_window = (uint32_t)h.sliding_window;
+    c->full_layers = h.full_layers, c->nope_layers = h.nope_layers;
     c->rope_scaling = (struct op_rope_scaling){(enum op_rope_type)h.rope_scaling, h.rope_factor, h.rope_low_freq_factor,
                                                h.rope_high_freq_factor, (uint32_t)h.rope_original_max};
     c->init_std = 0.02f;

@@ -361,10 +361,15 @@ static void llama_layer_forward(struct ref_model *m, int l, const double *x)
     ref_matmul_forward(la->q_pre, la->norm1, lw->wq, NULL, d.N, d.C, d.H * d.hd);
     ref_matmul_forward(la->k_pre, la->norm1, lw->wk, NULL, d.N, d.C, d.KVH * d.hd);
     ref_matmul_forward(la->v, la->norm1, lw->wv, NULL, d.N, d.C, d.KVH * d.hd);
-    ref_rope_forward(la->q, la->q_pre, m->positions, d.N, d.H, d.hd, c->rope_theta);
-    ref_rope_forward(la->k, la->k_pre, m->positions, d.N, d.KVH, d.hd, c->rope_theta);
+    if (c->nope_layers >> l & 1) { // no RoPE: q and k as projected
+        memcpy(la->q, la->q_pre, sizeof(double) * (size_t)d.N * d.H * d.hd);
+        memcpy(la->k, la->k_pre, sizeof(double) * (size_t)d.N * d.KVH * d.hd);
+    } else {
+        ref_rope_forward(la->q, la->q_pre, m->positions, d.N, d.H, d.hd, c->rope_theta);
+        ref_rope_forward(la->k, la->k_pre, m->positions, d.N, d.KVH, d.hd, c->rope_theta);
+    }
     ref_attention_forward_window(la->att, la->probs, la->q, la->k, la->v, doc, d.B, d.T, d.H, d.KVH, d.hd,
-                                 m->cfg.sliding_window);
+                                 c->full_layers >> l & 1 ? 0 : c->sliding_window);
     ref_matmul_forward(la->attproj, la->att, lw->wo, NULL, d.N, d.H * d.hd, d.C);
     ref_residual_forward(la->res1, x, la->attproj, (size_t)d.N * d.C);
     // res1 + down_proj(silu(gate_proj(·)) ⊙ up_proj(·)) of rmsnorm(res1)
@@ -397,8 +402,15 @@ static void llama_layer_backward(struct ref_model *m, int l, const double *x, do
     ref_residual_backward(dx, da->attproj, da->res1, (size_t)d.N * d.C);
     ref_matmul_backward(da->att, lg->wo, NULL, da->attproj, la->att, lw->wo, d.N, d.H * d.hd, d.C);
     ref_attention_backward(da->q, da->k, da->v, da->att, la->probs, la->q, la->k, la->v, d.B, d.T, d.H, d.KVH, d.hd);
-    ref_rope_backward(da->q_pre, da->q, m->positions, d.N, d.H, d.hd, c->rope_theta);
-    ref_rope_backward(da->k_pre, da->k, m->positions, d.N, d.KVH, d.hd, c->rope_theta);
+    if (c->nope_layers >> l & 1) { // accumulated, as ref_rope_backward does
+        for (size_t i = 0; i < (size_t)d.N * d.H * d.hd; i++)
+            da->q_pre[i] += da->q[i];
+        for (size_t i = 0; i < (size_t)d.N * d.KVH * d.hd; i++)
+            da->k_pre[i] += da->k[i];
+    } else {
+        ref_rope_backward(da->q_pre, da->q, m->positions, d.N, d.H, d.hd, c->rope_theta);
+        ref_rope_backward(da->k_pre, da->k, m->positions, d.N, d.KVH, d.hd, c->rope_theta);
+    }
     ref_matmul_backward(da->norm1, lg->wq, NULL, da->q_pre, la->norm1, lw->wq, d.N, d.C, d.H * d.hd);
     ref_matmul_backward(da->norm1, lg->wk, NULL, da->k_pre, la->norm1, lw->wk, d.N, d.C, d.KVH * d.hd);
     ref_matmul_backward(da->norm1, lg->wv, NULL, da->v, la->norm1, lw->wv, d.N, d.C, d.KVH * d.hd);

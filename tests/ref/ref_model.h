@@ -38,6 +38,8 @@ struct ref_model_config {
     double rope_theta; // llama only
     int tied;          // lm head = embedding (gpt2: must be 1)
     int sliding_window; // > 0: query t sees keys t' with t − t' < sliding_window
+    unsigned full_layers; // bit l: layer l attends to the whole causal row despite sliding_window
+    unsigned nope_layers; // bit l: layer l has no RoPE (llama)
 };
 
 /* How a parameter is initialized in training (docs/recipes.md,
