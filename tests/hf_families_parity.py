@@ -1,6 +1,8 @@
 """hf_families_parity: vktrain against the modeling code of transformers
-releases newer than the pinned 4.44.2, for the families it lacks (Qwen3),
-run by test_hf_families.sh.
+releases newer than the pinned 4.44.2, for what it lacks,
+run by test_hf_families.sh: Qwen3, Qwen3 and Qwen2 with a sliding window
+on one of their layers (transformers 4.44.2's eager Qwen2 has no window),
+SmolLM3 with a layer without RoPE.
 
 The oracle, tests/hf_oracle.py, runs inside the Debian unstable tree of
 scripts/sid.sh (chroot: its python3-torch and transformers 4.57.1, the
@@ -11,7 +13,8 @@ and a tiny random model (vocab 320, hidden 32, 2 layers, 4 heads of 16 with
   step-1 loss:  |vk - hf| / hf < 1e-5 over 8 training windows of 17 ids,
                 hf = transformers' mean cross-entropy of the source model;
   control:      transformers' loss of the model with its family's feature
-                taken out (Qwen3: the per-head q/k norms) differs from
+                taken out (Qwen3: the per-head q/k norms; the windows; SmolLM3's
+                layer without RoPE given RoPE) differs from
                 vktrain's by > 1e-4, so the check above has teeth;
   val_loss:     after 4 AdamW steps, |vk - hf| / hf < 1e-4 with hf the
                 loss of the EXPORTED folder on 4 held-out windows, and the
@@ -35,7 +38,10 @@ from shard_testing import fine_tune
 SRC = os.environ["SRC"]
 VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS = 16, 8, 4, 4
-FAMILIES = {"qwen3": ("without its q/k norms", "no_qk_norm")}
+FAMILIES = {"qwen3": ("without its q/k norms", "no_qk_norm"),
+            "qwen3_window": ("without the window", "no_window"),
+            "qwen2_window": ("without the window", "no_window"),
+            "smollm3": ("with RoPE on every layer", "rope_everywhere")}
 failures = []
 
 
@@ -133,8 +139,10 @@ def run_family(oracle, arch, seed):
 def main():
     oracle = Oracle(tree_root())
     try:
+        only = os.environ.get("FAMILIES", "").split(",")  # a subset, by name, when debugging
         for i, arch in enumerate(FAMILIES):
-            run_family(oracle, arch, 11 + i)
+            if only == [""] or arch in only:
+                run_family(oracle, arch, 11 + i)
     finally:
         oracle.close()
     if failures:

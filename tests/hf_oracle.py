@@ -94,15 +94,26 @@ def greedy(folder, prompt, n_new):
 def build_family(arch, d, seed):
     """A tiny random model of arch saved in d (float32, one file) with the
     tokenizer: vocab 320, hidden 32, 2 layers, 4 heads (2 kv) of 16 (wider
-    than hidden / heads), MLP 64, tied."""
-    from transformers import Qwen3Config
+    than hidden / heads; Qwen2: of 8, it has no head_dim), MLP 64, tied.
+    The windowed ones: a window of 5 on one layer of the two (Qwen2 from
+    max_window_layers 1, Qwen3 from layer_types on layer 0, SmolLM3 on its
+    layer without RoPE, from no_rope_layers)."""
+    from transformers import Qwen2Config, Qwen3Config, SmolLM3Config
     tok = make_tokenizer(d)
     ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     common = dict(vocab_size=MODEL_VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **ids)
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                  tie_word_embeddings=True, rope_theta=1000.0, **ids)
     if arch == "qwen3":
-        cfg = Qwen3Config(**common, head_dim=16, tie_word_embeddings=True, use_sliding_window=False,
-                          rope_theta=1000.0)
+        cfg = Qwen3Config(**common, head_dim=16, use_sliding_window=False)
+    elif arch == "qwen3_window":
+        cfg = Qwen3Config(**common, head_dim=16, use_sliding_window=True, sliding_window=5,
+                          layer_types=["sliding_attention", "full_attention"])
+    elif arch == "qwen2_window":
+        cfg = Qwen2Config(**common, use_sliding_window=True, sliding_window=5, max_window_layers=1)
+    elif arch == "smollm3":
+        cfg = SmolLM3Config(**common, head_dim=16, no_rope_layers=[0, 1], use_sliding_window=True,
+                            sliding_window=5)
     else:
         raise ValueError(f"no family {arch!r}")
     torch.manual_seed(seed)
@@ -120,6 +131,12 @@ def control_model(folder, control):
         for layer in model.model.layers:
             layer.self_attn.q_norm = torch.nn.Identity()
             layer.self_attn.k_norm = torch.nn.Identity()
+    elif control == "no_window":
+        for layer in model.model.layers:
+            layer.attention_type = "full_attention"
+    elif control == "rope_everywhere":
+        for layer in model.model.layers:
+            layer.self_attn.use_rope = 1
     elif control:
         raise ValueError(f"no control {control!r}")
     return model

@@ -72,6 +72,21 @@ static void test_errors(void)
     expect_error(TEST_RECIPE "lr_scheduler:\n  type: step\n", 0, NULL,
                  "lr_scheduler.type: expected one of constant, cosine, linear, got 'step'");
     expect_error(TEST_RECIPE "optimizer:\n  betas: 0.9\n", 0, NULL, "optimizer.betas: expected a list of two numbers");
+    /* the per-layer lists: one entry per layer, transformers' names */
+    char *types3[] = {"model.sliding_window=4", "model.layer_types=[full_attention, sliding_attention, full_attention]"};
+    expect_error(TEST_RECIPE, 2, types3, "model.layer_types: 3 entries for 2 layers (give one per layer, or none)");
+    char *typo[] = {"model.sliding_window=4", "model.layer_types=[full_attention, sliding]"};
+    expect_error(TEST_RECIPE, 2, typo,
+                 "model.layer_types: entry 1 is 'sliding' (each is full_attention or sliding_attention)");
+    char *nowin[] = {"model.layer_types=[full_attention, sliding_attention]"};
+    expect_error(TEST_RECIPE, 1, nowin,
+                 "model.layer_types: names sliding_attention layers but model.sliding_window is not set");
+    char *rope2[] = {"model.no_rope_layers=[1, 2]"};
+    expect_error(TEST_RECIPE, 1, rope2, "model.no_rope_layers: entry 1 is '2' (each is 0 or 1)");
+    char *gpt2_nope[] = {"model.arch=gpt2", "model.no_rope_layers=[1, 0]"};
+    expect_error(TEST_RECIPE, 2, gpt2_nope, "model.no_rope_layers: gpt2 has no sliding window and no RoPE");
+    char *qk_nope[] = {"model.qk_norm=true", "model.no_rope_layers=[1, 0]"};
+    expect_error(TEST_RECIPE, 2, qk_nope, "q/k norms with layers without RoPE: no Hugging Face family has both");
     expect_error(TEST_RECIPE "model:\n  dim: 3\n", 0, NULL, "duplicate key 'model.dim' (first set at r.yaml:3:8)");
     expect_error(TEST_RECIPE "dataset: text\n", 0, NULL, "'dataset' must be a mapping of dataset.* keys");
     expect_error(TEST_RECIPE "batch_size: 0\n", 0, NULL, "r.yaml:10:13: batch_size: 0 is out of range (must be >= 1)");
@@ -233,6 +248,28 @@ static void test_init_from(void)
                " \"vocab_size\": 300}");
     expect_error(recipe, 0, NULL,
                  "'n_inner' is absent and its default 4 x n_embd = 4 x 1073741824 is more than 2^31 - 1");
+    /* per layer: Qwen2's window from max_window_layers on, SmolLM3's
+     * layers without RoPE, filled in or checked against the recipe */
+    write_json("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_key_value_heads\": 2,"
+               " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 300,"
+               " \"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 1}");
+    CHECK(load(&c, recipe, 0, NULL) == 0, "%s", err);
+    CHECK(c.model.sliding_window == 8 && c.model.n_layer_types == 2 &&
+              !strcmp(c.model.layer_types[0], "full_attention") && !strcmp(c.model.layer_types[1], "sliding_attention"),
+          "qwen2 window from layer 1 read");
+    config_free(&c);
+    char *same[] = {"model.layer_types=[full_attention, sliding_attention]"};
+    CHECK(load(&c, recipe, 1, same) == 0, "agreeing layer_types: %s", err);
+    config_free(&c);
+    char *other[] = {"model.layer_types=[sliding_attention, sliding_attention]"};
+    expect_error(recipe, 1, other, "model.layer_types: layer 0 is sliding_attention here and full_attention in");
+    write_json("{\"model_type\": \"smollm3\", \"hidden_size\": 64, \"num_hidden_layers\": 4,"
+               " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 300}");
+    CHECK(load(&c, recipe, 0, NULL) == 0, "%s", err);
+    CHECK(c.model.n_no_rope_layers == 4 && !strcmp(c.model.no_rope_layers[0], "1") &&
+              !strcmp(c.model.no_rope_layers[3], "0") && !c.model.n_layer_types && c.model.rope_theta == 2e6,
+          "smollm3 no_rope_layers read");
+    config_free(&c);
     write_json("{\"model_type\": \"gemma\"}");
     expect_error(recipe, 0, NULL, "unsupported model_type 'gemma'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
