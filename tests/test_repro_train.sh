@@ -10,6 +10,7 @@
 #     the same for A = 3 (padded to 4) and for unpacked SFT samples of
 #     unequal length;
 #     a llama with a sliding window: three splits and the tiled kernels;
+#     per layer (a window on one layer, no RoPE on the other): two splits;
 #  2. a run killed after step 3 of 4 under (2,2,2) and resumed from its
 #     step-2 checkpoint under (1,4,2) gives the same bytes and rows;
 #  3. negative controls: the same llama in precision: fp32 under (1,1,8)
@@ -146,6 +147,16 @@ check "llama with a sliding window of 5: (1,1,8) (2,2,2) (1,4,2) and the tiled k
   "same $work/llama-window-118 $work/llama-window-222 $work/llama-window-142 $work/llama-windowtiled-118"
 check "control: the window changes the trained model" \
   '! cmp -s "$work/llama-window-118/model.safetensors" "$work/llama-plain-118/model.safetensors"'
+# Per layer (Qwen2's max_window_layers, SmolLM3's no_rope_layers): layer 0
+# global without RoPE, layer 1 windowed; two splits, and not the bytes of
+# the window on both layers.
+perlayer=(model.sliding_window=5 "model.layer_types=[full_attention, sliding_attention]" "model.no_rope_layers=[0, 1]")
+train "llama-perlayer-118" 1 1 8 "${perlayer[@]}"
+train "llama-perlayer-222" 2 2 2 "${perlayer[@]}"
+check "llama with a window on layer 1 and no RoPE on layer 0: (1,1,8) and (2,2,2) give the same bytes and metrics" \
+  "same $work/llama-perlayer-118 $work/llama-perlayer-222"
+check "control: the per-layer settings change the trained model" \
+  '! cmp -s "$work/llama-perlayer-118/model.safetensors" "$work/llama-window-118/model.safetensors"'
 # A mixed cluster: rank 0 on the texel kernels, rank 1 on the tiled ones
 # (another vendor's kernels on the same data), (2,2,2) as above.
 LP_NUM_THREADS=1 timeout 300 mpirun --oversubscribe -np 1 -x LP_NUM_THREADS "$VKTRAIN" train --config "$work/llama.yaml" \
