@@ -64,19 +64,25 @@ def greedy(folder, prompt, n_new):
     """What `vktrain generate --temperature 0` must print for the folder:
     the prompt, then transformers' greedy decoding of <bos> + the prompt
     (the argmax over the tokenizer's ids, stopping at eos), as bytes with a
-    newline; and the smallest top-1 margin (no choice may be a near tie)."""
+    newline; and the smallest top-1 margin (no choice may be a near tie).
+    Decoded as generate() does, with the key/value cache: the prompt in one
+    forward, then one token per forward (where the two differ, as longrope's
+    tables chosen per forward do, this is what users get)."""
     tok = AutoTokenizer.from_pretrained(folder)
     model = load(folder)
     seq, margin = [tok.bos_token_id] + tok(prompt)["input_ids"], float("inf")
+    past, feed = None, seq
     with torch.no_grad():
         for _ in range(n_new):
-            logits = model(input_ids=torch.tensor([seq])).logits[0, -1, :len(tok)]
+            out = model(input_ids=torch.tensor([feed]), past_key_values=past, use_cache=True)
+            past, logits = out.past_key_values, out.logits[0, -1, :len(tok)]
             top = torch.topk(logits, 2).values
             margin = min(margin, (top[0] - top[1]).item())
             nxt = int(torch.argmax(logits))
             if nxt == tok.eos_token_id:
                 break
             seq.append(nxt)
+            feed = [nxt]
     new_ids = seq[1 + len(tok(prompt)["input_ids"]):]
     # The bytes of each token (random tokens may split UTF-8 sequences, so
     # compare bytes): a special token's content, else its byte-level string

@@ -2,7 +2,7 @@
 run by test_hf_transformers.sh in a venv that holds
 transformers==4.44.2 over Debian's torch.
 
-transformers builds and saves four tiny random models with a byte-level
+transformers builds and saves six tiny random models with a byte-level
 BPE tokenizer (trained here with `tokenizers`, saved by
 PreTrainedTokenizerFast with bos/eos/pad): vocab 300 tokens, model
 vocab_size 320, dim 32, 2 layers, 4 heads, MLP 64, every parameter random
@@ -20,7 +20,14 @@ vocab_size 320, dim 32, 2 layers, 4 heads, MLP 64, every parameter random
          float32, one file;
   mistral_window: GQA 4/2, tied, sliding_window 5 at max_seq_len 16 (each
          query sees its last 5 keys, as the eager mask of transformers
-         writes it, in training and in generation); float32, one file.
+         writes it, in training and in generation); float32, one file;
+  phi3:  GQA 4/2, untied, fused qkv_proj and gate_up_proj (split on load,
+         fused again on export), longrope rope_scaling: the per-pair short
+         factors in training (T = 16 = original_max_position_embeddings),
+         the long ones where generation passes position 15 (transformers
+         picks them per forward by its last position; the decoder per
+         step, as cached decoding does), the cos/sin factor of max 64 /
+         original 16; float32, one file.
 Data: llm.c token shards written here, 8 training windows and 4 held-out
 windows of 17 random ids (a tokens dataset is one stream cut into windows
 of max_seq_len+1 starting every max_seq_len tokens, no document
@@ -65,7 +72,7 @@ import torch
 import transformers
 
 from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, Qwen2Config)
+                          MistralConfig, Phi3Config, Qwen2Config)
 
 from hf_oracle import MODEL_VOCAB, greedy, make_tokenizer, randomize
 from shard_testing import fine_tune
@@ -76,6 +83,7 @@ failures = []
 # Config overrides that drop one feature: the loss must then disagree.
 CONTROLS = {"llama": ("without rope_scaling", {"rope_scaling": None}),
             "mistral_window": ("without its sliding window", {"sliding_window": None}),
+            "phi3": ("without its longrope scaling", {"rope_scaling": None}),
             "qwen2": ("with q/k/v biases dropped (read as a llama)", {"cls": LlamaForCausalLM})}
 
 
@@ -99,6 +107,10 @@ def build(arch, d, tok, gen):
         cfg = MistralConfig(**common, head_dim=16, sliding_window=None, tie_word_embeddings=False)
     elif arch == "mistral_window":
         cfg = MistralConfig(**common, sliding_window=5, tie_word_embeddings=True)
+    elif arch == "phi3":
+        cfg = Phi3Config(**common, tie_word_embeddings=False, original_max_position_embeddings=16,
+                         rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.5, 4.0],
+                                       "long_factor": [2.0, 3.0, 5.0, 9.0]})
     else:
         cfg = GPT2Config(vocab_size=MODEL_VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64, **ids)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
@@ -197,7 +209,7 @@ def main():
     gen = torch.Generator().manual_seed(11)
     with tempfile.TemporaryDirectory() as work:
         tok = make_tokenizer(os.path.join(work, "tokenizer"))
-        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window"):
+        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window", "phi3"):
             run_case(arch, work, tok, gen)
     if failures:
         print(f"{len(failures)} check(s) failed")

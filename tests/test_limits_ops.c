@@ -196,9 +196,9 @@ static void run_rope(struct gpu *g, struct out *o)
     struct gpu_buffer *b[3] = {gpu_buffer_create(g, sizeof(float) * P * hd, "table"),
                                id_buf(g, rows, 0, P, "positions"), rand_buf(g, (size_t)rows * H * hd, 1, "x")};
     gpu_upload(g, b[0], 0, table, sizeof(float) * P * hd);
-    op_rope(g, b[2], b[1], b[0], rows, H, hd, P, 0);
+    op_rope(g, b[2], b[1], b[0], rows, H, hd, hd, P, 0);
     take(g, o, EXACT, b[2], (size_t)rows * H * hd);
-    op_rope(g, b[2], b[1], b[0], rows, H, hd, P, 1);
+    op_rope(g, b[2], b[1], b[0], rows, H, hd, hd, P, 1);
     take(g, o, EXACT, b[2], (size_t)rows * H * hd);
     destroy(g, b, 3);
     free(table);

@@ -203,31 +203,55 @@ static void test_embedding_bf16(int N, int C, int V, int P, int with_pos)
     free(tok), free(pos), free(wte), free(wpe), free(out);
 }
 
-static void test_rope(int N, int H, int hd, int max_pos)
+/* The reference RoPE over the first rot of each head's hd dimensions (the
+ * rest unchanged): the whole-head reference on those dimensions alone. */
+static void ref_rope_partial(double *y, const double *x, const int32_t *pos, int N, int H, int hd, int rot,
+                             int backward)
+{
+    size_t n = (size_t)N * H;
+    double *xs = vkt_calloc(n * rot, 8, "rope part"), *ys = vkt_calloc(n * rot, 8, "rope part");
+    for (size_t r = 0; r < n; r++) {
+        memcpy(xs + r * rot, x + r * hd, sizeof(double) * rot);
+        memcpy(y + r * hd + rot, x + r * hd + rot, sizeof(double) * (hd - rot));
+    }
+    if (backward)
+        ref_rope_backward(ys, xs, pos, N, H, rot, 10000.0);
+    else
+        ref_rope_forward(ys, xs, pos, N, H, rot, 10000.0);
+    for (size_t r = 0; r < n; r++)
+        memcpy(y + r * hd, ys + r * rot, sizeof(double) * rot);
+    free(xs), free(ys);
+}
+
+/* rot < hd: partial rotary (Phi-4-mini's partial_rotary_factor). */
+static void test_rope(int N, int H, int hd, int rot, int max_pos)
 {
     size_t n = (size_t)N * H * hd;
     int32_t *pos = vkt_malloc(sizeof(int32_t) * N, "pos");
     for (int i = 0; i < N; i++)
         pos[i] = (int32_t)(ref_rng_u64(&rng) % (uint64_t)max_pos);
     double *x = rnd(n, 1), *y = vkt_calloc(n, 8, "y"), *dx = vkt_calloc(n, 8, "dx");
-    ref_rope_forward(y, x, pos, N, H, hd, 10000.0);
-    ref_rope_backward(dx, x, pos, N, H, hd, 10000.0); /* the backward of "dout = x" */
-    float *table = vkt_malloc(sizeof(float) * max_pos * hd, "rope table");
-    op_rope_table(table, max_pos, hd, 10000.0, NULL);
-    struct gpu_buffer *bt = gpu_buffer_create(g, sizeof(float) * max_pos * hd, "rope table");
-    gpu_upload(g, bt, 0, table, sizeof(float) * max_pos * hd);
+    ref_rope_partial(y, x, pos, N, H, hd, rot, 0);
+    ref_rope_partial(dx, x, pos, N, H, hd, rot, 1); /* the backward of "dout = x" */
+    float *table = vkt_malloc(sizeof(float) * max_pos * rot, "rope table");
+    op_rope_table(table, max_pos, rot, 10000.0, NULL);
+    struct gpu_buffer *bt = gpu_buffer_create(g, sizeof(float) * max_pos * rot, "rope table");
+    gpu_upload(g, bt, 0, table, sizeof(float) * max_pos * rot);
     struct gpu_buffer *bp = ints(pos, N, "positions"), *bx = buffer_from_doubles(g, x, n, "x");
     struct gpu_buffer *bd = buffer_from_doubles(g, x, n, "dout");
-    op_rope(g, bx, bp, bt, N, H, hd, max_pos, 0);
-    op_rope(g, bd, bp, bt, N, H, hd, max_pos, 1);
-    expect("rope forward", bx, y, n);
-    expect("rope backward", bd, dx, n);
+    op_rope(g, bx, bp, bt, N, H, hd, rot, max_pos, 0);
+    op_rope(g, bd, bp, bt, N, H, hd, rot, max_pos, 1);
+    char what[64];
+    snprintf(what, sizeof what, "rope forward (hd %d, rot %d)", hd, rot);
+    expect(what, bx, y, n);
+    snprintf(what, sizeof what, "rope backward (hd %d, rot %d)", hd, rot);
+    expect(what, bd, dx, n);
     /* The same ops on the other kernel family give the same bits. */
     struct gpu_buffer *bx2 = buffer_from_doubles(g, x, n, "x 2"), *bd2 = buffer_from_doubles(g, x, n, "dout 2");
     enum gpu_kernel_class cls = gpu_kernel_class(g);
     gpu_set_kernel_class(g, other_class());
-    op_rope(g, bx2, bp, bt, N, H, hd, max_pos, 0);
-    op_rope(g, bd2, bp, bt, N, H, hd, max_pos, 1);
+    op_rope(g, bx2, bp, bt, N, H, hd, rot, max_pos, 0);
+    op_rope(g, bd2, bp, bt, N, H, hd, rot, max_pos, 1);
     gpu_set_kernel_class(g, cls);
     expect_same_bits("rope forward", bx, bx2, n);
     expect_same_bits("rope backward", bd, bd2, n);
@@ -441,9 +465,9 @@ int main(void)
         test_embedding(1, 1, 1, 1, 0);
         test_embedding(37, 13, 11, 9, 1);
         test_embedding(50, 70, 259, 64, 0);
-        test_rope(1, 1, 2, 1);
-        test_rope(23, 3, 10, 40);
-        test_rope(16, 4, 64, 2048);
+        test_rope(1, 1, 2, 2, 1);
+        test_rope(23, 3, 10, 10, 40);
+        test_rope(16, 4, 64, 64, 2048);
         test_attention(1, 1, 1, 1, 2, 0);
         test_attention(2, 9, 4, 2, 6, 0);
         test_attention(2, 13, 6, 3, 8, 1);
@@ -468,9 +492,14 @@ int main(void)
          * the vec4 texel embedding, and RoPE with hd/2 not a multiple of 4
          * (scalar texel path) and equal to 4 (one vec4 chunk per head). */
         test_embedding(41, 24, 19, 12, 1);
-        test_rope(9, 2, 12, 9);
+        test_rope(9, 2, 12, 12, 9);
         test_bias(19, 68); /* C % 4 == 0: the vec4 texel bias add */
-        test_rope(7, 3, 8, 5);
+        test_rope(7, 3, 8, 8, 5);
+        /* partial rotary: 3/4 of heads of 64 (vec4 texel: 48 rotated), 1/2
+         * of 12 (scalar), 2 of 10 */
+        test_rope(11, 3, 64, 48, 37);
+        test_rope(9, 2, 12, 6, 9);
+        test_rope(5, 2, 10, 2, 7);
         /* bf16 tables: R16 views and odd rows (C = 13), bf16x4 views
          * (C = 24), one element, a table of 259 rows */
         test_embedding_bf16(1, 1, 1, 1, 0);

@@ -142,8 +142,17 @@ static void check_model_init(void)
 
 int main(void)
 {
-    const struct op_rope_scaling linear = {OP_ROPE_LINEAR, 4.0, 0, 0, 0};
-    const struct op_rope_scaling llama3 = {OP_ROPE_LLAMA3, 32.0, 1.0, 4.0, 8192};
+    const struct op_rope_scaling linear = {.type = OP_ROPE_LINEAR, .factor = 4.0};
+    const struct op_rope_scaling llama3 = {
+        .type = OP_ROPE_LLAMA3, .factor = 32.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0, .original_max = 8192};
+    /* longrope (Phi-4-mini's kind): per-pair factors, the cos/sin factor;
+     * the short table and the long one */
+    struct op_rope_scaling longrope = {.type = OP_ROPE_LONGROPE, .original_max = 4096, .attention = 1.19};
+    for (int j = 0; j < OP_ROPE_MAX_FREQS; j++)
+        longrope.short_factor[j] = 1.0 + 0.05 * j, longrope.long_factor[j] = 1.0 + 0.9 * j;
+    check_rope("hd 96, longrope short", 96, 10000.0, &longrope);
+    longrope.long_table = 1;
+    check_rope("hd 96, longrope long", 96, 10000.0, &longrope);
     uint64_t h[5] = {
         check_rope("hd 64, theta 1e4", 64, 10000.0, NULL),
         check_rope("hd 96, theta 1e4, linear x4", 96, 10000.0, &linear),

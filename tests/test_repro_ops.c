@@ -605,7 +605,7 @@ static void check_activations(struct gpu *g)
 /* x, positions, table */
 static void dev_rope(struct gpu *g, struct gpu_buffer **b, const struct shape *s)
 {
-    op_rope(g, b[0], b[1], b[2], s->rows, s->H, s->hd, s->max_pos, s->flag);
+    op_rope(g, b[0], b[1], b[2], s->rows, s->H, s->hd, s->hd, s->max_pos, s->flag);
 }
 static void ref_rope(float **h, const struct shape *s)
 {

@@ -46,6 +46,10 @@ struct config_model {
     int n_layer_types;
     char **no_rope_layers;
     int n_no_rope_layers;
+    double partial_rotary_factor; /* RoPE on the first int(head size x it) of each head (Phi-4-mini's 0.75) */
+    /* Not a key: phi3's layout in files (fused qkv_proj, gate_up_proj), from
+     * init_from's model_type, or for partial rotary from scratch. */
+    bool fused_proj;
     int hidden_dim;  /* MLP width */
     int max_seq_len; /* T: tokens per training row */
     double norm_eps;

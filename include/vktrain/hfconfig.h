@@ -32,11 +32,11 @@ struct hf_config {
     /* llama family: biases of q/k/v_proj (qwen2; llama attention_bias), of
      * o_proj (llama attention_bias), of the MLP (llama mlp_bias). */
     int qkv_bias, o_bias, mlp_bias;
-    /* rope_scaling: 0 none, 1 linear, 2 llama3 (op_rope_type's values). */
+    /* rope_scaling: 0 none, 1 linear, 2 llama3, 3 longrope (op_rope_type's values). */
     int rope_scaling;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max; /* original_max_position_embeddings */
-    char model_type[16];   /* llama, qwen2, qwen3, mistral, gpt2; "" on write: from arch */
+    char model_type[16];   /* llama, qwen2, qwen3, mistral, smollm3, phi3, gpt2; "" on write: from arch */
     int save_bf16;         /* write: torch_dtype bfloat16 instead of float32 */
     int head_dim; /* each head's width: head_dim, else hidden_size / num_attention_heads */
     int qk_norm;  /* qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE */
@@ -49,6 +49,16 @@ struct hf_config {
     struct vkt_layers full_layers;
     /* smollm3: the layers without RoPE (no_rope_layers 0). */
     struct vkt_layers nope_layers;
+    /* phi3: q/k/v_proj stored as one qkv_proj (rows q, k, v) and
+     * gate/up_proj as gate_up_proj (rows gate, up). */
+    int fused_proj;
+    /* The rotated dimensions of a head: head_dim x partial_rotary_factor
+     * (phi3); 0: the whole head. */
+    int rotary_dim;
+    /* rope_scaling 3, longrope: one factor per rotated pair, and the cos/sin
+     * factor (attention_factor, else transformers' default from
+     * max_position_embeddings / original_max_position_embeddings). */
+    double rope_short[128], rope_long[128], rope_attention;
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */

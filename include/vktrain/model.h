@@ -85,12 +85,24 @@ struct model_config {
     /* llama family: the layers without RoPE (SmolLM3's no_rope_layers 0):
      * q and k enter attention as projected (and normed). */
     struct vkt_layers nope_layers;
+    /* llama family: the rotated dimensions of each head (partial rotary:
+     * head_dim x partial_rotary_factor, Phi-4-mini's); 0: the whole head. */
+    uint32_t rotary_dim;
+    /* llama family: q/k/v_proj held in the files as one qkv_proj, gate/up_proj
+     * as gate_up_proj (phi3; model_param's hf); LoRA adapts each fused one. */
+    int fused_proj;
 };
 
 /* Each head's width. */
 static inline uint32_t model_head_dim(const struct model_config *c)
 {
     return c->head_dim ? c->head_dim : c->dim / c->n_heads;
+}
+
+/* The dimensions of each head that RoPE rotates (the first ones). */
+static inline uint32_t model_rotary_dim(const struct model_config *c)
+{
+    return c->rotary_dim ? c->rotary_dim : model_head_dim(c);
 }
 
 /* Layer l's attention window (0: the whole causal row). */
@@ -109,7 +121,13 @@ static inline int model_layer_rope(const struct model_config *c, uint32_t l)
 enum model_init { INIT_NORMAL, INIT_ONES, INIT_ZEROS, INIT_LORA_A };
 
 struct model_param {
-    char name[96]; /* Hugging Face name */
+    char name[96]; /* Hugging Face name (of the split tensor, for a part of a fused one) */
+    /* The tensor of Hugging Face files that holds it: hf itself, or rows
+     * [hf_row0, hf_row0 + shape[0]) of hf's hf_rows (phi3's qkv_proj and
+     * gate_up_proj, and their LoRA B, are fused tensors of consecutive
+     * parameters: q, k, v; gate, up). */
+    char hf[96];
+    uint32_t hf_row0, hf_rows;
     int ndim;
     uint32_t shape[2]; /* internal shape: linear weights (out, in) */
     size_t numel;
@@ -174,6 +192,9 @@ int model_tensor_count(const struct model *m);
 struct model_param *model_tensor(struct model *m, int i);
 /* Any tensor of the table by name (adapters by their PEFT name). */
 struct model_param *model_param_find(struct model *m, const char *hf_name);
+/* The parameter that is tensor hf_name of the files, or its first part (the
+ * others follow it in the table, with the same hf). */
+struct model_param *model_param_find_hf(struct model *m, const char *hf_name);
 size_t model_numel(const struct model *m); /* the whole table */
 size_t model_trained_numel(const struct model *m);
 

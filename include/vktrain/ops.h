@@ -121,17 +121,28 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
  * linear divides every frequency by factor; llama3 (Llama 3.1/3.2) divides
  * the low frequencies (wavelength > original_max/low_freq_factor) by factor,
  * keeps the high ones (wavelength < original_max/high_freq_factor) and
- * blends those between, as transformers' _compute_llama3_parameters does. */
-enum op_rope_type { OP_ROPE_DEFAULT, OP_ROPE_LINEAR, OP_ROPE_LLAMA3 };
+ * blends those between, as transformers' _compute_llama3_parameters does;
+ * longrope as _compute_longrope_parameters. */
+enum op_rope_type { OP_ROPE_DEFAULT, OP_ROPE_LINEAR, OP_ROPE_LLAMA3, OP_ROPE_LONGROPE };
+#define OP_ROPE_MAX_FREQS 128 /* longrope's factors: rotary dimensions up to 256 */
 struct op_rope_scaling {
     enum op_rope_type type;
     double factor, low_freq_factor, high_freq_factor;
     uint32_t original_max; /* original_max_position_embeddings */
+    /* longrope (Phi-3, Phi-4-mini): frequency j divided by short_factor[j],
+     * or by long_factor[j] in the table of long_table; cos and sin
+     * multiplied by attention (its attention_factor). transformers uses the
+     * long table for a forward whose last position is original_max or more. */
+    double short_factor[OP_ROPE_MAX_FREQS], long_factor[OP_ROPE_MAX_FREQS], attention;
+    int long_table;
 };
-void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
-                   const struct op_rope_scaling *scaling); /* (max_pos, hd/2, 2) floats */
+/* (max_pos, rot/2, 2) floats for rot rotary dimensions per head (the head
+ * size, or partial_rotary_factor of it). */
+void op_rope_table(float *table, uint32_t max_pos, uint32_t rot, double theta, const struct op_rope_scaling *scaling);
+/* The first rot of each head's hd dimensions rotate, in pairs (j, j + rot/2);
+ * the others pass unchanged (rot = hd: the whole head). */
 void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, struct gpu_buffer *table,
-             uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward);
+             uint32_t rows, uint32_t H, uint32_t hd, uint32_t rot, uint32_t max_pos, int backward);
 
 /* Causal GQA attention; doc (B, T) makes it block-causal by document,
  * each document a run of consecutive positions with one id (as packing

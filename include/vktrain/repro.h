@@ -56,9 +56,12 @@ float repro_cos(float x);
  * b^t (t >= 0) by repeated squaring: the same multiplications in the same
  * order everywhere. */
 double repro_powi(double b, int64_t t);
-/* One RoPE frequency after the rope_scaling (ops.h), in float as
- * transformers computes it (op_rope_table uses it too). */
-float repro_rope_scaled(float inv_freq, const struct op_rope_scaling *s);
+/* RoPE frequency j after the rope_scaling
+ * (ops.h), in float as transformers computes it (op_rope_table uses it
+ * too), and the factor of the table's cos and sin (longrope's attention
+ * factor, else 1). */
+float repro_rope_scaled(float inv_freq, uint32_t j, const struct op_rope_scaling *s);
+float repro_rope_attention(const struct op_rope_scaling *s);
 /* op_rope_table's table without libm: theta^(2j/hd) by a Newton root in
  * double, each angle p·inv_freq reduced to [−π, π] in double, its cos and
  * sin by repro_cos and repro_sin; within 1e-6 of op_rope_table's (libm,

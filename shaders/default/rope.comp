@@ -1,6 +1,8 @@
 #version 450
 // Rotary position embedding, Hugging Face rotate_half convention, in place
-// on x (rows, H, hd). One element per (row, head, j < hd/2):
+// on x (rows, H, hd). Partial rotary (partial_rotary_factor): the first
+// 2·rh of each head's hd rotate, in pairs (j, j + rh), the rest pass as
+// they are; rh = hd/2 for the whole head, as the formulas below write it. One element per (row, head, j < hd/2):
 //   a = pos·theta^(−2j/hd);  (x_j, x_{j+hd/2}) ← R(sign·a)·(x_j, x_{j+hd/2})
 // sign = +1 forward; −1 backward (Rᵀ = R(−a) maps dout to dinp).
 // cos/sin come from a table (max_pos, hd/2, 2) the host computes in double,
@@ -9,7 +11,7 @@
 // whose position is in [p0, p1), the table bound from position p0.
 #define CUSTOM_PUSH
 // n = rows·H·hd/2
-layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; } p;
+layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; uint rh; } p;
 #include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BP { int pos[]; };
 layout(std430, binding = 1) readonly buffer BT { vec2 cs[]; };
@@ -17,7 +19,7 @@ layout(std430, binding = 2) buffer BX { float x[]; };
 
 void main()
 {
-    uint half_hd = p.hd / 2u;
+    uint half_hd = p.rh;
     FOR_EACH_ELEMENT(i) {
         uint j = i % half_hd, h = (i / half_hd) % p.H, n = i / (half_hd * p.H);
         uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));

@@ -1,19 +1,20 @@
 #version 450
 // variant: vec4 -DVEC4=1
 // variant: scalar -DVEC4=0
-// Rotary position embedding of rope.comp (same table, formula and
+// Rotary position embedding of rope.comp (same table, formula, partial
+// rotary over the first 2·rh of each head and
 // arithmetic, so the same bits), texel family (CPU devices), in place on
 // x (rows, H, hd): x and the cos/sin table (max_pos, hd/2, 2) are read
 // through texel views, x is written through storage. One invocation per
-// chunk of W consecutive j < hd/2 of one (row, head) (VEC4: hd a multiple
-// of 8), striding over the n chunks; it reads its 2·W elements of x before
+// chunk of W consecutive j < rh of one (row, head) (VEC4: hd a multiple
+// of 4 and 2·rh of 8), striding over the n chunks; it reads its 2·W elements of x before
 // writing them, and no other invocation touches them. The table in ranges
 // of positions as there: rows whose position is in [p0, p1) only.
 //   (x_j, x_{j+hd/2}) ← R(sign·a)·(x_j, x_{j+hd/2})
 #include "texel.glsl"
 layout(local_size_x_id = 0) in;
 // n = rows·H·hd/2/W
-layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; } p;
+layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; uint rh; } p;
 layout(binding = 0) uniform samplerBuffer tcs;
 layout(binding = 1) uniform samplerBuffer tx;
 layout(std430, binding = 2) readonly buffer BP { int pos[]; };
@@ -21,7 +22,7 @@ layout(std430, binding = 3) writeonly buffer BX { VT x[]; };
 
 void main()
 {
-    uint half_hd = p.hd / 2u, hw = half_hd / W;
+    uint half_hd = p.rh, hw = half_hd / W;
     for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
         uint j = (i % hw) * W, h = (i / hw) % p.H, n = i / (hw * p.H);
         uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));

@@ -6,8 +6,9 @@
 // devices), in the access pattern of rope_texel.comp: in place on x (rows,
 // H, hd), x and the cos/sin table read through texel views, x written
 // through storage; one invocation per chunk of W consecutive j < hd/2 of
-// one (row, head) (VEC4: hd a multiple of 8), which reads its 2·W elements
-// before writing them. Rows whose position is in [p0, p1) only.
+// one (row, head) (VEC4: hd a multiple of 4 and the rotated 2·rh of 8),
+// which reads its 2·W elements before writing them. Rows whose position is
+// in [p0, p1) only. Partial rotary as rope.comp: hd/2 below is rh.
 //   x_j ← x_j·c − x_{j+hd/2}·s,   x_{j+hd/2} ← x_{j+hd/2}·c + x_j·s
 // with s = sign·sin (sign ±1: exact). A vec4 operation is the same
 // operation on each component.
@@ -15,7 +16,7 @@
 #include "repro_math.glsl"
 layout(local_size_x_id = 0) in;
 // n = rows·H·hd/2/W
-layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; } p;
+layout(push_constant) uniform Push { uint n; uint H; uint hd; uint max_pos; float sign; uint p0, p1; uint rh; } p;
 layout(binding = 0) uniform samplerBuffer tcs;
 layout(binding = 1) uniform samplerBuffer tx;
 layout(std430, binding = 2) readonly buffer BP { int pos[]; };
@@ -23,7 +24,7 @@ layout(std430, binding = 3) writeonly buffer BX { VT x[]; };
 
 void main()
 {
-    uint half_hd = p.hd / 2u, hw = half_hd / W;
+    uint half_hd = p.rh, hw = half_hd / W;
     for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
         uint j = (i % hw) * W, h = (i / hw) % p.H, n = i / (hw * p.H);
         uint ps = uint(clamp(pos[n], 0, int(p.max_pos) - 1));

@@ -135,12 +135,15 @@ static int read_init_from(struct config_ctx *ctx)
         {"model.max_seq_len", gpt2 ? "n_positions" : "max_position_embeddings", h.max_seq_len},
         {"model.norm_eps", gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", h.norm_eps},
         {"model.rope_theta", "rope_theta", gpt2 ? cfg->model.rope_theta : h.rope_theta},
+        {"model.partial_rotary_factor", "partial_rotary_factor",
+         h.rotary_dim ? (double)h.rotary_dim / h.head_dim : cfg->model.partial_rotary_factor},
         {"model.tie_embeddings", "tie_word_embeddings", h.tie_embeddings},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (apply_hf(ctx, keys[i].key, keys[i].json, keys[i].v, file))
             return -1;
     struct config_model *m = &cfg->model;
+    m->fused_proj = h.fused_proj;
     return apply_layers(ctx, "model.layer_types", &m->layer_types, &m->n_layer_types, &h.full_layers, "full_attention",
                         "sliding_attention", file) ||
            apply_layers(ctx, "model.no_rope_layers", &m->no_rope_layers, &m->n_no_rope_layers, &h.nope_layers, "0",
@@ -211,6 +214,20 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
                                              : "model.no_rope_layers";
         return config_fail(ctx, K(key), "%s: gpt2 has no sliding window and no RoPE to leave out (llama-family keys)",
                            key);
+    }
+    if (m->partial_rotary_factor < 1) {
+        int rot = (int)(hd * m->partial_rotary_factor + 1e-9);
+        const char *why = m->arch == ARCH_GPT2 ? "gpt2 has no RoPE"
+                          : rot < 2 || rot % 2 ? "it must give an even number of rotated dimensions"
+                          : m->qk_norm          ? "not with model.qk_norm (no family has both)"
+                          : m->n_no_rope_layers ? "not with model.no_rope_layers (no family has both)"
+                          : m->n_layer_types    ? "not with model.layer_types (Phi-3's window is on every layer)"
+                                                : NULL;
+        if (why)
+            return config_fail(ctx, K("model.partial_rotary_factor"), "model.partial_rotary_factor: %g of heads of %d: %s",
+                               m->partial_rotary_factor, hd, why);
+        if (!m->init_from) /* written back as phi3, whose config.json has the factor */
+            m->fused_proj = true;
     }
     struct vkt_layers full, nope;
     if (layer_list(ctx, "model.layer_types", m->layer_types, m->n_layer_types, "full_attention", "sliding_attention",
@@ -431,12 +448,13 @@ static int check_lora(struct config_ctx *ctx)
         l->alpha = 2.0 * l->rank;
     if (!l->n_targets) {
         /* PEFT's defaults for these architectures */
-        static const char *const llama[] = {"q_proj", "v_proj"}, *const gpt2[] = {"c_attn"};
-        int gpt = ctx->cfg->model.arch == ARCH_GPT2, n = gpt ? 1 : 2;
+        static const char *const llama[] = {"q_proj", "v_proj", NULL}, *const gpt2[] = {"c_attn", NULL},
+                                 *const phi3[] = {"qkv_proj", NULL};
+        const char *const *def = ctx->cfg->model.arch == ARCH_GPT2 ? gpt2 : ctx->cfg->model.fused_proj ? phi3 : llama;
         free(l->targets);
-        l->targets = vkt_calloc((size_t)n + 1, sizeof *l->targets, "lora targets");
-        for (int i = 0; i < n; i++)
-            l->targets[l->n_targets++] = vkt_strdup(gpt ? gpt2[i] : llama[i]);
+        l->targets = vkt_calloc(3, sizeof *l->targets, "lora targets");
+        for (int i = 0; def[i]; i++)
+            l->targets[l->n_targets++] = vkt_strdup(def[i]);
     }
     return 0;
 }

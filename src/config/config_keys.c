@@ -42,6 +42,8 @@ const struct config_key config_keys[] = {
     /* Hashed only when given (one entry per layer). */
     {"model.layer_types", KT_STRLIST, OFF(model.layer_types), 0, 0, 0, NULL},
     {"model.no_rope_layers", KT_STRLIST, OFF(model.no_rope_layers), 0, 0, 0, NULL},
+    /* Hashed only below 1. */
+    {"model.partial_rotary_factor", KT_FLOAT, OFF(model.partial_rotary_factor), 0, 1, KF_OPEN_MIN, NULL},
     {"model.hidden_dim", KT_INT, OFF(model.hidden_dim), 1, IMAX, 0, NULL},
     {"model.max_seq_len", KT_INT, OFF(model.max_seq_len), 1, IMAX, 0, NULL},
     {"model.norm_eps", KT_FLOAT, OFF(model.norm_eps), 0, 1, KF_OPEN_MIN, NULL},
@@ -123,6 +125,7 @@ void config_defaults(struct config *cfg)
     cfg->model.arch = ARCH_LLAMA;
     cfg->model.norm_eps = 1e-5;
     cfg->model.rope_theta = 10000.0;
+    cfg->model.partial_rotary_factor = 1.0;
     cfg->model.init_std = 0.02;
     cfg->tokenizer.type = TOKENIZER_BYTE;
     cfg->dataset.shuffle = true;
@@ -448,7 +451,8 @@ void config_print(const struct config *cfg, FILE *f)
  * LoRA on (off, they are all at their defaults), model.base_dtype and
  * precision only when not fp32, model.head_dim only when it is not
  * dim / n_heads, model.qk_norm only when on, model.sliding_window only
- * when set and the per-layer lists only when given, so the recipes of
+ * when set, the per-layer lists only when given and
+ * model.partial_rotary_factor only below 1, so the recipes of
  * earlier versions keep their hash. */
 static int hashed(const struct config *cfg, int k)
 {
@@ -464,6 +468,8 @@ static int hashed(const struct config *cfg, int k)
         return m->n_layer_types != 0;
     if (!strcmp(name, "model.no_rope_layers"))
         return m->n_no_rope_layers != 0;
+    if (!strcmp(name, "model.partial_rotary_factor"))
+        return m->partial_rotary_factor != 1.0;
     if (!strcmp(name, "model.base_dtype"))
         return cfg->model.base_dtype != BASE_FP32;
     if (!strcmp(name, "precision"))

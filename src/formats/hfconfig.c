@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,54 @@ static int scaling_number(const char *path, json_t *rs, const char *key, double 
     return 0;
 }
 
-/* rope_scaling: null, or {"rope_type" (or "type"): default | linear | llama3, ...}. */
+/* A list of one positive number per rotated pair in rope_scaling. */
+static int factor_list(const char *path, json_t *rs, const char *key, int pairs, double *out, char *err, size_t errlen)
+{
+    json_t *j = json_object_get(rs, key);
+    if (!json_is_array(j) || json_array_size(j) != (size_t)pairs)
+        return vkt_error(err, errlen, "%s: 'rope_scaling.%s' must be a list of %d numbers (one per rotated pair)", path,
+                         key, pairs);
+    for (int i = 0; i < pairs; i++) {
+        json_t *x = json_array_get(j, (size_t)i);
+        if (!json_is_number(x) || !(json_number_value(x) > 0))
+            return vkt_error(err, errlen, "%s: 'rope_scaling.%s'[%d] must be a positive number", path, key, i);
+        out[i] = json_number_value(x);
+    }
+    return 0;
+}
+
+/* longrope (Phi-3 128k, Phi-3.5, Phi-4-mini): short_factor and long_factor
+ * per rotated pair, original_max_position_embeddings (in rope_scaling or
+ * beside it), attention_factor or transformers' default
+ * √(1 + ln(max / original) / ln(original)) when max > original, else 1. */
+static int read_longrope(const char *path, json_t *root, json_t *rs, struct hf_config *c, char *err, size_t errlen)
+{
+    int rot = c->rotary_dim ? c->rotary_dim : c->head_dim, pairs = rot / 2;
+    if (pairs > (int)(sizeof c->rope_short / sizeof c->rope_short[0]))
+        return vkt_error(err, errlen, "%s: longrope over %d rotated dimensions: at most 256 are supported", path, rot);
+    c->rope_scaling = 3;
+    if (factor_list(path, rs, "short_factor", pairs, c->rope_short, err, errlen) ||
+        factor_list(path, rs, "long_factor", pairs, c->rope_long, err, errlen))
+        return -1;
+    json_t *om = json_object_get(rs, "original_max_position_embeddings");
+    if (!om)
+        om = json_object_get(root, "original_max_position_embeddings");
+    if (!json_is_integer(om) || json_integer_value(om) < 2 || json_integer_value(om) > INT_MAX)
+        return vkt_error(err, errlen, "%s: longrope needs an integer original_max_position_embeddings above 1", path);
+    c->rope_original_max = (int)json_integer_value(om);
+    json_t *af = json_object_get(rs, "attention_factor");
+    double factor = (double)c->max_seq_len / c->rope_original_max;
+    if (af && !json_is_null(af)) {
+        if (!json_is_number(af) || !(json_number_value(af) > 0))
+            return vkt_error(err, errlen, "%s: 'rope_scaling.attention_factor' must be a positive number", path);
+        c->rope_attention = json_number_value(af);
+    } else {
+        c->rope_attention = factor <= 1 ? 1 : sqrt(1 + log(factor) / log((double)c->rope_original_max));
+    }
+    return 0;
+}
+
+/* rope_scaling: null, or {"rope_type" (or "type"): default | linear | llama3 | longrope, ...}. */
 static int read_rope_scaling(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
 {
     json_t *rs = json_object_get(root, "rope_scaling");
@@ -165,8 +213,11 @@ static int read_rope_scaling(const char *path, json_t *root, struct hf_config *c
         c->rope_scaling = 1;
         return scaling_number(path, rs, "factor", &c->rope_factor, err, errlen);
     }
+    if (!strcmp(type, "longrope") || !strcmp(type, "su"))
+        return read_longrope(path, root, rs, c, err, errlen);
     if (strcmp(type, "llama3"))
-        return vkt_error(err, errlen, "%s: 'rope_scaling' of type '%s' is not supported (llama3, linear and default are)",
+        return vkt_error(err, errlen,
+                         "%s: 'rope_scaling' of type '%s' is not supported (llama3, linear, longrope and default are)",
                          path, type);
     double orig = 0;
     c->rope_scaling = 2;
@@ -265,10 +316,11 @@ static int read_layer_window(const char *path, json_t *root, struct hf_config *c
 static int check_llama(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
 {
     static const char *const silu[] = {"silu", NULL};
-    if (check_string(path, root, "hidden_act", silu, err, errlen) || read_rope_scaling(path, root, c, err, errlen))
+    if (check_string(path, root, "hidden_act", silu, err, errlen))
         return -1;
     int qwen2 = !strcmp(c->model_type, "qwen2"), qwen3 = !strcmp(c->model_type, "qwen3");
-    int smollm3 = !strcmp(c->model_type, "smollm3");
+    int smollm3 = !strcmp(c->model_type, "smollm3"), phi3 = !strcmp(c->model_type, "phi3");
+    c->fused_proj = phi3; /* Phi3Attention: qkv_proj and o_proj without biases; Phi3MLP: gate_up_proj */
     if (qwen2) {
         c->qkv_bias = 1; /* Qwen2Attention: q/k/v_proj with bias, o_proj without */
     } else if (!strcmp(c->model_type, "llama") || qwen3 || smollm3) {
@@ -294,9 +346,9 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
     if (qwen2 || qwen3 || smollm3) {
         if (read_layer_window(path, root, c, err, errlen))
             return -1;
-    } else if (!strcmp(c->model_type, "mistral")) { /* transformers' default window is 4096 */
+    } else if (!strcmp(c->model_type, "mistral") || phi3) { /* mistral's default window is 4096, phi3's none */
         json_t *sw = json_object_get(root, "sliding_window");
-        json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : 0;
+        json_int_t w = !sw ? (phi3 ? 0 : 4096) : json_is_integer(sw) ? json_integer_value(sw) : 0;
         if (sw && !json_is_null(sw) && (!json_is_integer(sw) || w < 1))
             return vkt_error(err, errlen, "%s: 'sliding_window' must be a positive integer or null", path);
         /* a window that holds every position is no window */
@@ -318,7 +370,18 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
                              "is no head_dim)", path, c->n_heads, c->dim);
         c->head_dim = c->dim / c->n_heads;
     }
-    return 0;
+    /* partial_rotary_factor (phi3, transformers >= 4.45): RoPE on the first
+     * int(head_dim x factor) dimensions of each head */
+    json_t *pr = phi3 ? json_object_get(root, "partial_rotary_factor") : NULL;
+    if (pr && !json_is_null(pr)) {
+        double f = json_number_value(pr);
+        int rot = (int)(c->head_dim * f);
+        if (!json_is_number(pr) || !(f > 0 && f <= 1) || rot < 2 || rot % 2)
+            return vkt_error(err, errlen, "%s: 'partial_rotary_factor' must be in (0, 1] and give an even number of "
+                             "rotated dimensions (head_dim %d x %g)", path, c->head_dim, f);
+        c->rotary_dim = rot == c->head_dim ? 0 : rot;
+    }
+    return read_rope_scaling(path, root, c, err, errlen);
 }
 
 /* GPT-2 attention options that change the math. */
@@ -343,6 +406,7 @@ static const struct family {
     {"qwen3", "Qwen3ForCausalLM", HF_LLAMA, 32, 32768, 10000, 0},
     {"mistral", "MistralForCausalLM", HF_LLAMA, 8, 4096 * 32, 10000, 0},
     {"smollm3", "SmolLM3ForCausalLM", HF_LLAMA, 4, 32768, 2000000, 1},
+    {"phi3", "Phi3ForCausalLM", HF_LLAMA, -1, 4096, 10000, 0},
     {"gpt2", "GPT2LMHeadModel", HF_GPT2, -1, 1024, 0, 1},
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
@@ -359,7 +423,7 @@ static const struct family *family_of(const char *path, json_t *root, char *err,
     for (int i = 0; i < NFAMILIES; i++)
         if (!strcmp(name, mt ? families[i].type : families[i].architecture))
             return &families[i];
-    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3 and gpt2 are)", path,
+    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3, phi3 and gpt2 are)", path,
               mt ? "model_type" : "architecture", name);
     return NULL;
 }
@@ -523,17 +587,28 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
     int per_layer = llama && (vkt_layers_count(&c->nope_layers, L) ||
                               (c->sliding_window && vkt_layers_count(&c->full_layers, L)));
     int apart = llama && ((c->head_dim && c->head_dim * c->n_heads != c->dim) || c->sliding_window);
-    const char *type = !llama         ? "gpt2"
-                       : c->qk_norm   ? "qwen3"
-                       : per_layer    ? "smollm3"
-                       : apart        ? "mistral"
-                                      : "llama";
+    const char *type = !llama          ? "gpt2"
+                       : c->fused_proj ? "phi3"
+                       : c->qk_norm    ? "qwen3"
+                       : per_layer     ? "smollm3"
+                       : apart         ? "mistral"
+                                       : "llama";
     const struct family *f = families;
     while (strcmp(f->type, type))
         f++;
     json_object_set_new(root, "architectures", json_pack("[s]", f->architecture));
     json_object_set_new(root, "model_type", json_string(f->type));
-    if (llama) {
+    if (llama && c->fused_proj) { /* phi3: a window on every layer, partial rotary */
+        write_keys(root, llama_keys, NKEYS(llama_keys), c);
+        json_object_set_new(root, "hidden_act", json_string("silu"));
+        json_object_set_new(root, "head_dim", json_integer(c->head_dim ? c->head_dim : c->dim / c->n_heads));
+        json_object_set_new(root, "partial_rotary_factor",
+                            json_real(c->rotary_dim ? (double)c->rotary_dim / (c->head_dim ? c->head_dim
+                                                                                            : c->dim / c->n_heads)
+                                                    : 1.0));
+        json_object_set_new(root, "original_max_position_embeddings", json_integer(c->max_seq_len));
+        json_object_set_new(root, "sliding_window", c->sliding_window ? json_integer(c->sliding_window) : json_null());
+    } else if (llama) {
         write_keys(root, llama_keys, NKEYS(llama_keys), c);
         json_object_set_new(root, "hidden_act", json_string("silu"));
         json_object_set_new(root, "attention_bias", json_false());

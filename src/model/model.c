@@ -27,6 +27,8 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     va_start(ap, fmt);
     vsnprintf(p->name, sizeof p->name, fmt, ap);
     va_end(ap);
+    memcpy(p->hf, p->name, sizeof p->hf);
+    p->hf_row0 = 0, p->hf_rows = d0;
     p->ndim = d1 ? 2 : 1;
     p->shape[0] = d0;
     p->shape[1] = d1;
@@ -53,6 +55,27 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     return m->n_params++;
 }
 
+/* Parameters first .. first + n - 1 (consecutive, of one width) as the
+ * rows of one tensor hf of the files, in order (phi3's fused projections). */
+static void fuse(struct model *m, int first, int n, const char *hf)
+{
+    uint32_t rows = 0;
+    for (int i = first; i < first + n; i++)
+        rows += m->params[i].shape[0];
+    for (int i = first, row0 = 0; i < first + n; row0 += (int)m->params[i].shape[0], i++) {
+        struct model_param *p = &m->params[i];
+        snprintf(p->hf, sizeof p->hf, "%s", hf);
+        p->hf_row0 = (uint32_t)row0, p->hf_rows = rows;
+    }
+}
+
+/* "model.layers.0.self_attn.qkv_proj" of "model.layers.0.self_attn.qkv_proj.weight" */
+static void module_of(char *out, size_t n, const struct model *m, const char *tensor)
+{
+    snprintf(out, n, "%s%.*s", m->c.arch == MODEL_GPT2 ? "transformer." : "", (int)(strlen(tensor) - strlen(".weight")),
+             tensor);
+}
+
 /* PEFT's rule: a target names the module, or a suffix of its name after a dot. */
 static int lora_matches(const char *module, const char *target)
 {
@@ -61,24 +84,36 @@ static int lora_matches(const char *module, const char *target)
 }
 
 /* LoRA's A (rank, in) and B (out, rank) for the linear weight `base` of
- * layer l when a target names its module; matched[t] counts target t's. */
+ * layer l when a target names its module (the fused tensor's, for a part of
+ * one); matched[t] counts target t's. The parts of a fused weight share one
+ * adapter, as PEFT adapts the fused module: the first part adds A (shared,
+ * its gradient summed over the parts) and each part its rows of B. */
 static void add_lora(struct model *m, uint32_t l, enum lora_slot slot, int base, int *matched)
 {
     const struct model_config *c = &m->c;
-    char module[128];
+    char module[128], split[128];
     struct model_param *w = &m->params[base];
-    snprintf(module, sizeof module, "%s%.*s", c->arch == MODEL_GPT2 ? "transformer." : "",
-             (int)(strlen(w->name) - strlen(".weight")), w->name);
+    module_of(module, sizeof module, m, w->hf);
+    module_of(split, sizeof split, m, w->name);
     int hit = 0;
     for (int t = 0; t < c->lora_n_targets; t++)
         if (lora_matches(module, c->lora_targets[t]))
             matched[t]++, hit = 1;
     if (!hit)
         return;
-    uint32_t out = w->shape[0], in = w->shape[1];
+    uint32_t out = w->shape[0], in = w->shape[1], row0 = w->hf_row0, rows = w->hf_rows;
+    struct layer_params *p = &m->lp[l];
     m->adding_adapter = 1;
-    m->lp[l].lora_a[slot] = add_param(m, 0, INIT_LORA_A, c->lora_rank, in, "base_model.model.%s.lora_A.weight", module);
-    m->lp[l].lora_b[slot] = add_param(m, 0, INIT_ZEROS, out, c->lora_rank, "base_model.model.%s.lora_B.weight", module);
+    if (row0 == 0)
+        p->lora_a[slot] = add_param(m, 0, INIT_LORA_A, c->lora_rank, in, "base_model.model.%s.lora_A.weight", module);
+    else
+        p->lora_a[slot] = p->lora_a[slot - 1]; /* the fused weight's parts are consecutive slots */
+    p->lora_b[slot] = add_param(m, 0, INIT_ZEROS, out, c->lora_rank, "base_model.model.%s.lora_B.weight", split);
+    if (rows != out) {
+        struct model_param *b = &m->params[p->lora_b[slot]];
+        snprintf(b->hf, sizeof b->hf, "base_model.model.%s.lora_B.weight", module);
+        b->hf_row0 = row0, b->hf_rows = rows;
+    }
     m->adding_adapter = 0;
 }
 
@@ -98,9 +133,10 @@ static void check_lora_targets(const struct model *m, const int *matched)
     for (int t = 0; t < c->lora_n_targets; t++)
         if (!matched[t])
             vkt_fatal("lora.targets: '%s' names no linear layer of this %s model (%s)", c->lora_targets[t],
-                      c->arch == MODEL_LLAMA ? "llama" : "gpt2",
-                      c->arch == MODEL_LLAMA ? "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
-                                             : "c_attn, c_proj (attn.c_proj, mlp.c_proj), c_fc");
+                      c->arch == MODEL_GPT2 ? "gpt2" : c->fused_proj ? "phi3" : "llama",
+                      c->arch == MODEL_GPT2 ? "c_attn, c_proj (attn.c_proj, mlp.c_proj), c_fc"
+                      : c->fused_proj       ? "qkv_proj, o_proj, gate_up_proj, down_proj"
+                                            : "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
     if (c->lora_rank && !c->lora_n_targets)
         vkt_fatal("lora: rank %u with no targets", c->lora_rank);
 }
@@ -124,6 +160,11 @@ static void build_table(struct model *m)
             p->wq = add_param(m, 0, INIT_NORMAL, qd, C, "model.layers.%u.self_attn.q_proj.weight", l);
             p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
             p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
+            char hf[96];
+            if (c->fused_proj) {
+                snprintf(hf, sizeof hf, "model.layers.%u.self_attn.qkv_proj.weight", l);
+                fuse(m, p->wq, 3, hf);
+            }
             if (c->qkv_bias) {
                 p->bq = add_param(m, 0, INIT_ZEROS, qd, 0, "model.layers.%u.self_attn.q_proj.bias", l);
                 p->bk = add_param(m, 0, INIT_ZEROS, kv, 0, "model.layers.%u.self_attn.k_proj.bias", l);
@@ -139,6 +180,10 @@ static void build_table(struct model *m)
             p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
             p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
+            if (c->fused_proj) {
+                snprintf(hf, sizeof hf, "model.layers.%u.mlp.gate_up_proj.weight", l);
+                fuse(m, p->gate, 2, hf);
+            }
             p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
             if (c->mlp_bias) {
                 p->bgate = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.gate_proj.bias", l);
@@ -218,13 +263,21 @@ static void build_rope_table(struct model *m)
     const struct model_config *c = &m->c;
     if (c->arch != MODEL_LLAMA)
         return;
-    size_t T = c->max_seq_len, hd = model_head_dim(c);
-    float *table = vkt_malloc(sizeof(float) * T * hd, "rope table");
-    host_math(m)->rope_table(table, (uint32_t)T, (uint32_t)hd, c->rope_theta, &c->rope_scaling);
+    size_t T = c->max_seq_len, rot = model_rotary_dim(c);
+    float *table = vkt_malloc(sizeof(float) * T * rot, "rope table");
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
-    m->rope_table = model_act(m, T * hd, "rope table");
+    /* longrope: a second table of its long factors, used only where a
+     * forward reaches original_max (so not at all below it) */
+    int tables = c->rope_scaling.type == OP_ROPE_LONGROPE && T > c->rope_scaling.original_max ? 2 : 1;
+    for (int t = 0; t < tables; t++) {
+        struct op_rope_scaling s = c->rope_scaling;
+        s.long_table = t;
+        host_math(m)->rope_table(table, (uint32_t)T, (uint32_t)rot, c->rope_theta, &s);
+        struct gpu_buffer *b = model_act(m, T * rot, t ? "rope table (long factors)" : "rope table");
+        gpu_upload(m->g, b, 0, table, sizeof(float) * T * rot);
+        *(t ? &m->rope_long : &m->rope_table) = b;
+    }
     gpu_memory_category(m->g, was);
-    gpu_upload(m->g, m->rope_table, 0, table, sizeof(float) * T * hd);
     free(table);
 }
 
@@ -242,6 +295,10 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
     mc->max_seq_len = (uint32_t)c->max_seq_len, mc->norm_eps = (float)c->norm_eps, mc->rope_theta = c->rope_theta;
     mc->tie_embeddings = c->tie_embeddings, mc->init_std = (float)c->init_std;
     mc->activation_checkpointing = c->activation_checkpointing;
+    /* partial rotary: int(head size x factor) as transformers truncates it */
+    if (c->partial_rotary_factor < 1)
+        mc->rotary_dim = (uint32_t)(model_head_dim(mc) * c->partial_rotary_factor + 1e-9);
+    mc->fused_proj = c->fused_proj;
     /* the per-layer lists (config_check has checked their lengths and names) */
     memset(&mc->full_layers, 0, sizeof mc->full_layers);
     memset(&mc->nope_layers, 0, sizeof mc->nope_layers);
@@ -285,6 +342,12 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
                          model_head_dim(c));
     if (c->arch == MODEL_LLAMA && model_head_dim(c) % 2)
         return vkt_error(err, errlen, "llama needs an even head size for RoPE, got %u", model_head_dim(c));
+    if (c->rotary_dim && (c->arch == MODEL_GPT2 || c->rotary_dim % 2 || c->rotary_dim > model_head_dim(c)))
+        return vkt_error(err, errlen, "%u rotary dimensions of heads of %u: llama only, even and at most the head",
+                         c->rotary_dim, model_head_dim(c));
+    if (c->rope_scaling.type == OP_ROPE_LONGROPE && model_rotary_dim(c) / 2 > OP_ROPE_MAX_FREQS)
+        return vkt_error(err, errlen, "longrope with %u rotary dimensions: at most %d", model_rotary_dim(c),
+                         2 * OP_ROPE_MAX_FREQS);
     if (c->arch == MODEL_GPT2 && (!c->tie_embeddings || c->n_kv_heads != c->n_heads))
         return vkt_error(err, errlen, "gpt2 has tied embeddings and n_kv_heads == n_heads");
     if (c->arch == MODEL_GPT2 && (c->qk_norm || model_head_dim(c) * c->n_heads != c->dim))
@@ -393,6 +456,14 @@ struct model_param *model_param_find(struct model *m, const char *hf_name)
 {
     for (int i = 0; i < m->n_params; i++)
         if (!strcmp(m->params[i].name, hf_name))
+            return &m->params[i];
+    return NULL;
+}
+
+struct model_param *model_param_find_hf(struct model *m, const char *hf_name)
+{
+    for (int i = 0; i < m->n_params; i++)
+        if (!strcmp(m->params[i].hf, hf_name))
             return &m->params[i];
     return NULL;
 }

@@ -203,7 +203,7 @@ void model_destroy_activations(struct model *m)
                                    m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
                                    m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
                                    m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1],
-                                   m->lora_xd,    m->dq_pre,    m->dk_pre};
+                                   m->lora_xd,    m->dq_pre,    m->dk_pre,    m->rope_long};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
     if (m->tn_scratch && gpu_matmul_scratch(m->g) == m->tn_scratch)

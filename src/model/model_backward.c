@@ -76,8 +76,9 @@ static void layer_backward(struct model *m, uint32_t l)
         op_flash_attention_backward(g, &s, a->q, a->k, a->v, doc, a->att, a->lse, m->datt, m->att_stats, m->dq, m->dk,
                                     m->dv);
         if (model_layer_rope(c, l)) {
-            op_rope(g, m->dq, m->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 1);
-            op_rope(g, m->dk, m->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 1);
+            uint32_t rot = model_rotary_dim(c);
+            op_rope(g, m->dq, m->positions, model_rope(m), R, c->n_heads, hd, rot, c->max_seq_len, 1);
+            op_rope(g, m->dk, m->positions, model_rope(m), R, c->n_kv_heads, hd, rot, c->max_seq_len, 1);
         }
         /* dq, dk: of the projections' outputs (through the per-head norms with qk_norm) */
         struct gpu_buffer *dq = m->dq, *dk = m->dk;
@@ -133,6 +134,9 @@ static void lora_dropout(struct model *m, uint32_t l, enum lora_slot s, struct g
                          uint32_t in, int accumulate)
 {
     const struct model_batch *b = &m->last;
+    /* the parts of a fused weight (one adapter, one A) share its mask */
+    while (s > 0 && m->lp[l].lora_a[s - 1] == m->lp[l].lora_a[s])
+        s--;
     struct op_dropout d = {.key = op_dropout_key(b->seed, b->step, l * LS_N + (uint32_t)s),
                            .sample0 = b->sample0,
                            .T = b->T,

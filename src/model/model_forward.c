@@ -18,7 +18,10 @@ static void upload_batch(struct model *m, const struct model_batch *b)
     if (rows > m->max_rows || b->T > m->c.max_seq_len)
         vkt_fatal("model: a batch of %u x %u tokens exceeds the %u x %u the model was sized for", b->B, b->T,
                   m->max_rows / m->c.max_seq_len, m->c.max_seq_len);
+    uint32_t last = 0;
     for (size_t i = 0; i < rows; i++) {
+        if (b->positions[i] > 0 && (uint32_t)b->positions[i] > last)
+            last = (uint32_t)b->positions[i];
         if (b->tokens[i] < 0 || (uint32_t)b->tokens[i] >= m->c.vocab_size)
             vkt_fatal("model: token %d at row %zu is outside the vocabulary [0, %u)", b->tokens[i], i, m->c.vocab_size);
         if (b->positions[i] < 0 || (uint32_t)b->positions[i] >= m->c.max_seq_len)
@@ -30,6 +33,7 @@ static void upload_batch(struct model *m, const struct model_batch *b)
         {m->positions, 0, b->positions, bytes},
         {m->doc_ids, 0, b->doc_ids, bytes},
     };
+    m->rope_use_long = model_rope_long(m, last);
     m->has_doc = b->doc_ids != NULL;
     gpu_upload_batch(m->g, arrays, m->has_doc ? 4 : 3); /* one staged copy on a discrete GPU */
     m->last = *b;
@@ -87,8 +91,9 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
             op_rmsnorm(g, a->k_pre, weight(m, p->k_norm), a->k, a->rstd_k, R * c->n_kv_heads, hd, c->norm_eps);
         }
         if (model_layer_rope(c, l)) {
-            op_rope(g, a->q, run->positions, m->rope_table, R, c->n_heads, hd, c->max_seq_len, 0);
-            op_rope(g, a->k, run->positions, m->rope_table, R, c->n_kv_heads, hd, c->max_seq_len, 0);
+            uint32_t rot = model_rotary_dim(c);
+            op_rope(g, a->q, run->positions, model_rope(m), R, c->n_heads, hd, rot, c->max_seq_len, 0);
+            op_rope(g, a->k, run->positions, model_rope(m), R, c->n_kv_heads, hd, rot, c->max_seq_len, 0);
         }
     } else {
         op_layernorm(g, a->x, weight(m, p->norm1), weight(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);

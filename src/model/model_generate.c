@@ -197,6 +197,7 @@ const float *decoder_step(struct decoder *d, int32_t token)
     if (d->pos >= d->T)
         vkt_fatal("decoder: the key/value cache is full (max_seq_len %u)", d->T);
     int32_t pos = (int32_t)d->pos;
+    m->rope_use_long = model_rope_long(m, d->pos); /* as transformers' cached decoding: per step */
     gpu_upload_batch(g, (struct gpu_copy[]){{d->token, 0, &token, sizeof token}, {d->position, 0, &pos, sizeof pos}},
                      2);
     int gpt2 = c->arch == MODEL_GPT2;

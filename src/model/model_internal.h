@@ -80,7 +80,11 @@ struct model {
     struct gpu_buffer *row_loss, *row_count, *stats, *scratch;
     struct gpu_buffer *tn_scratch; /* the matmul tn's transposes (gpu_set_matmul_scratch), or NULL */
     struct gpu_buffer *loss_acc;   /* (loss sum, count) since model_loss_reset */
-    struct gpu_buffer *rope_table; /* llama: (max_seq_len, hd/2, 2) */
+    struct gpu_buffer *rope_table; /* llama: (max_seq_len, rot/2, 2) */
+    /* longrope: the table of its long factors, and whether the forward being
+     * recorded uses it (its last position is original_max or more) */
+    struct gpu_buffer *rope_long;
+    int rope_use_long;
     /* Backward scratch. */
     struct gpu_buffer *dres;                   /* gradient of the residual stream (rows, C) */
     struct gpu_buffer *dxn, *datt, *att_stats; /* (rows, C), (rows, H·hd), (B,H,T,2) */
@@ -172,6 +176,19 @@ static inline struct op_attention_shape model_attention_shape(const struct model
     if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
         s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
     return s;
+}
+
+/* The RoPE table of the forward being recorded. */
+static inline struct gpu_buffer *model_rope(const struct model *m)
+{
+    return m->rope_use_long ? m->rope_long : m->rope_table;
+}
+
+/* longrope: whether a forward whose last position is last uses the long
+ * table (transformers: seq_len = last + 1 > original_max_position_embeddings). */
+static inline int model_rope_long(const struct model *m, uint32_t last)
+{
+    return m->c.rope_scaling.type == OP_ROPE_LONGROPE && last + 1 > m->c.rope_scaling.original_max;
 }
 
 #endif

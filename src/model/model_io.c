@@ -29,6 +29,27 @@ static void hf_shape(const struct model_param *p, int64_t shape[2])
     shape[1] = p->hf_transposed ? p->shape[0] : p->shape[1];
 }
 
+_Static_assert(sizeof((struct hf_config *)0)->rope_short == sizeof((struct op_rope_scaling *)0)->short_factor,
+               "longrope's factors: one size in the config and the op");
+
+/* How many parameters from k on make up tensor k's hf of the files: 1, or
+ * the parts of a fused one (consecutive in the table). */
+static int fused_parts(const struct model *m, int k)
+{
+    int n = 1;
+    while (k + n < m->n_params && m->params[k + n].hf_row0 && !strcmp(m->params[k + n].hf, m->params[k].hf))
+        n++;
+    return n;
+}
+
+/* The HF shape of tensor hf that parameter p starts. */
+static void hf_tensor_shape(const struct model_param *p, int64_t shape[2])
+{
+    hf_shape(p, shape);
+    if (p->hf_rows != p->shape[0])
+        shape[0] = p->hf_rows;
+}
+
 /* The HF config of the model, for a fresh config.json. */
 static struct hf_config hf_config_of(const struct model *m, const struct model_save_options *o)
 {
@@ -45,6 +66,8 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
         .sliding_window = (int)c->sliding_window,
         .full_layers = c->full_layers,
         .nope_layers = c->nope_layers,
+        .fused_proj = c->fused_proj,
+        .rotary_dim = (int)c->rotary_dim,
         .hidden_dim = (int)c->hidden_dim,
         .max_seq_len = (int)c->pos_rows,
         .norm_eps = c->norm_eps,
@@ -75,14 +98,16 @@ static int adapter_of(const struct model *m, int i, int *a, int *b);
 static void save_fill(void *ctx, int i, float *buf)
 {
     struct save_fill *s = ctx;
-    int k = s->param[s->first + i], ia, ib;
-    struct model_param *p = &s->m->params[k];
-    float *host = p->hf_transposed ? s->tmp : buf;
-    model_param_download(s->m, p, host);
-    if (s->o->merged && adapter_of(s->m, k, &ia, &ib))
-        merge_adapter(s->m, host, ia, ib);
-    if (p->hf_transposed)
-        transpose(buf, host, p->shape[0], p->shape[1]);
+    int k = s->param[s->first + i], n = fused_parts(s->m, k), ia, ib;
+    for (int q = k; q < k + n; q++) { /* a fused tensor: each part's rows */
+        struct model_param *p = &s->m->params[q];
+        float *host = p->hf_transposed ? s->tmp : buf + (size_t)p->hf_row0 * p->shape[1];
+        model_param_download(s->m, p, host);
+        if (s->o->merged && adapter_of(s->m, q, &ia, &ib))
+            merge_adapter(s->m, host, ia, ib);
+        if (p->hf_transposed)
+            transpose(buf, host, p->shape[0], p->shape[1]);
+    }
 }
 
 /* Writes tensors [first, last) as path; bf16 or F32. */
@@ -195,13 +220,13 @@ int model_save(struct model *m, const char *dir, const struct model_save_options
     size_t most = 1;
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
-        if (p->adapter)
+        if (p->adapter || p->hf_row0) /* the later parts of a fused tensor: written with its first */
             continue;
         param[n] = i;
         struct st_tensor *s = &t[n++];
-        snprintf(s->name, sizeof s->name, "%s", p->name);
+        snprintf(s->name, sizeof s->name, "%s", p->hf);
         s->ndim = p->ndim;
-        hf_shape(p, s->shape);
+        hf_tensor_shape(p, s->shape);
         if (p->hf_transposed && p->numel > most)
             most = p->numel;
     }
@@ -254,14 +279,15 @@ int model_adapter_save(struct model *m, const char *dir, const char *base, char 
     int n = 0;
     for (int i = 0; i < m->n_params; i++) {
         struct model_param *p = &m->params[i];
-        if (!p->adapter)
+        if (!p->adapter || p->hf_row0)
             continue;
         struct st_tensor *s = &t[n++];
-        snprintf(s->name, sizeof s->name, "%s", p->name);
+        snprintf(s->name, sizeof s->name, "%s", p->hf);
         s->ndim = 2;
-        s->shape[0] = p->shape[0], s->shape[1] = p->shape[1];
-        s->data = vkt_malloc(p->numel * sizeof(float), p->name);
-        model_param_download(m, p, s->data);
+        s->shape[0] = p->hf_rows, s->shape[1] = p->shape[1];
+        s->data = vkt_malloc((size_t)p->hf_rows * p->shape[1] * sizeof(float), p->hf);
+        for (int q = i; q < i + fused_parts(m, i); q++)
+            model_param_download(m, &m->params[q], s->data + (size_t)m->params[q].hf_row0 * p->shape[1]);
     }
     for (int k = 0; k < c->lora_n_targets; k++)
         json_array_append_new(targets, json_string(c->lora_targets[k]));
@@ -299,24 +325,27 @@ int model_adapter_load(struct model *m, const char *dir, char *err, size_t errle
     int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches"), rc = 0;
     for (int i = 0; i < f.n && !rc; i++) {
         const struct st_tensor *t = &f.t[i];
-        struct model_param *p = model_param_find(m, t->name);
+        struct model_param *p = model_param_find_hf(m, t->name);
         if (!p || !p->adapter)
             rc = vkt_error(err, errlen,
                            "%s: tensor '%s' is not an adapter of this model (lora.targets and the "
                            "model must match the adapter's)",
                            path, t->name);
-        else if (t->ndim != 2 || t->shape[0] != p->shape[0] || t->shape[1] != p->shape[1])
+        else if (t->ndim != 2 || t->shape[0] != p->hf_rows || t->shape[1] != p->shape[1])
             rc = vkt_error(err, errlen, "%s: tensor '%s' has shape [%lld, %lld], the model needs [%u, %u]", path,
-                           t->name, (long long)t->shape[0], t->ndim > 1 ? (long long)t->shape[1] : 0, p->shape[0],
+                           t->name, (long long)t->shape[0], t->ndim > 1 ? (long long)t->shape[1] : 0, p->hf_rows,
                            p->shape[1]);
-        else if (found[p - m->params]++)
+        else if (found[p - m->params])
             rc = vkt_error(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
         else
-            model_param_upload(m, p, t->data);
+            for (int q = (int)(p - m->params), n = fused_parts(m, q), e = q + n; q < e; q++) {
+                model_param_upload(m, &m->params[q], t->data + (size_t)m->params[q].hf_row0 * p->shape[1]);
+                found[q] = 1;
+            }
     }
     for (int i = 0; i < m->n_params && !rc; i++)
         if (m->params[i].adapter && !found[i])
-            rc = vkt_error(err, errlen, "%s: adapter '%s' is missing", path, m->params[i].name);
+            rc = vkt_error(err, errlen, "%s: adapter '%s' is missing", path, m->params[i].hf);
     free(found);
     st_free(&f);
     return rc;
@@ -346,7 +375,7 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
         const char *name = t->name;
         if (m->c.arch == MODEL_GPT2 && !strncmp(name, "transformer.", 12))
             name += 12;
-        struct model_param *p = model_param_find(m, name);
+        struct model_param *p = model_param_find_hf(m, name);
         if (p && p->adapter)
             p = NULL;
         if (!p) {
@@ -359,7 +388,7 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
             break;
         }
         int64_t want[2];
-        hf_shape(p, want);
+        hf_tensor_shape(p, want);
         if (t->ndim != p->ndim || t->shape[0] != want[0] || (p->ndim == 2 && t->shape[1] != want[1])) {
             char has[96], needs[96];
             shape_text(has, sizeof has, t->shape, t->ndim);
@@ -378,10 +407,13 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
             transpose(tmp, t->data, (uint32_t)want[0], (uint32_t)want[1]);
             model_param_upload(m, p, tmp);
             free(tmp);
-        } else {
-            model_param_upload(m, p, t->data);
+            found[p - m->params] = 1;
+        } else { /* a fused tensor: each part's rows */
+            for (int q = (int)(p - m->params), e = q + fused_parts(m, q); q < e; q++) {
+                model_param_upload(m, &m->params[q], t->data + (size_t)m->params[q].hf_row0 * p->shape[1]);
+                found[q] = 1;
+            }
         }
-        found[p - m->params] = 1;
     }
     st_free(&f);
     return rc;
@@ -445,7 +477,7 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
     }
     for (int i = 0; i < m->n_params && !rc; i++)
         if (!found[i] && !m->params[i].adapter) {
-            snprintf(err, errlen, "%s: tensor '%s' is missing", access(index, F_OK) ? path : index, m->params[i].name);
+            snprintf(err, errlen, "%s: tensor '%s' is missing", access(index, F_OK) ? path : index, m->params[i].hf);
             rc = -1;
         }
     free(found);
@@ -468,8 +500,15 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->qkv_bias = h.qkv_bias, c->o_bias = h.o_bias, c->mlp_bias = h.mlp_bias;
     c->head_dim = (uint32_t)h.head_dim, c->qk_norm = h.qk_norm, c->sliding_window = (uint32_t)h.sliding_window;
     c->full_layers = h.full_layers, c->nope_layers = h.nope_layers;
-    c->rope_scaling = (struct op_rope_scaling){(enum op_rope_type)h.rope_scaling, h.rope_factor, h.rope_low_freq_factor,
-                                               h.rope_high_freq_factor, (uint32_t)h.rope_original_max};
+    c->fused_proj = h.fused_proj, c->rotary_dim = (uint32_t)h.rotary_dim;
+    c->rope_scaling = (struct op_rope_scaling){.type = (enum op_rope_type)h.rope_scaling,
+                                               .factor = h.rope_factor,
+                                               .low_freq_factor = h.rope_low_freq_factor,
+                                               .high_freq_factor = h.rope_high_freq_factor,
+                                               .original_max = (uint32_t)h.rope_original_max,
+                                               .attention = h.rope_attention};
+    memcpy(c->rope_scaling.short_factor, h.rope_short, sizeof h.rope_short);
+    memcpy(c->rope_scaling.long_factor, h.rope_long, sizeof h.rope_long);
     c->init_std = 0.02f;
     char why[512];
     if (model_config_check(c, 0, why, sizeof why))

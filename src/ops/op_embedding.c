@@ -299,42 +299,43 @@ void op_embedding_backward(struct gpu *g, struct gpu_buffer *ids, struct gpu_buf
         embed_back_rows(g, &x, 0, rows);
 }
 
-void op_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta, const struct op_rope_scaling *scaling)
+void op_rope_table(float *table, uint32_t max_pos, uint32_t rot, double theta, const struct op_rope_scaling *scaling)
 {
     /* inv_freq is rounded to float first, as Hugging Face computes it; the
      * scaling is shared with the reproducible table (repro_rope_table). */
-    for (uint32_t j = 0; j < hd / 2; j++) {
-        float inv_freq = repro_rope_scaled((float)(1.0 / pow(theta, (double)(2 * j) / hd)), scaling);
+    float attention = repro_rope_attention(scaling);
+    for (uint32_t j = 0; j < rot / 2; j++) {
+        float inv_freq = repro_rope_scaled((float)(1.0 / pow(theta, (double)(2 * j) / rot)), j, scaling);
         for (uint32_t p = 0; p < max_pos; p++) {
             double a = (double)p * (double)inv_freq;
-            table[((size_t)p * (hd / 2) + j) * 2 + 0] = (float)cos(a);
-            table[((size_t)p * (hd / 2) + j) * 2 + 1] = (float)sin(a);
+            table[((size_t)p * (rot / 2) + j) * 2 + 0] = (float)cos(a) * attention;
+            table[((size_t)p * (rot / 2) + j) * 2 + 1] = (float)sin(a) * attention;
         }
     }
 }
 
 void op_rope(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *positions, struct gpu_buffer *table,
-             uint32_t rows, uint32_t H, uint32_t hd, uint32_t max_pos, int backward)
+             uint32_t rows, uint32_t H, uint32_t hd, uint32_t rot, uint32_t max_pos, int backward)
 {
-    if (hd % 2)
-        vkt_fatal("rope: head dimension %u is odd", hd);
+    if (rot % 2 || !rot || rot > hd)
+        vkt_fatal("rope: %u rotary dimensions of a head of %u (they must be even, and at most the head)", rot, hd);
     ops_check("rope", "input", x, sizeof(float) * rows * H * hd);
     ops_check("rope", "positions", positions, sizeof(int32_t) * rows);
-    ops_check("rope", "cos/sin table", table, sizeof(float) * max_pos * hd);
-    size_t n = (size_t)rows * H * (hd / 2), row = (size_t)H * hd * sizeof(float), table_row = hd * sizeof(float);
+    ops_check("rope", "cos/sin table", table, sizeof(float) * max_pos * rot);
+    size_t n = (size_t)rows * H * (rot / 2), row = (size_t)H * hd * sizeof(float), table_row = rot * sizeof(float);
     struct {
         uint32_t n, H, hd, max_pos;
         float sign;
-        uint32_t p0, p1;
-    } push = {0, H, hd, max_pos, backward ? -1.0f : 1.0f, 0, 0};
+        uint32_t p0, p1, rh;
+    } push = {0, H, hd, max_pos, backward ? -1.0f : 1.0f, 0, 0, rot / 2};
     /* x and the positions in ranges of rows (ops_elements), the table in
      * ranges of positions: each dispatch rotates the rows whose position
      * is in its range */
-    int width = texel_width(g, hd % 8 == 0, row > table_row ? row : table_row);
+    int width = texel_width(g, rot % 8 == 0 && hd % 4 == 0, row > table_row ? row : table_row);
     struct kernel_pick pick = kernel_pick_rope(g, width);
     struct gpu_kernel *k;
     struct gpu_arg args[4];
-    size_t ub[4], count = n, unit = (size_t)H * (hd / 2);
+    size_t ub[4], count = n, unit = (size_t)H * (rot / 2);
     int it; /* the table's binding */
     if (width) {
         /* bindings: table, x as texels, then positions, x (written) */

@@ -30,10 +30,17 @@ double repro_powi(double b, int64_t t)
     return r;
 }
 
-float repro_rope_scaled(float inv_freq, const struct op_rope_scaling *s)
+float repro_rope_attention(const struct op_rope_scaling *s)
+{
+    return s && s->type == OP_ROPE_LONGROPE ? (float)s->attention : 1.0f;
+}
+
+float repro_rope_scaled(float inv_freq, uint32_t j, const struct op_rope_scaling *s)
 {
     if (!s || s->type == OP_ROPE_DEFAULT)
         return inv_freq;
+    if (s->type == OP_ROPE_LONGROPE && j < OP_ROPE_MAX_FREQS) /* 1 / (ext · theta^(2j/rot)) */
+        return inv_freq / (float)(s->long_table ? s->long_factor[j] : s->short_factor[j]);
     float factor = (float)s->factor;
     if (s->type == OP_ROPE_LINEAR)
         return inv_freq / factor;
@@ -77,8 +84,9 @@ void repro_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
 {
     uint32_t n = hd / 2;
     double root = nth_root(theta, n); /* theta^(2/hd) */
+    float attention = repro_rope_attention(scaling);
     for (uint32_t j = 0; j < n; j++) {
-        float inv_freq = repro_rope_scaled((float)(1.0 / repro_powi(root, j)), scaling);
+        float inv_freq = repro_rope_scaled((float)(1.0 / repro_powi(root, j)), j, scaling);
         if (!(inv_freq > 0.0f) || !((double)max_pos * (double)inv_freq < 0x1p23))
             vkt_fatal("rope table (reproducible): frequency %u of rope_theta %g and head dimension %u is %g: "
                       "the angles of %u positions must stay below 2^23",
@@ -86,8 +94,8 @@ void repro_rope_table(float *table, uint32_t max_pos, uint32_t hd, double theta,
         for (uint32_t p = 0; p < max_pos; p++) {
             /* a float times an integer below 2^29: exact in double */
             float r = (float)reduce_2pi((double)p * (double)inv_freq);
-            table[((size_t)p * n + j) * 2 + 0] = repro_cos(r);
-            table[((size_t)p * n + j) * 2 + 1] = repro_sin(r);
+            table[((size_t)p * n + j) * 2 + 0] = repro_cos(r) * attention;
+            table[((size_t)p * n + j) * 2 + 1] = repro_sin(r) * attention;
         }
     }
 }
