@@ -2,10 +2,12 @@
 run by test_lora.sh in the venv that
 scripts/deps.sh test makes.
 
-For a tiny llama (GQA 4/2, untied, q/k/v/o and MLP biases) and a tiny gpt2
-(Conv1D layers, tied), transformers builds a random base in float32 and
-PEFT wraps it with LoRA (r 4, alpha 8, every linear layer: llama
-q/k/v/o/gate/up/down_proj, gpt2 c_attn, c_proj (attention and MLP), c_fc).
+For a tiny llama (GQA 4/2, untied, q/k/v/o and MLP biases), a tiny gpt2
+(Conv1D layers, tied) and a tiny phi3 (GQA 4/2, untied, fused qkv_proj and
+gate_up_proj: one adapter each, as PEFT adapts them), transformers builds
+a random base in float32 and PEFT wraps it with LoRA (r 4, alpha 8, every
+linear layer: llama q/k/v/o/gate/up/down_proj, gpt2 c_attn, c_proj
+(attention and MLP), c_fc, phi3 qkv_proj, o_proj, gate_up_proj, down_proj).
 B is randomized too (PEFT starts it at zero, which would leave A's first
 gradient zero and hide a wrong dA), and the adapter is saved with
 save_pretrained. Both sides then start from the same base
@@ -57,7 +59,7 @@ import transformers
 
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file
-from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig, Phi3Config
 
 from shard_testing import write_shard
 
@@ -65,7 +67,8 @@ VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS, VOCAB, RANK, ALPHA = 16, 8, 4, 4, 320, 4, 8
 SEED, DROPOUT = 5, 0.1
 TARGETS = {"llama": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-           "gpt2": ["c_attn", "c_proj", "c_fc"]}
+           "gpt2": ["c_attn", "c_proj", "c_fc"],
+           "phi3": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]}
 failures = []
 
 
@@ -80,6 +83,10 @@ def build_base(arch, d, gen):
         cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=100.0,
                           tie_word_embeddings=False, attention_bias=True, mlp_bias=True)
+    elif arch == "phi3":
+        cfg = Phi3Config(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rope_theta=100.0,
+                         tie_word_embeddings=False, pad_token_id=0)
     else:
         cfg = GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=T)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
@@ -132,8 +139,20 @@ def dropout_key(seed, step, stream):
 
 
 # vktrain's slot of each adapted layer (enum lora_slot in src/model/model_internal.h)
+# (phi3's fused qkv_proj and gate_up_proj: the slot of their first part, q and gate)
 SLOTS = {"q_proj": 0, "k_proj": 1, "v_proj": 2, "c_attn": 3, "o_proj": 4, "attn.c_proj": 4, "gate_proj": 5,
-         "up_proj": 6, "c_fc": 6, "down_proj": 7, "mlp.c_proj": 7}
+         "up_proj": 6, "c_fc": 6, "down_proj": 7, "mlp.c_proj": 7, "qkv_proj": 0, "gate_up_proj": 5}
+# vktrain holds a fused weight's B as one parameter per projection (its
+# AdamW state is named so in checkpoints)
+PARTS = {"qkv_proj.lora_B": ["q_proj.lora_B", "k_proj.lora_B", "v_proj.lora_B"],
+         "gate_up_proj.lora_B": ["gate_proj.lora_B", "up_proj.lora_B"]}
+
+
+def held_names(name):
+    for fused, parts in PARTS.items():
+        if fused in name:
+            return [name.replace(fused, part) for part in parts]
+    return [name]
 
 
 class HashDropout(torch.nn.Module):
@@ -296,7 +315,8 @@ save_every_n_steps: 2
     opt = load_file(os.path.join(ckpt, "optimizer.safetensors"))
     check(f"{arch}: the checkpoint holds the adapter and its AdamW state only",
           "model.safetensors" not in files and "adapter_model.safetensors" in files and
-          sorted(opt) == sorted(f"{s}.{k}" for k in vk for s in ("exp_avg", "exp_avg_sq")), str(files))
+          sorted(opt) == sorted(f"{s}.{h}" for k in vk for h in held_names(k) for s in ("exp_avg", "exp_avg_sq")),
+          str(files))
 
     xv = torch.tensor([val[i * T:i * T + T] for i in range(VAL_WINDOWS)])
     with torch.no_grad():
@@ -334,7 +354,7 @@ def main():
     torch.manual_seed(12)  # PEFT's initialization of A
     gen = torch.Generator().manual_seed(12)
     with tempfile.TemporaryDirectory() as work:
-        for arch in ("llama", "gpt2"):
+        for arch in ("llama", "gpt2", "phi3"):
             run_case(arch, work, gen)
         # The llama adapter over the gpt2 base: refused at start, naming why.
         r = subprocess.run([VKTRAIN, "train", "--config", os.path.join(work, "gpt2.yaml"),
