@@ -104,7 +104,7 @@ def build_family(arch, d, seed):
     The windowed ones: a window of 5 on one layer of the two (Qwen2 from
     max_window_layers 1, Qwen3 from layer_types on layer 0, SmolLM3 on its
     layer without RoPE, from no_rope_layers)."""
-    from transformers import Qwen2Config, Qwen3Config, SmolLM3Config
+    from transformers import Phi3Config, Qwen2Config, Qwen3Config, SmolLM3Config
     tok = make_tokenizer(d)
     ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     common = dict(vocab_size=MODEL_VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -117,6 +117,11 @@ def build_family(arch, d, seed):
                           layer_types=["sliding_attention", "full_attention"])
     elif arch == "qwen2_window":
         cfg = Qwen2Config(**common, use_sliding_window=True, sliding_window=5, max_window_layers=1)
+    elif arch == "phi3_partial":  # Phi-4-mini's kind: partial rotary, longrope, tied; a window
+        # heads of hidden / heads = 8 (transformers 4.57 checks longrope's
+        # factors against that quotient even where head_dim is set), 4 rotated
+        cfg = Phi3Config(**common, partial_rotary_factor=0.5, sliding_window=5, original_max_position_embeddings=16,
+                         rope_scaling={"type": "longrope", "short_factor": [1.0, 2.5], "long_factor": [2.0, 7.0]})
     elif arch == "smollm3":
         cfg = SmolLM3Config(**common, head_dim=16, no_rope_layers=[0, 1], use_sliding_window=True,
                             sliding_window=5)
@@ -132,12 +137,16 @@ def build_family(arch, d, seed):
 
 def control_model(folder, control):
     """The folder's model with one feature taken out (the controls)."""
+    if control == "full_rotary":  # RoPE over whole heads (and so without the per-pair factors)
+        return load(folder, partial_rotary_factor=1.0, rope_scaling=None)
     model = load(folder)
     if control == "no_qk_norm":
         for layer in model.model.layers:
             layer.self_attn.q_norm = torch.nn.Identity()
             layer.self_attn.k_norm = torch.nn.Identity()
     elif control == "no_window":
+        if model.config.model_type == "phi3":  # one mask for every layer, from the config
+            model.config.sliding_window = None
         for layer in model.model.layers:
             layer.attention_type = "full_attention"
     elif control == "rope_everywhere":
