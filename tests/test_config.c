@@ -85,6 +85,11 @@ static void test_errors(void)
     expect_error(TEST_RECIPE, 1, rope2, "model.no_rope_layers: entry 1 is '2' (each is 0 or 1)");
     char *gpt2_nope[] = {"model.arch=gpt2", "model.no_rope_layers=[1, 0]"};
     expect_error(TEST_RECIPE, 2, gpt2_nope, "model.no_rope_layers: gpt2 has no sliding window and no RoPE");
+    char *part3[] = {"model.partial_rotary_factor=0.05"};
+    expect_error(TEST_RECIPE, 1, part3,
+                 "model.partial_rotary_factor: 0.05 of heads of 16: it must give an even number of rotated dimensions");
+    char *part_qk[] = {"model.partial_rotary_factor=0.5", "model.qk_norm=true"};
+    expect_error(TEST_RECIPE, 2, part_qk, "model.partial_rotary_factor: 0.5 of heads of 16: not with model.qk_norm");
     char *qk_nope[] = {"model.qk_norm=true", "model.no_rope_layers=[1, 0]"};
     expect_error(TEST_RECIPE, 2, qk_nope, "q/k norms with layers without RoPE: no Hugging Face family has both");
     expect_error(TEST_RECIPE "model:\n  dim: 3\n", 0, NULL, "duplicate key 'model.dim' (first set at r.yaml:3:8)");

@@ -5,6 +5,7 @@
 
 #include "vktrain/hfconfig.h"
 
+#include <math.h>
 #include <unistd.h>
 
 static char err[1024];
@@ -34,6 +35,8 @@ static void round_trip(const struct hf_config *c, const char *what, const char *
     check_equal(&r, c, what);
     CHECK(!c->head_dim || (r.head_dim == c->head_dim && r.qk_norm == c->qk_norm), "%s: head_dim %d, qk_norm %d", what,
           r.head_dim, r.qk_norm);
+    CHECK(r.fused_proj == c->fused_proj && r.rotary_dim == c->rotary_dim, "%s: fused %d, rotary_dim %d back as %d, %d",
+          what, c->fused_proj, c->rotary_dim, r.fused_proj, r.rotary_dim);
     CHECK(r.sliding_window == c->sliding_window, "%s: sliding_window %d back as %d", what, c->sliding_window,
           r.sliding_window);
     char text[4096] = {0};
@@ -89,6 +92,12 @@ static void test_round_trips(void)
     vkt_layers_add(&q3w.full_layers, 0);
     round_trip(&q3w, "qwen3 with a window on layer 1", "\"max_window_layers\": 1");
     round_trip(&q3w, "qwen3 with a window on layer 1", "\"use_sliding_window\": true");
+    /* fused projections and partial rotary: phi3 */
+    struct hf_config phi = llama;
+    phi.fused_proj = 1, phi.head_dim = 16, phi.rotary_dim = 12, phi.sliding_window = 32;
+    round_trip(&phi, "phi3", "\"model_type\": \"phi3\"");
+    round_trip(&phi, "phi3", "\"partial_rotary_factor\": 0.75");
+    round_trip(&phi, "phi3", "\"sliding_window\": 32");
 }
 
 static int read_text(const char *text, struct hf_config *c)
@@ -226,6 +235,19 @@ static void test_families(void)
                     &c) == 0 && c.sliding_window == 8 && c.qk_norm && !vkt_layers_has(&c.full_layers, 0) &&
               vkt_layers_has(&c.full_layers, 1),
           "qwen3 layer_types: %s (window %d)", err, c.sliding_window);
+    /* Phi-3: fused projections, no window by default; Phi-4-mini's partial
+     * rotary and longrope (factors per rotated pair, the attention factor
+     * from max / original positions) */
+    CHECK(read_text("{\"model_type\": \"phi3\", \"hidden_size\": 64, " LLAMA_REST "}", &c) == 0 && c.fused_proj &&
+              !c.sliding_window && c.n_kv_heads == 4 && !c.qkv_bias && !c.rotary_dim && c.max_seq_len == 4096,
+          "phi3 defaults: %s", err);
+    CHECK(read_text("{\"model_type\": \"phi3\", \"hidden_size\": 64, \"partial_rotary_factor\": 0.5, "
+                    "\"max_position_embeddings\": 256, \"original_max_position_embeddings\": 16, "
+                    "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 2, 3, 4], "
+                    "\"long_factor\": [5, 6, 7, 8]}, " LLAMA_REST "}",
+                    &c) == 0 && c.rotary_dim == 8 && c.rope_scaling == 3 && c.rope_original_max == 16 &&
+              c.rope_short[3] == 4 && c.rope_long[0] == 5 && fabs(c.rope_attention - sqrt(1 + log(16.0) / log(16.0))) < 1e-12,
+          "phi3 longrope: %s (rotary %d, attention %g)", err, c.rotary_dim, c.rope_attention);
     /* SmolLM3: every 4th layer without RoPE by default, tied, theta 2e6;
      * its window on the layers without RoPE unless layer_types says */
     CHECK(read_text("{\"model_type\": \"smollm3\", \"hidden_size\": 64, \"intermediate_size\": 64, "
@@ -285,6 +307,15 @@ static void test_errors(void)
                  LLAMA_REST "}", "'no_rope_layers'[1] is a null", NULL);
     expect_error("{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"max_window_layers\": -1, " LLAMA_REST "}",
                  "'max_window_layers' must be a non-negative integer", NULL);
+    expect_error("{\"model_type\": \"phi3\", \"hidden_size\": 64, \"partial_rotary_factor\": 0.1, " LLAMA_REST "}",
+                 "'partial_rotary_factor' must be in (0, 1] and give an even number", NULL);
+    expect_error("{\"model_type\": \"phi3\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"longrope\", "
+                 "\"short_factor\": [1, 2], \"long_factor\": [1, 2]}, " LLAMA_REST "}",
+                 "'rope_scaling.short_factor' must be a list of 8 numbers (one per rotated pair)", NULL);
+    expect_error("{\"model_type\": \"phi3\", \"hidden_size\": 64, \"original_max_position_embeddings\": null, "
+                 "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 2, 3, 4, 5, 6, 7, 8], "
+                 "\"long_factor\": [1, 2, 3, 4, 5, 6, 7, 8]}, " LLAMA_REST "}",
+                 "longrope needs an integer original_max_position_embeddings", NULL);
     expect_error(
         "{\"model_type\": \"llama\", \"hidden_size\": 64, \"rope_scaling\": {\"type\": \"linear\"}, " LLAMA_REST "}",
         "'rope_scaling.factor'", NULL);

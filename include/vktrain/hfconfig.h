@@ -2,16 +2,19 @@
  *
  * Two architectures: the llama family (model_type llama, qwen2 = llama
  * with q/k/v biases, mistral = llama, qwen3 = llama with RMSNorm on each
- * head of q and k and its own head_dim) and GPT2LMHeadModel ("gpt2"), with
- * the key names the published checkpoints use. Reading fills missing
- * optional keys with the transformers defaults of the model_type and
- * rejects, naming the key, every setting that would change the math and
- * that the trainer does not implement (other activations, rope_scaling
- * types other than linear and llama3, sliding-window attention, GPT-2's
- * unscaled or layer-scaled attention, cross-attention); keys that do not
- * change the math (use_cache, dropout rates: vktrain trains without
- * dropout, initializer_range, ...) are ignored. Never prints, never exits:
- * errors come back as -1 and a message naming the file and the key. Knows
+ * head of q and k and its own head_dim, smollm3 = llama with layers
+ * without RoPE, phi3 = llama with fused projections, partial rotary and
+ * longrope; windows on every layer or on some) and GPT2LMHeadModel
+ * ("gpt2"), with the key names the published checkpoints use. Reading
+ * fills missing optional keys with the transformers defaults of the
+ * model_type and rejects, naming the key, every setting that would change
+ * the math and that the trainer does not implement (other activations,
+ * rope_scaling types other than linear, llama3 and longrope, layer types
+ * other than full and sliding attention, GPT-2's unscaled or layer-scaled
+ * attention, cross-attention); keys that do not change the math
+ * (use_cache, dropout rates: vktrain trains without dropout,
+ * initializer_range, ...) are ignored. Never prints, never exits: errors
+ * come back as -1 and a message naming the file and the key. Knows
  * nothing of tensors. */
 #ifndef VKTRAIN_HFCONFIG_H
 #define VKTRAIN_HFCONFIG_H
