@@ -67,14 +67,16 @@ def greedy(folder, prompt, n_new):
     newline; and the smallest top-1 margin (no choice may be a near tie).
     Decoded as generate() does, with the key/value cache: the prompt in one
     forward, then one token per forward (where the two differ, as longrope's
-    tables chosen per forward do, this is what users get)."""
+    tables chosen per forward do, this is what users get); Gemma 2's cache
+    of transformers 4.44, made inside the forward, holds only the prompt,
+    so it is decoded by whole forwards of the sequence (the same model)."""
     tok = AutoTokenizer.from_pretrained(folder)
     model = load(folder)
     seq, margin = [tok.bos_token_id] + tok(prompt)["input_ids"], float("inf")
-    past, feed = None, seq
+    past, feed, cached = None, seq, model.config.model_type != "gemma2"
     with torch.no_grad():
         for _ in range(n_new):
-            out = model(input_ids=torch.tensor([feed]), past_key_values=past, use_cache=True)
+            out = model(input_ids=torch.tensor([feed if cached else seq]), past_key_values=past, use_cache=cached)
             past, logits = out.past_key_values, out.logits[0, -1, :len(tok)]
             top = torch.topk(logits, 2).values
             margin = min(margin, (top[0] - top[1]).item())

@@ -71,8 +71,8 @@ import tempfile
 import torch
 import transformers
 
-from transformers import (AutoModelForCausalLM, AutoTokenizer, GPT2Config, LlamaConfig, LlamaForCausalLM,
-                          MistralConfig, Phi3Config, Qwen2Config)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, GemmaConfig, GPT2Config, LlamaConfig,
+                          LlamaForCausalLM, MistralConfig, Phi3Config, Qwen2Config)
 
 from hf_oracle import MODEL_VOCAB, greedy, make_tokenizer, randomize
 from shard_testing import fine_tune
@@ -84,6 +84,7 @@ failures = []
 CONTROLS = {"llama": ("without rope_scaling", {"rope_scaling": None}),
             "mistral_window": ("without its sliding window", {"sliding_window": None}),
             "phi3": ("without its longrope scaling", {"rope_scaling": None}),
+            "gemma2": ("without its sliding window", {"sliding_window": 10000}),
             "qwen2": ("with q/k/v biases dropped (read as a llama)", {"cls": LlamaForCausalLM})}
 
 
@@ -107,6 +108,11 @@ def build(arch, d, tok, gen):
         cfg = MistralConfig(**common, head_dim=16, sliding_window=None, tie_word_embeddings=False)
     elif arch == "mistral_window":
         cfg = MistralConfig(**common, sliding_window=5, tie_word_embeddings=True)
+    elif arch == "gemma":
+        cfg = GemmaConfig(**common, head_dim=16, hidden_activation="gelu_pytorch_tanh", rope_theta=1000.0)
+    elif arch == "gemma2":
+        cfg = Gemma2Config(**common, head_dim=16, query_pre_attn_scalar=12, sliding_window=5,
+                           attn_logit_softcapping=None, final_logit_softcapping=None, rope_theta=1000.0)
     elif arch == "phi3":
         cfg = Phi3Config(**common, tie_word_embeddings=False, original_max_position_embeddings=16,
                          rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.5, 4.0],
@@ -209,7 +215,7 @@ def main():
     gen = torch.Generator().manual_seed(11)
     with tempfile.TemporaryDirectory() as work:
         tok = make_tokenizer(os.path.join(work, "tokenizer"))
-        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window", "phi3"):
+        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window", "phi3", "gemma", "gemma2"):
             run_case(arch, work, tok, gen)
     if failures:
         print(f"{len(failures)} check(s) failed")

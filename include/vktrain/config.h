@@ -23,6 +23,7 @@ enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
 enum save_dtype { SAVE_FP32, SAVE_BF16 };
 enum base_dtype { BASE_FP32, BASE_BF16 };
+enum mlp_activation { MLP_SILU, MLP_GELU_TANH }; /* SwiGLU, GeGLU (gelu_pytorch_tanh) */
 /* reproducible: the same bits on every device and split
  * (docs/reproducible.md); bf16: the matmuls' inputs rounded to bf16 on the
  * device's cooperative matrices, fp32 accumulators, master weights and
@@ -50,6 +51,13 @@ struct config_model {
     /* Not a key: phi3's layout in files (fused qkv_proj, gate_up_proj), from
      * init_from's model_type, or for partial rotary from scratch. */
     bool fused_proj;
+    /* The Gemma family's (docs/recipes.md): the MLP's activation, RMSNorm
+     * weights as 1 + w, norms after attention and MLP, embeddings times
+     * √dim, scores times query_pre_attn_scalar^-1/2 (0: head_dim), the
+     * sliding layers' RoPE base (0: rope_theta). */
+    enum mlp_activation mlp_activation;
+    bool norm_offset, post_norms, scale_embeddings;
+    double query_pre_attn_scalar, rope_local_base_freq;
     int hidden_dim;  /* MLP width */
     int max_seq_len; /* T: tokens per training row */
     double norm_eps;

@@ -39,7 +39,7 @@ struct hf_config {
     int rope_scaling;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max; /* original_max_position_embeddings */
-    char model_type[16];   /* llama, qwen2, qwen3, mistral, smollm3, phi3, gpt2; "" on write: from arch */
+    char model_type[16];   /* llama, qwen2, qwen3, mistral, smollm3, phi3, gemma, gemma2, gemma3_text, gpt2 */
     int save_bf16;         /* write: torch_dtype bfloat16 instead of float32 */
     int head_dim; /* each head's width: head_dim, else hidden_size / num_attention_heads */
     int qk_norm;  /* qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE */
@@ -62,6 +62,14 @@ struct hf_config {
      * factor (attention_factor, else transformers' default from
      * max_position_embeddings / original_max_position_embeddings). */
     double rope_short[128], rope_long[128], rope_attention;
+    /* The Gemma family (gemma, gemma2, gemma3_text): RMSNorm weights used as
+     * 1 + w; norms after attention and after the MLP too (gemma2, gemma3);
+     * GeGLU with the tanh GELU; embeddings times √hidden_size; scores times
+     * query_pre_attn_scalar^-1/2 (0: head_dim's); gemma3's RoPE base of
+     * the sliding layers (rope_local_base_freq, without rope_scaling; 0:
+     * rope_theta). */
+    int norm_offset, post_norms, mlp_gelu;
+    double embed_scale, attn_scalar, rope_local_theta;
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */

@@ -91,6 +91,22 @@ struct model_config {
     /* llama family: q/k/v_proj held in the files as one qkv_proj, gate/up_proj
      * as gate_up_proj (phi3; model_param's hf); LoRA adapts each fused one. */
     int fused_proj;
+    /* The Gemma family's choices (llama family):
+     * norm_offset: every RMSNorm weight w acts as 1 + w (Gemma's, zeros at
+     *   init), the final norm and q/k norms included;
+     * post_norms: RMSNorms on the attention's and the MLP's outputs before
+     *   their residual adds (Gemma 2/3: post_attention_layernorm,
+     *   post_feedforward_layernorm; the MLP's input norm is then
+     *   pre_feedforward_layernorm);
+     * mlp_gelu: GeGLU with the tanh GELU, down(gelu(gate)·up), not SwiGLU;
+     * embed_scale: the embeddings times it (Gemma: √dim in float); 0: 1;
+     * attn_scalar: scores times attn_scalar^-1/2 (query_pre_attn_scalar);
+     *   0: head_dim's;
+     * rope_local_theta: the RoPE base of the layers that have the window
+     *   (Gemma 3's rope_local_base_freq, without rope_scaling); 0: one base. */
+    int norm_offset, post_norms, mlp_gelu;
+    float embed_scale, attn_scalar;
+    double rope_local_theta;
 };
 
 /* Each head's width. */
@@ -109,6 +125,18 @@ static inline uint32_t model_rotary_dim(const struct model_config *c)
 static inline uint32_t model_layer_window(const struct model_config *c, uint32_t l)
 {
     return vkt_layers_has(&c->full_layers, l) ? 0 : c->sliding_window;
+}
+
+/* What q is multiplied by before attention so that the attention's
+ * head_dim^-1/2 makes attn_scalar^-1/2: √(head_dim / attn_scalar), in
+ * float (1: no query_pre_attn_scalar, or one equal to head_dim). */
+float model_query_scale(const struct model_config *c);
+
+/* Whether layer l attends through the window (a sliding layer: not in
+ * full_layers), whatever the window's length. */
+static inline int model_layer_sliding(const struct model_config *c, uint32_t l)
+{
+    return (c->sliding_window || c->rope_local_theta) && !vkt_layers_has(&c->full_layers, l);
 }
 
 /* Whether layer l rotates q and k (llama family). */

@@ -190,6 +190,10 @@ void op_swiglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, st
 void op_swiglu_backward(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *dh,
                         struct gpu_buffer *dgate, struct gpu_buffer *dup, size_t n);
 /* y = gelu_tanh(x); backward dx += . */
+/* h = gelu_tanh(gate)·up (Gemma's MLP); the backward adds into dgate, dup. */
+void op_geglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n);
+void op_geglu_backward(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *dh,
+                       struct gpu_buffer *dgate, struct gpu_buffer *dup, size_t n);
 void op_gelu(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n);
 void op_gelu_backward(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *dy, struct gpu_buffer *dx, size_t n);
 

@@ -3,11 +3,15 @@
 // variant: swiglu_back -DOP=1
 // variant: gelu -DOP=2
 // variant: gelu_back -DOP=3
+// variant: geglu -DOP=4
+// variant: geglu_back -DOP=5
 // The MLP activations, elementwise over n:
 //   swiglu:      h = silu(g)·u, silu(g) = g·σ(g)
 //   swiglu_back: dg += dh·u·σ(g)·(1 + g·(1 − σ(g))),  du += dh·silu(g)
 //   gelu:        y = 0.5·x·(1 + tanh(k·(x + 0.044715·x³))), k = √(2/π)
 //   gelu_back:   dx += dy·gelu'(x)   (both computed as in gelu.glsl)
+//   geglu:       h = gelu(g)·u (Gemma's MLP)
+//   geglu_back:  dg += dh·u·gelu'(g),  du += dh·gelu(g)
 // Bindings: a = gate or x, b = up (or unused), c = output or dh/dy, d/e = grads.
 #include "elementwise.glsl"
 layout(std430, binding = 0) readonly buffer BA { float a[]; };
@@ -31,9 +35,16 @@ void main()
 #elif OP == 2
         float x = a[i];
         c[i] = x * GELU_S(x);
-#else
+#elif OP == 3
         float x = a[i], s = GELU_S(x);
         d[i] += c[i] * GELU_DS(x, s);
+#elif OP == 4
+        float x = a[i];
+        c[i] = x * GELU_S(x) * b[i];
+#else
+        float x = a[i], s = GELU_S(x), dh = c[i];
+        d[i] += dh * b[i] * GELU_DS(x, s);
+        e[i] += dh * (x * s);
 #endif
     }
 }

@@ -3,6 +3,8 @@
 // variant: swiglu_back -DOP=1
 // variant: gelu -DOP=2
 // variant: gelu_back -DOP=3
+// variant: geglu -DOP=4
+// variant: geglu_back -DOP=5
 // The MLP activations of activation.comp (same formulas), texel family
 // (CPU devices): inputs a, b, c read as vec4 through RGBA32F texel views
 // (buffers hold whole vec4s), outputs written as vec4 to storage; the last
@@ -44,11 +46,22 @@ void chunk(uint j, bvec4 mask)
     vec4 r = x * GELU_S(x);
     if (all(mask)) c[j] = r;
     else for (uint k = 0u; k < 4u; k++) if (mask[k]) c[j][k] = r[k];
-#else
+#elif OP == 3
     vec4 x = texelFetch(ta, int(j)), s = GELU_S(x);
     vec4 rd = texelFetch(td, int(j)) + texelFetch(tc, int(j)) * GELU_DS(x, s);
     if (all(mask)) d[j] = rd;
     else for (uint k = 0u; k < 4u; k++) if (mask[k]) d[j][k] = rd[k];
+#elif OP == 4
+    vec4 x = texelFetch(ta, int(j));
+    vec4 r = x * GELU_S(x) * texelFetch(tb, int(j));
+    if (all(mask)) c[j] = r;
+    else for (uint k = 0u; k < 4u; k++) if (mask[k]) c[j][k] = r[k];
+#else
+    vec4 x = texelFetch(ta, int(j)), s = GELU_S(x), dh = texelFetch(tc, int(j));
+    vec4 rd = texelFetch(td, int(j)) + dh * texelFetch(tb, int(j)) * GELU_DS(x, s),
+         re = texelFetch(te, int(j)) + dh * (x * s);
+    if (all(mask)) { d[j] = rd; e[j] = re; }
+    else for (uint k = 0u; k < 4u; k++) if (mask[k]) { d[j][k] = rd[k]; e[j][k] = re[k]; }
 #endif
 }
 

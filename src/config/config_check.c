@@ -137,6 +137,12 @@ static int read_init_from(struct config_ctx *ctx)
         {"model.rope_theta", "rope_theta", gpt2 ? cfg->model.rope_theta : h.rope_theta},
         {"model.partial_rotary_factor", "partial_rotary_factor",
          h.rotary_dim ? (double)h.rotary_dim / h.head_dim : cfg->model.partial_rotary_factor},
+        {"model.mlp_activation", "hidden_activation", h.mlp_gelu ? MLP_GELU_TANH : MLP_SILU},
+        {"model.norm_offset", "model_type", h.norm_offset},
+        {"model.post_norms", "model_type", h.post_norms},
+        {"model.scale_embeddings", "model_type", h.embed_scale != 0},
+        {"model.query_pre_attn_scalar", "query_pre_attn_scalar", h.attn_scalar},
+        {"model.rope_local_base_freq", "rope_local_base_freq", h.rope_local_theta},
         {"model.tie_embeddings", "tie_word_embeddings", h.tie_embeddings},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -229,12 +235,39 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
         if (!m->init_from) /* written back as phi3, whose config.json has the factor */
             m->fused_proj = true;
     }
+    /* The Gemma family comes whole: its norms, GeGLU and embedding scale
+     * together (a model of some of them has no config.json to be written
+     * as); post norms (Gemma 2/3) and query_pre_attn_scalar with them, the
+     * local RoPE base with Gemma 3's q/k norms. */
+    int gemma = m->norm_offset || m->mlp_activation != MLP_SILU || m->scale_embeddings;
+    const char *gemma_key = !gemma && m->post_norms                ? "model.post_norms"
+                            : !m->post_norms && m->query_pre_attn_scalar ? "model.query_pre_attn_scalar"
+                            : m->rope_local_base_freq && !(m->post_norms && m->qk_norm)
+                                ? "model.rope_local_base_freq"
+                                : NULL;
+    if (gemma && (!m->norm_offset || m->mlp_activation == MLP_SILU || !m->scale_embeddings))
+        return config_fail(ctx, K(!m->norm_offset ? "model.norm_offset" : !m->scale_embeddings
+                                                                              ? "model.scale_embeddings"
+                                                                              : "model.mlp_activation"),
+                           "model: the Gemma family has model.norm_offset, model.scale_embeddings and "
+                           "model.mlp_activation: gelu_pytorch_tanh together (no family has some of them)");
+    if (gemma_key)
+        return config_fail(ctx, K(gemma_key),
+                           "%s: needs %s (Gemma 2/3's post norms; the local RoPE base is Gemma 3's, with "
+                           "model.qk_norm)",
+                           gemma_key, !strcmp(gemma_key, "model.post_norms") ? "the Gemma family's other keys"
+                                                                              : "model.post_norms");
+    if (gemma && (m->arch == ARCH_GPT2 || m->fused_proj || m->n_no_rope_layers))
+        return config_fail(ctx, K("model.norm_offset"),
+                           "model.norm_offset: the Gemma family is llama-shaped, without fused projections or "
+                           "layers without RoPE");
     struct vkt_layers full, nope;
     if (layer_list(ctx, "model.layer_types", m->layer_types, m->n_layer_types, "full_attention", "sliding_attention",
                    &full) ||
         layer_list(ctx, "model.no_rope_layers", m->no_rope_layers, m->n_no_rope_layers, "0", "1", &nope))
         return -1;
-    if (!m->sliding_window && vkt_layers_count(&full, (uint32_t)m->n_layers) < (uint32_t)m->n_layer_types)
+    if (!m->sliding_window && !m->rope_local_base_freq &&
+        vkt_layers_count(&full, (uint32_t)m->n_layers) < (uint32_t)m->n_layer_types)
         return config_fail(ctx, K("model.layer_types"),
                            "model.layer_types: names sliding_attention layers but model.sliding_window is not set");
     if (m->arch == ARCH_GPT2 && m->n_kv_heads != m->n_heads)
@@ -474,6 +507,9 @@ static int check_reproducible(struct config_ctx *ctx)
     if (c->model.qk_norm) /* its weight gradients sum rows of heads, not the tree over samples */
         return config_fail(ctx, K(is_set(ctx, "model.qk_norm") ? "model.qk_norm" : "model.init_from"),
                            "model.qk_norm: a model with per-head q/k norms (Qwen3)%s", why);
+    if (c->model.mlp_activation != MLP_SILU) /* GeGLU has no reproducible kernel yet */
+        return config_fail(ctx, K(is_set(ctx, "model.mlp_activation") ? "model.mlp_activation" : "model.init_from"),
+                           "model.mlp_activation: the Gemma family's GeGLU%s", why);
     if (c->batch_size <= 0 || (c->batch_size & (c->batch_size - 1)))
         return config_fail(ctx, K("batch_size"),
                            "batch_size: %d is not a power of two: precision: reproducible sums a micro-batch's "

@@ -23,6 +23,7 @@ static const char *const schedule_names[] = {"constant", "cosine", "linear", NUL
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
 static const char *const dtype_names[] = {"fp32", "bf16", NULL}; /* save_dtype, base_dtype */
 static const char *const precision_names[] = {"fp32", "reproducible", "bf16", NULL};
+static const char *const mlp_names[] = {"silu", "gelu_pytorch_tanh", NULL};
 
 /* Sections are contiguous: config_print opens a section at its first key. */
 const struct config_key config_keys[] = {
@@ -44,6 +45,13 @@ const struct config_key config_keys[] = {
     {"model.no_rope_layers", KT_STRLIST, OFF(model.no_rope_layers), 0, 0, 0, NULL},
     /* Hashed only below 1. */
     {"model.partial_rotary_factor", KT_FLOAT, OFF(model.partial_rotary_factor), 0, 1, KF_OPEN_MIN, NULL},
+    /* The Gemma family's; each hashed only off its default. */
+    {"model.mlp_activation", KT_ENUM, OFF(model.mlp_activation), 0, 0, 0, mlp_names},
+    {"model.norm_offset", KT_BOOL, OFF(model.norm_offset), 0, 0, 0, NULL},
+    {"model.post_norms", KT_BOOL, OFF(model.post_norms), 0, 0, 0, NULL},
+    {"model.scale_embeddings", KT_BOOL, OFF(model.scale_embeddings), 0, 0, 0, NULL},
+    {"model.query_pre_attn_scalar", KT_FLOAT, OFF(model.query_pre_attn_scalar), 0, DBL_MAX, 0, NULL},
+    {"model.rope_local_base_freq", KT_FLOAT, OFF(model.rope_local_base_freq), 0, DBL_MAX, 0, NULL},
     {"model.hidden_dim", KT_INT, OFF(model.hidden_dim), 1, IMAX, 0, NULL},
     {"model.max_seq_len", KT_INT, OFF(model.max_seq_len), 1, IMAX, 0, NULL},
     {"model.norm_eps", KT_FLOAT, OFF(model.norm_eps), 0, 1, KF_OPEN_MIN, NULL},
@@ -451,8 +459,9 @@ void config_print(const struct config *cfg, FILE *f)
  * LoRA on (off, they are all at their defaults), model.base_dtype and
  * precision only when not fp32, model.head_dim only when it is not
  * dim / n_heads, model.qk_norm only when on, model.sliding_window only
- * when set, the per-layer lists only when given and
- * model.partial_rotary_factor only below 1, so the recipes of
+ * when set, the per-layer lists only when given,
+ * model.partial_rotary_factor only below 1 and the Gemma keys only off
+ * their defaults, so the recipes of
  * earlier versions keep their hash. */
 static int hashed(const struct config *cfg, int k)
 {
@@ -470,6 +479,18 @@ static int hashed(const struct config *cfg, int k)
         return m->n_no_rope_layers != 0;
     if (!strcmp(name, "model.partial_rotary_factor"))
         return m->partial_rotary_factor != 1.0;
+    if (!strcmp(name, "model.mlp_activation"))
+        return m->mlp_activation != MLP_SILU;
+    if (!strcmp(name, "model.norm_offset"))
+        return m->norm_offset;
+    if (!strcmp(name, "model.post_norms"))
+        return m->post_norms;
+    if (!strcmp(name, "model.scale_embeddings"))
+        return m->scale_embeddings;
+    if (!strcmp(name, "model.query_pre_attn_scalar"))
+        return m->query_pre_attn_scalar != 0;
+    if (!strcmp(name, "model.rope_local_base_freq"))
+        return m->rope_local_base_freq != 0;
     if (!strcmp(name, "model.base_dtype"))
         return cfg->model.base_dtype != BASE_FP32;
     if (!strcmp(name, "precision"))

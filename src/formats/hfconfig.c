@@ -313,10 +313,81 @@ static int read_layer_window(const char *path, json_t *root, struct hf_config *c
 }
 
 /* The llama family's options: biases, rope scaling, head_dim, sliding window. */
+/* A number key that must be absent or null (a feature not implemented). */
+static int require_null(const char *path, json_t *root, const char *key, const char *why, char *err, size_t errlen)
+{
+    json_t *j = json_object_get(root, key);
+    if (!j || json_is_null(j))
+        return 0;
+    return vkt_error(err, errlen, "%s: '%s' is not supported (%s)", path, key, why);
+}
+
+/* gemma, gemma2, gemma3_text: (1 + w) norms, GeGLU-tanh (hidden_activation,
+ * else gelu_pytorch_tanh as transformers uses when it is absent), √hidden
+ * embedding scale; gemma2/3: post norms, query_pre_attn_scalar, windows
+ * (gemma2 on even layers; gemma3 from layer_types or every
+ * sliding_window_pattern-th layer global), gemma3's q/k norms and local
+ * RoPE base. Soft-capping is refused. */
+static int check_gemma(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
+{
+    static const char *const tanh_gelu[] = {"gelu_pytorch_tanh", NULL};
+    int gemma2 = !strcmp(c->model_type, "gemma2"), gemma3 = !strcmp(c->model_type, "gemma3_text");
+    /* Gemma 2's soft-capping is on (50 and 30) unless the keys are null */
+    const char *softcaps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
+    for (int i = 0; i < 2; i++)
+        if (gemma2 && !json_object_get(root, softcaps[i]))
+            return vkt_error(err, errlen, "%s: '%s' is absent, so on (transformers' default): soft-capping is not "
+                             "supported", path, softcaps[i]);
+    if (check_string(path, root, "hidden_activation", tanh_gelu, err, errlen) ||
+        require_null(path, root, softcaps[0], "soft-capping is not supported", err, errlen) ||
+        require_null(path, root, softcaps[1], "soft-capping is not supported", err, errlen) ||
+        require_bool(path, root, "use_bidirectional_attention", 0, err, errlen) ||
+        require_bool(path, root, "attention_bias", 0, err, errlen))
+        return -1;
+    c->norm_offset = c->mlp_gelu = 1;
+    c->embed_scale = sqrt((double)c->dim);
+    c->post_norms = gemma2 || gemma3;
+    c->qk_norm = gemma3;
+    if (!c->post_norms)
+        return 0;
+    json_t *qs = json_object_get(root, "query_pre_attn_scalar");
+    if (qs && !json_is_null(qs) && !(json_is_number(qs) && json_number_value(qs) > 0))
+        return vkt_error(err, errlen, "%s: 'query_pre_attn_scalar' must be a positive number", path);
+    c->attn_scalar = qs && json_is_number(qs) ? json_number_value(qs) : gemma2 ? 224 : 256;
+    json_t *sw = json_object_get(root, "sliding_window");
+    if (sw && !json_is_null(sw) && (!json_is_integer(sw) || json_integer_value(sw) < 1))
+        return vkt_error(err, errlen, "%s: 'sliding_window' must be a positive integer or null", path);
+    json_int_t w = !sw ? 4096 : json_is_integer(sw) ? json_integer_value(sw) : 0;
+    int given;
+    if (read_layer_list(path, root, "layer_types", c, "full_attention", "sliding_attention", &c->full_layers, &given,
+                        err, errlen))
+        return -1;
+    json_t *pat = json_object_get(root, "sliding_window_pattern");
+    if (pat && !json_is_null(pat) && (!json_is_integer(pat) || json_integer_value(pat) < 1))
+        return vkt_error(err, errlen, "%s: 'sliding_window_pattern' must be a positive integer", path);
+    json_int_t every = gemma2 ? 2 : pat && json_is_integer(pat) ? json_integer_value(pat) : 6;
+    for (int l = 0; !given && l < c->n_layers; l++) /* gemma2: odd layers global; gemma3: every 6th */
+        if ((l + 1) % every == 0)
+            vkt_layers_add(&c->full_layers, (uint32_t)l);
+    if (w >= c->max_seq_len || vkt_layers_count(&c->full_layers, (uint32_t)c->n_layers) == (uint32_t)c->n_layers)
+        w = 0;
+    c->sliding_window = (int)w;
+    if (!w && !gemma3) /* gemma3 keeps its layer types: they choose the RoPE base too */
+        memset(&c->full_layers, 0, sizeof c->full_layers);
+    if (gemma3) {
+        json_t *lb = json_object_get(root, "rope_local_base_freq");
+        if (lb && !json_is_null(lb) && !(json_is_number(lb) && json_number_value(lb) > 0))
+            return vkt_error(err, errlen, "%s: 'rope_local_base_freq' must be a positive number", path);
+        c->rope_local_theta = lb && json_is_number(lb) ? json_number_value(lb) : 10000;
+    }
+    return 0;
+}
+
 static int check_llama(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
 {
     static const char *const silu[] = {"silu", NULL};
-    if (check_string(path, root, "hidden_act", silu, err, errlen))
+    int gemma = !strncmp(c->model_type, "gemma", 5);
+    if (gemma ? check_gemma(path, root, c, err, errlen) : check_string(path, root, "hidden_act", silu, err, errlen))
         return -1;
     int qwen2 = !strcmp(c->model_type, "qwen2"), qwen3 = !strcmp(c->model_type, "qwen3");
     int smollm3 = !strcmp(c->model_type, "smollm3"), phi3 = !strcmp(c->model_type, "phi3");
@@ -354,16 +425,16 @@ static int check_llama(const char *path, json_t *root, struct hf_config *c, char
         /* a window that holds every position is no window */
         c->sliding_window = w < c->max_seq_len ? (int)w : 0;
     }
-    /* head_dim: Qwen2 has none (the quotient), Qwen3's default is 128, the
-     * others' the quotient. */
+    /* head_dim: Qwen2 has none (the quotient), Qwen3's default is 128,
+     * Gemma's 256, the others' the quotient. */
     json_t *hd = qwen2 ? NULL : json_object_get(root, "head_dim");
     if (hd && !json_is_null(hd)) {
         if (!json_is_integer(hd) || json_integer_value(hd) < 1 || json_integer_value(hd) > INT_MAX / c->n_heads)
             return vkt_error(err, errlen, "%s: 'head_dim' must be a positive integer with num_attention_heads x "
                              "head_dim below 2^31", path);
         c->head_dim = (int)json_integer_value(hd);
-    } else if (qwen3) {
-        c->head_dim = 128;
+    } else if (qwen3 || gemma) {
+        c->head_dim = gemma ? 256 : 128;
     } else {
         if (c->dim % c->n_heads)
             return vkt_error(err, errlen, "%s: num_attention_heads = %d does not divide hidden_size = %d (and there "
@@ -407,6 +478,9 @@ static const struct family {
     {"mistral", "MistralForCausalLM", HF_LLAMA, 8, 4096 * 32, 10000, 0},
     {"smollm3", "SmolLM3ForCausalLM", HF_LLAMA, 4, 32768, 2000000, 1},
     {"phi3", "Phi3ForCausalLM", HF_LLAMA, -1, 4096, 10000, 0},
+    {"gemma", "GemmaForCausalLM", HF_LLAMA, 16, 8192, 10000, 1},
+    {"gemma2", "Gemma2ForCausalLM", HF_LLAMA, 16, 8192, 10000, 1},
+    {"gemma3_text", "Gemma3ForCausalLM", HF_LLAMA, 4, 131072, 1000000, 1},
     {"gpt2", "GPT2LMHeadModel", HF_GPT2, -1, 1024, 0, 1},
 };
 #define NFAMILIES (int)(sizeof families / sizeof families[0])
@@ -423,7 +497,7 @@ static const struct family *family_of(const char *path, json_t *root, char *err,
     for (int i = 0; i < NFAMILIES; i++)
         if (!strcmp(name, mt ? families[i].type : families[i].architecture))
             return &families[i];
-    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3, phi3 and gpt2 are)", path,
+    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3, phi3, gemma, gemma2, gemma3_text and gpt2 are)", path,
               mt ? "model_type" : "architecture", name);
     return NULL;
 }
@@ -587,8 +661,11 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
     int per_layer = llama && (vkt_layers_count(&c->nope_layers, L) ||
                               (c->sliding_window && vkt_layers_count(&c->full_layers, L)));
     int apart = llama && ((c->head_dim && c->head_dim * c->n_heads != c->dim) || c->sliding_window);
-    const char *type = !llama          ? "gpt2"
-                       : c->fused_proj ? "phi3"
+    const char *type = !llama                           ? "gpt2"
+                       : c->norm_offset && c->qk_norm   ? "gemma3_text"
+                       : c->norm_offset && c->post_norms ? "gemma2"
+                       : c->norm_offset                 ? "gemma"
+                       : c->fused_proj                  ? "phi3"
                        : c->qk_norm    ? "qwen3"
                        : per_layer     ? "smollm3"
                        : apart         ? "mistral"
@@ -598,7 +675,27 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
         f++;
     json_object_set_new(root, "architectures", json_pack("[s]", f->architecture));
     json_object_set_new(root, "model_type", json_string(f->type));
-    if (llama && c->fused_proj) { /* phi3: a window on every layer, partial rotary */
+    if (llama && c->norm_offset) { /* the Gemma family */
+        write_keys(root, llama_keys, NKEYS(llama_keys), c);
+        json_object_set_new(root, "head_dim", json_integer(c->head_dim ? c->head_dim : c->dim / c->n_heads));
+        json_object_set_new(root, "hidden_activation", json_string("gelu_pytorch_tanh"));
+        json_object_set_new(root, "attention_bias", json_false());
+        if (c->post_norms) {
+            json_object_set_new(root, "query_pre_attn_scalar",
+                                json_real(c->attn_scalar ? c->attn_scalar
+                                                         : (double)(c->head_dim ? c->head_dim : c->dim / c->n_heads)));
+            json_object_set_new(root, "sliding_window",
+                                c->sliding_window ? json_integer(c->sliding_window) : json_null());
+            json_object_set_new(root, "attn_logit_softcapping", json_null());
+            json_object_set_new(root, "final_logit_softcapping", json_null());
+        }
+        if (c->qk_norm) {
+            json_object_set_new(root, "layer_types",
+                                layer_list_json(c, &c->full_layers, "full_attention", "sliding_attention"));
+            json_object_set_new(root, "rope_local_base_freq",
+                                json_real(c->rope_local_theta ? c->rope_local_theta : c->rope_theta));
+        }
+    } else if (llama && c->fused_proj) { /* phi3: a window on every layer, partial rotary */
         write_keys(root, llama_keys, NKEYS(llama_keys), c);
         json_object_set_new(root, "hidden_act", json_string("silu"));
         json_object_set_new(root, "head_dim", json_integer(c->head_dim ? c->head_dim : c->dim / c->n_heads));

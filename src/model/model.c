@@ -149,6 +149,7 @@ static void build_table(struct model *m)
     m->lp = vkt_calloc(c->n_layers, sizeof *m->lp, "layer table");
     int *matched = vkt_calloc((size_t)c->lora_n_targets + 1, sizeof *matched, "lora targets");
     m->pos_embed = m->norm_f_b = m->lm_head = -1;
+    enum model_init norm_init = c->norm_offset ? INIT_ZEROS : INIT_ONES; /* 1 + w = 1 at the start */
     if (c->arch == MODEL_LLAMA) {
         m->building_stage = (int)c->n_layers + 1;
         m->embed = add_param(m, 0, INIT_NORMAL, V, C, "model.embed_tokens.weight");
@@ -156,7 +157,7 @@ static void build_table(struct model *m)
             struct layer_params *p = &m->lp[l];
             m->building_stage = (int)(c->n_layers - l);
             memset(p, -1, sizeof *p);
-            p->norm1 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.input_layernorm.weight", l);
+            p->norm1 = add_param(m, 0, norm_init, C, 0, "model.layers.%u.input_layernorm.weight", l);
             p->wq = add_param(m, 0, INIT_NORMAL, qd, C, "model.layers.%u.self_attn.q_proj.weight", l);
             p->wk = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.k_proj.weight", l);
             p->wv = add_param(m, 0, INIT_NORMAL, kv, C, "model.layers.%u.self_attn.v_proj.weight", l);
@@ -174,10 +175,17 @@ static void build_table(struct model *m)
             if (c->o_bias)
                 p->bo = add_param(m, 0, INIT_ZEROS, C, 0, "model.layers.%u.self_attn.o_proj.bias", l);
             if (c->qk_norm) {
-                p->q_norm = add_param(m, 0, INIT_ONES, hd, 0, "model.layers.%u.self_attn.q_norm.weight", l);
-                p->k_norm = add_param(m, 0, INIT_ONES, hd, 0, "model.layers.%u.self_attn.k_norm.weight", l);
+                p->q_norm = add_param(m, 0, norm_init, hd, 0, "model.layers.%u.self_attn.q_norm.weight", l);
+                p->k_norm = add_param(m, 0, norm_init, hd, 0, "model.layers.%u.self_attn.k_norm.weight", l);
             }
-            p->norm2 = add_param(m, 0, INIT_ONES, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
+            /* post_norms (Gemma 2/3): post_attention_layernorm is the
+             * attention output's, pre_feedforward_layernorm the MLP input's */
+            if (c->post_norms) {
+                p->post1 = add_param(m, 0, norm_init, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
+                p->norm2 = add_param(m, 0, norm_init, C, 0, "model.layers.%u.pre_feedforward_layernorm.weight", l);
+            } else {
+                p->norm2 = add_param(m, 0, norm_init, C, 0, "model.layers.%u.post_attention_layernorm.weight", l);
+            }
             p->gate = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.gate_proj.weight", l);
             p->up = add_param(m, 0, INIT_NORMAL, F, C, "model.layers.%u.mlp.up_proj.weight", l);
             if (c->fused_proj) {
@@ -185,6 +193,8 @@ static void build_table(struct model *m)
                 fuse(m, p->gate, 2, hf);
             }
             p->down = add_param(m, 0, INIT_NORMAL, C, F, "model.layers.%u.mlp.down_proj.weight", l);
+            if (c->post_norms)
+                p->post2 = add_param(m, 0, norm_init, C, 0, "model.layers.%u.post_feedforward_layernorm.weight", l);
             if (c->mlp_bias) {
                 p->bgate = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.gate_proj.bias", l);
                 p->bup = add_param(m, 0, INIT_ZEROS, F, 0, "model.layers.%u.mlp.up_proj.bias", l);
@@ -194,7 +204,7 @@ static void build_table(struct model *m)
                 add_layer_lora(m, l, matched);
         }
         m->building_stage = 0;
-        m->norm_f = add_param(m, 0, INIT_ONES, C, 0, "model.norm.weight");
+        m->norm_f = add_param(m, 0, norm_init, C, 0, "model.norm.weight");
         m->lm_head = c->tie_embeddings ? m->embed : add_param(m, 0, INIT_NORMAL, V, C, "lm_head.weight");
     } else {
         m->building_stage = (int)c->n_layers + 1;
@@ -277,6 +287,11 @@ static void build_rope_table(struct model *m)
         gpu_upload(m->g, b, 0, table, sizeof(float) * T * rot);
         *(t ? &m->rope_long : &m->rope_table) = b;
     }
+    if (c->rope_local_theta) { /* Gemma 3's sliding layers: their own base, no scaling */
+        host_math(m)->rope_table(table, (uint32_t)T, (uint32_t)rot, c->rope_local_theta, NULL);
+        m->rope_local = model_act(m, T * rot, "rope table (sliding layers)");
+        gpu_upload(m->g, m->rope_local, 0, table, sizeof(float) * T * rot);
+    }
     gpu_memory_category(m->g, was);
     free(table);
 }
@@ -299,6 +314,10 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
     if (c->partial_rotary_factor < 1)
         mc->rotary_dim = (uint32_t)(model_head_dim(mc) * c->partial_rotary_factor + 1e-9);
     mc->fused_proj = c->fused_proj;
+    mc->mlp_gelu = c->mlp_activation == MLP_GELU_TANH, mc->norm_offset = c->norm_offset;
+    mc->post_norms = c->post_norms, mc->attn_scalar = (float)c->query_pre_attn_scalar;
+    mc->embed_scale = c->scale_embeddings ? (float)sqrt((double)c->dim) : 0.0f; /* transformers: √dim in float */
+    mc->rope_local_theta = c->rope_local_base_freq;
     /* the per-layer lists (config_check has checked their lengths and names) */
     memset(&mc->full_layers, 0, sizeof mc->full_layers);
     memset(&mc->nope_layers, 0, sizeof mc->nope_layers);
@@ -354,6 +373,8 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "gpt2 has heads of dim / n_heads and no q/k norms");
     if (c->arch == MODEL_GPT2 && (c->sliding_window || vkt_layers_count(&c->nope_layers, c->n_layers)))
         return vkt_error(err, errlen, "gpt2 has no sliding window and no RoPE to leave out");
+    if (c->arch == MODEL_GPT2 && (c->norm_offset || c->post_norms || c->mlp_gelu || c->embed_scale || c->attn_scalar))
+        return vkt_error(err, errlen, "gpt2 has none of Gemma's norms, GeGLU, embedding or attention scales");
     if (c->qk_norm && vkt_layers_count(&c->nope_layers, c->n_layers))
         return vkt_error(err, errlen,
                          "q/k norms with layers without RoPE: no Hugging Face family has both (Qwen3 has the norms, "
@@ -393,6 +414,61 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
     return 0;
 }
 
+float model_query_scale(const struct model_config *c)
+{
+    if (!c->attn_scalar || c->attn_scalar == (float)model_head_dim(c))
+        return 1.0f;
+    return (float)sqrt((double)model_head_dim(c) / (double)c->attn_scalar);
+}
+
+/* The norm parameters of the table: every layer's and the final one. */
+static int norm_params(const struct model *m, int *out)
+{
+    int n = 0;
+    for (uint32_t l = 0; l < m->c.n_layers; l++) {
+        const struct layer_params *p = &m->lp[l];
+        const int each[] = {p->norm1, p->norm2, p->q_norm, p->k_norm, p->post1, p->post2};
+        for (size_t i = 0; i < sizeof each / sizeof each[0]; i++)
+            if (each[i] >= 0)
+                out[n++] = each[i];
+    }
+    out[n++] = m->norm_f;
+    return n;
+}
+
+/* norm_offset: a buffer for 1 + w of each norm, and the ones added. */
+static void build_norm_weights(struct model *m)
+{
+    if (!m->c.norm_offset)
+        return;
+    int *idx = vkt_malloc(sizeof *idx * (size_t)m->n_params, "norms"), n = norm_params(m, idx);
+    size_t most = 0;
+    m->norm1p = vkt_calloc((size_t)m->n_params, sizeof *m->norm1p, "norm weights");
+    enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_WORKSPACE);
+    for (int i = 0; i < n; i++) {
+        size_t numel = m->params[idx[i]].numel;
+        m->norm1p[idx[i]] = gpu_buffer_create(m->g, numel * sizeof(float), "1 + norm weight");
+        most = numel > most ? numel : most;
+    }
+    float *ones = vkt_malloc(most * sizeof(float), "ones");
+    for (size_t i = 0; i < most; i++)
+        ones[i] = 1.0f;
+    m->ones = gpu_buffer_create(m->g, most * sizeof(float), "ones");
+    gpu_upload(m->g, m->ones, 0, ones, most * sizeof(float));
+    gpu_memory_category(m->g, was);
+    free(ones);
+    free(idx);
+}
+
+void model_norm_weights(struct model *m)
+{
+    if (!m->norm1p)
+        return;
+    for (int i = 0; i < m->n_params; i++)
+        if (m->norm1p[i]) /* 1 + w in float, as transformers' (1.0 + weight.float()) */
+            op_add(m->g, m->ones, m->params[i].w, m->norm1p[i], m->params[i].numel);
+}
+
 struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t batch)
 {
     char err[512];
@@ -408,6 +484,7 @@ struct model *model_create(struct gpu *g, const struct model_config *c, uint32_t
     m->max_rows = batch * c->max_seq_len;
     build_table(m);
     build_rope_table(m);
+    build_norm_weights(m);
     if (batch) {
         model_build_activations(m, batch);
         model_zero_grad(m);
@@ -425,6 +502,10 @@ void model_destroy(struct model *m)
         gpu_buffer_destroy(m->g, m->params[i].grad);
     }
     model_destroy_activations(m);
+    for (int i = 0; m->norm1p && i < m->n_params; i++)
+        gpu_buffer_destroy(m->g, m->norm1p[i]);
+    free(m->norm1p);
+    gpu_buffer_destroy(m->g, m->ones);
     free(m->lp);
     free(m->la);
     free(m->trained);

@@ -101,6 +101,12 @@ void model_build_activations(struct model *m, uint32_t batch)
             a->gate = model_act(m, R * F, "gate");
         a->up = model_act(m, R * F, "up");
         a->h = model_act(m, R * F, "h");
+        if (c->post_norms) {
+            a->attn_o = model_act(m, R * C, "attention output");
+            a->mlp_o = model_act(m, R * C, "MLP output");
+            a->rstd_p1 = model_act(m, R, "rstd post attention");
+            a->rstd_p2 = model_act(m, R, "rstd post MLP");
+        }
         for (int s = 0; s < LS_N; s++) /* the shared set: if any layer adapts it */
             for (uint32_t k = c->activation_checkpointing ? 0 : (uint32_t)l; k < c->n_layers && !a->lora_u[s]; k++) {
                 if (m->lp[k].lora_a[s] >= 0)
@@ -145,6 +151,10 @@ void model_build_activations(struct model *m, uint32_t batch)
         m->dqkv = model_act(m, R * 3 * C, "dqkv");
     }
     m->dh = model_act(m, R * F, "dh");
+    if (c->post_norms) {
+        m->dpost = model_act(m, R * C, "d post norm input");
+        m->post_tmp = model_act(m, R * C, "post norm output");
+    }
     m->dup = model_act(m, R * F, "dup");
     if (c->lora_rank) {
         m->lora_du = model_act(m, R * c->lora_rank, "lora du");
@@ -203,7 +213,8 @@ void model_destroy_activations(struct model *m)
                                    m->rope_table, m->dres,      m->dxn,       m->datt,           m->att_stats,
                                    m->dq,         m->dk,        m->dv,        m->dqkv,           m->dh,
                                    m->dgate,      m->dup,       m->lora_du,   m->frozen_sink[0], m->frozen_sink[1],
-                                   m->lora_xd,    m->dq_pre,    m->dk_pre,    m->rope_long};
+                                   m->lora_xd,    m->dq_pre,    m->dk_pre,    m->rope_long, m->rope_local,
+                                   m->dpost,      m->post_tmp};
     for (size_t i = 0; i < sizeof shared / sizeof *shared; i++)
         gpu_buffer_destroy(m->g, shared[i]);
     if (m->tn_scratch && gpu_matmul_scratch(m->g) == m->tn_scratch)

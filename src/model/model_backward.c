@@ -8,6 +8,19 @@
 #include "vktrain/ops.h"
 #include "vktrain/util.h"
 
+/* d(norm input) of a post norm y = norm(x) (weight w, rstd) from d(y): in
+ * m->dpost, with w's gradient; without post norms (w < 0), d(y) itself. */
+static struct gpu_buffer *post_norm_backward(struct model *m, struct gpu_buffer *dy, struct gpu_buffer *x, int w,
+                                             struct gpu_buffer *rstd)
+{
+    if (w < 0)
+        return dy;
+    uint32_t R = m->last.B * m->last.T;
+    gpu_zero(m->g, m->dpost);
+    op_rmsnorm_backward(m->g, dy, x, norm_w(m, w), rstd, m->dpost, norm_grad(m, w, 0), R, m->c.dim);
+    return m->dpost;
+}
+
 static void layer_backward(struct model *m, uint32_t l)
 {
     const struct model_config *c = &m->c;
@@ -20,18 +33,23 @@ static void layer_backward(struct model *m, uint32_t l)
     if (c->activation_checkpointing)
         model_layer_forward(m, l, NULL);
 
-    /* MLP: out = x2 + h·Wdownᵀ (+ b); dres is d(out). */
-    op_matmul_nn(g, m->dres, weight(m, p->down), m->dh, R, C, F, 0);
-    model_lora_backward(m, l, LS_DOWN, a->h, m->dres, m->dh, C, F);
+    /* MLP: out = x2 + h·Wdownᵀ (+ b); dres is d(out). With post norms,
+     * out = x2 + norm(mlp_o): dy = d(mlp_o) through the norm. */
+    struct gpu_buffer *dy = post_norm_backward(m, m->dres, a->mlp_o, p->post2, a->rstd_p2);
+    op_matmul_nn(g, dy, weight(m, p->down), m->dh, R, C, F, 0);
+    model_lora_backward(m, l, LS_DOWN, a->h, dy, m->dh, C, F);
     if (grad(m, p->down))
-        op_matmul_tn(g, m->dres, a->h, grad(m, p->down), R, C, F, 1);
+        op_matmul_tn(g, dy, a->h, grad(m, p->down), R, C, F, 1);
     if (p->bdown >= 0)
         if (grad(m, p->bdown))
-            op_bias_backward(g, m->dres, grad(m, p->bdown), R, C);
+            op_bias_backward(g, dy, grad(m, p->bdown), R, C);
     gpu_zero(g, m->dup);
     if (c->arch == MODEL_LLAMA) {
         gpu_zero(g, m->dgate);
-        op_swiglu_backward(g, a->gate, a->up, m->dh, m->dgate, m->dup, RF);
+        if (c->mlp_gelu)
+            op_geglu_backward(g, a->gate, a->up, m->dh, m->dgate, m->dup, RF);
+        else
+            op_swiglu_backward(g, a->gate, a->up, m->dh, m->dgate, m->dup, RF);
         if (p->bgate >= 0) {
             if (grad(m, p->bgate))
                 op_bias_backward(g, m->dgate, grad(m, p->bgate), R, F);
@@ -46,7 +64,7 @@ static void layer_backward(struct model *m, uint32_t l)
             op_matmul_tn(g, m->dgate, a->xn2, grad(m, p->gate), R, F, C, 1);
         if (grad(m, p->up))
             op_matmul_tn(g, m->dup, a->xn2, grad(m, p->up), R, F, C, 1);
-        op_rmsnorm_backward(g, m->dxn, a->x2, weight(m, p->norm2), a->rstd2, m->dres, norm_grad(m, p->norm2, 0), R, C);
+        op_rmsnorm_backward(g, m->dxn, a->x2, norm_w(m, p->norm2), a->rstd2, m->dres, norm_grad(m, p->norm2, 0), R, C);
     } else {
         op_gelu_backward(g, a->up, m->dh, m->dup, RF);
         if (grad(m, p->bup))
@@ -59,14 +77,15 @@ static void layer_backward(struct model *m, uint32_t l)
                               norm_grad(m, p->norm2, 0), norm_grad(m, p->norm2_b, 1), R, C);
     }
 
-    /* Attention: x2 = x + att·Woᵀ (+ b); dres is now d(x2). */
-    op_matmul_nn(g, m->dres, weight(m, p->wo), m->datt, R, C, qd, 0);
-    model_lora_backward(m, l, LS_O, a->att, m->dres, m->datt, C, qd);
+    /* Attention: x2 = x + att·Woᵀ (+ b), or x + norm(attn_o); dres is now d(x2). */
+    dy = post_norm_backward(m, m->dres, a->attn_o, p->post1, a->rstd_p1);
+    op_matmul_nn(g, dy, weight(m, p->wo), m->datt, R, C, qd, 0);
+    model_lora_backward(m, l, LS_O, a->att, dy, m->datt, C, qd);
     if (grad(m, p->wo))
-        op_matmul_tn(g, m->dres, a->att, grad(m, p->wo), R, C, qd, 1);
+        op_matmul_tn(g, dy, a->att, grad(m, p->wo), R, C, qd, 1);
     if (p->bo >= 0)
         if (grad(m, p->bo))
-            op_bias_backward(g, m->dres, grad(m, p->bo), R, C);
+            op_bias_backward(g, dy, grad(m, p->bo), R, C);
     struct op_attention_shape s = model_attention_shape(m, l);
     struct gpu_buffer *doc = m->has_doc ? m->doc_ids : NULL;
     if (c->arch == MODEL_LLAMA) {
@@ -75,19 +94,22 @@ static void layer_backward(struct model *m, uint32_t l)
         gpu_zero(g, m->dv);
         op_flash_attention_backward(g, &s, a->q, a->k, a->v, doc, a->att, a->lse, m->datt, m->att_stats, m->dq, m->dk,
                                     m->dv);
+        float qs = model_query_scale(c);
+        if (qs != 1.0f)
+            op_scale(g, m->dq, qs, (size_t)R * qd);
         if (model_layer_rope(c, l)) {
             uint32_t rot = model_rotary_dim(c);
-            op_rope(g, m->dq, m->positions, model_rope(m), R, c->n_heads, hd, rot, c->max_seq_len, 1);
-            op_rope(g, m->dk, m->positions, model_rope(m), R, c->n_kv_heads, hd, rot, c->max_seq_len, 1);
+            op_rope(g, m->dq, m->positions, model_rope(m, l), R, c->n_heads, hd, rot, c->max_seq_len, 1);
+            op_rope(g, m->dk, m->positions, model_rope(m, l), R, c->n_kv_heads, hd, rot, c->max_seq_len, 1);
         }
         /* dq, dk: of the projections' outputs (through the per-head norms with qk_norm) */
         struct gpu_buffer *dq = m->dq, *dk = m->dk;
         if (c->qk_norm) {
             gpu_zero(g, m->dq_pre);
             gpu_zero(g, m->dk_pre);
-            op_rmsnorm_backward(g, m->dq, a->q_pre, weight(m, p->q_norm), a->rstd_q, m->dq_pre,
+            op_rmsnorm_backward(g, m->dq, a->q_pre, norm_w(m, p->q_norm), a->rstd_q, m->dq_pre,
                                 norm_grad(m, p->q_norm, 0), R * c->n_heads, hd);
-            op_rmsnorm_backward(g, m->dk, a->k_pre, weight(m, p->k_norm), a->rstd_k, m->dk_pre,
+            op_rmsnorm_backward(g, m->dk, a->k_pre, norm_w(m, p->k_norm), a->rstd_k, m->dk_pre,
                                 norm_grad(m, p->k_norm, 1), R * c->n_kv_heads, hd);
             dq = m->dq_pre, dk = m->dk_pre;
         }
@@ -111,7 +133,7 @@ static void layer_backward(struct model *m, uint32_t l)
             op_matmul_tn(g, dk, a->xn, grad(m, p->wk), R, kv, C, 1);
         if (grad(m, p->wv))
             op_matmul_tn(g, m->dv, a->xn, grad(m, p->wv), R, kv, C, 1);
-        op_rmsnorm_backward(g, m->dxn, a->x, weight(m, p->norm1), a->rstd1, m->dres, norm_grad(m, p->norm1, 0), R, C);
+        op_rmsnorm_backward(g, m->dxn, a->x, norm_w(m, p->norm1), a->rstd1, m->dres, norm_grad(m, p->norm1, 0), R, C);
     } else {
         gpu_zero(g, m->dqkv);
         op_flash_attention_backward(g, &s, a->qkv, a->qkv, a->qkv, doc, a->att, a->lse, m->datt, m->att_stats, m->dqkv,
@@ -208,11 +230,13 @@ void model_backward_stage(struct model *m, int stage)
             op_layernorm_backward(g, m->dxn, m->x_final, weight(m, m->norm_f), m->mean_f, m->rstd_f, m->dres,
                                   norm_grad(m, m->norm_f, 0), norm_grad(m, m->norm_f_b, 1), R, C);
         else
-            op_rmsnorm_backward(g, m->dxn, m->x_final, weight(m, m->norm_f), m->rstd_f, m->dres,
+            op_rmsnorm_backward(g, m->dxn, m->x_final, norm_w(m, m->norm_f), m->rstd_f, m->dres,
                                 norm_grad(m, m->norm_f, 0), R, C);
     } else if (stage <= (int)c->n_layers) {
         layer_backward(m, c->n_layers - (uint32_t)stage);
     } else if (grad(m, m->embed)) { /* else frozen (LoRA) */
+        if (c->embed_scale) /* the forward scaled the embeddings */
+            op_scale(g, m->dres, c->embed_scale, (size_t)R * C);
         op_embedding_backward(g, m->tokens, m->dres, grad(m, m->embed), R, C, V);
         if (c->arch == MODEL_GPT2)
             op_embedding_backward(g, m->positions, m->dres, grad(m, m->pos_embed), R, C, c->max_seq_len);

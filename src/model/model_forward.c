@@ -80,40 +80,60 @@ void model_layer_record(struct model *m, uint32_t l, const struct layer_run *run
     uint32_t qd = c->n_heads * hd, kv = c->n_kv_heads * hd;
 
     if (c->arch == MODEL_LLAMA) {
-        op_rmsnorm(g, a->x, weight(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
+        op_rmsnorm(g, a->x, norm_w(m, p->norm1), a->xn, a->rstd1, R, C, c->norm_eps);
         /* qk_norm: the projections into q_pre and k_pre, then each head's
          * RMSNorm (rows of hd) into q and k */
         linear(m, run, l, LS_Q, a->xn, p->wq, p->bq, c->qk_norm ? a->q_pre : a->q, qd, C, 0);
         linear(m, run, l, LS_K, a->xn, p->wk, p->bk, c->qk_norm ? a->k_pre : a->k, kv, C, 0);
         linear(m, run, l, LS_V, a->xn, p->wv, p->bv, a->v, kv, C, 0);
         if (c->qk_norm) {
-            op_rmsnorm(g, a->q_pre, weight(m, p->q_norm), a->q, a->rstd_q, R * c->n_heads, hd, c->norm_eps);
-            op_rmsnorm(g, a->k_pre, weight(m, p->k_norm), a->k, a->rstd_k, R * c->n_kv_heads, hd, c->norm_eps);
+            op_rmsnorm(g, a->q_pre, norm_w(m, p->q_norm), a->q, a->rstd_q, R * c->n_heads, hd, c->norm_eps);
+            op_rmsnorm(g, a->k_pre, norm_w(m, p->k_norm), a->k, a->rstd_k, R * c->n_kv_heads, hd, c->norm_eps);
         }
         if (model_layer_rope(c, l)) {
             uint32_t rot = model_rotary_dim(c);
-            op_rope(g, a->q, run->positions, model_rope(m), R, c->n_heads, hd, rot, c->max_seq_len, 0);
-            op_rope(g, a->k, run->positions, model_rope(m), R, c->n_kv_heads, hd, rot, c->max_seq_len, 0);
+            op_rope(g, a->q, run->positions, model_rope(m, l), R, c->n_heads, hd, rot, c->max_seq_len, 0);
+            op_rope(g, a->k, run->positions, model_rope(m, l), R, c->n_kv_heads, hd, rot, c->max_seq_len, 0);
         }
+        /* query_pre_attn_scalar: the attention scales by head_dim^-1/2 */
+        float qs = model_query_scale(c);
+        if (qs != 1.0f)
+            op_scale(g, a->q, qs, (size_t)R * qd);
     } else {
         op_layernorm(g, a->x, weight(m, p->norm1), weight(m, p->norm1_b), a->xn, a->mean1, a->rstd1, R, C, c->norm_eps);
         linear(m, run, l, LS_QKV, a->xn, p->wqkv, p->bqkv, a->qkv, 3 * C, C, 0);
     }
     run->attend(m, l, a, run->ctx);
-    /* x2 = x + att·Woᵀ (+ b) */
-    residual(g, a->x, a->x2, (size_t)R * C);
-    linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, qd, 1);
+    struct gpu_buffer *normed = a->post ? a->post : m->post_tmp;
+    if (c->post_norms) { /* x2 = x + norm(att·Woᵀ) */
+        linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->attn_o, C, qd, 0);
+        op_rmsnorm(g, a->attn_o, norm_w(m, p->post1), normed, a->rstd_p1, R, C, c->norm_eps);
+        op_add(g, a->x, normed, a->x2, (size_t)R * C);
+    } else { /* x2 = x + att·Woᵀ (+ b) */
+        residual(g, a->x, a->x2, (size_t)R * C);
+        linear(m, run, l, LS_O, a->att, p->wo, p->bo, a->x2, C, qd, 1);
+    }
 
     if (c->arch == MODEL_LLAMA) {
-        op_rmsnorm(g, a->x2, weight(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
+        op_rmsnorm(g, a->x2, norm_w(m, p->norm2), a->xn2, a->rstd2, R, C, c->norm_eps);
         linear(m, run, l, LS_GATE, a->xn2, p->gate, p->bgate, a->gate, F, C, 0);
         linear(m, run, l, LS_UP, a->xn2, p->up, p->bup, a->up, F, C, 0);
-        op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
+        if (c->mlp_gelu)
+            op_geglu(g, a->gate, a->up, a->h, (size_t)R * F);
+        else
+            op_swiglu(g, a->gate, a->up, a->h, (size_t)R * F);
     } else {
         op_layernorm(g, a->x2, weight(m, p->norm2), weight(m, p->norm2_b), a->xn2, a->mean2, a->rstd2, R, C,
                      c->norm_eps);
         linear(m, run, l, LS_UP, a->xn2, p->up, p->bup, a->up, F, C, 0);
         op_gelu(g, a->up, a->h, (size_t)R * F);
+    }
+    if (c->post_norms) { /* out = x2 + norm(h·Wdownᵀ); the recompute needs the norm's input and rstd too */
+        linear(m, run, l, LS_DOWN, a->h, p->down, p->bdown, a->mlp_o, C, F, 0);
+        op_rmsnorm(g, a->mlp_o, norm_w(m, p->post2), normed, a->rstd_p2, R, C, c->norm_eps);
+        if (out)
+            op_add(g, a->x2, normed, out, (size_t)R * C);
+        return;
     }
     if (!out) { /* the recompute: the backward reads the adapter's u too */
         lora(m, run, l, LS_DOWN, a->h, NULL, C, F);
@@ -154,15 +174,18 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
     uint32_t R = b->B * b->T, C = c->dim, V = c->vocab_size;
     struct gpu_buffer *x0 = c->n_layers ? m->la[0].x : m->x_final;
     int gpt2 = c->arch == MODEL_GPT2;
+    model_norm_weights(m);
     op_embedding(g, m->tokens, gpt2 ? m->positions : NULL, weight(m, m->embed), gpt2 ? weight(m, m->pos_embed) : NULL,
                  x0, R, C, V, c->max_seq_len);
+    if (c->embed_scale) /* Gemma: the embeddings times √dim */
+        op_scale(g, x0, c->embed_scale, (size_t)R * C);
     for (uint32_t l = 0; l < c->n_layers; l++)
         model_layer_forward(m, l, l + 1 < c->n_layers ? m->la[l + 1].x : m->x_final);
     if (gpt2)
         op_layernorm(g, m->x_final, weight(m, m->norm_f), weight(m, m->norm_f_b), m->xf, m->mean_f, m->rstd_f, R, C,
                      c->norm_eps);
     else
-        op_rmsnorm(g, m->x_final, weight(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
+        op_rmsnorm(g, m->x_final, norm_w(m, m->norm_f), m->xf, m->rstd_f, R, C, c->norm_eps);
     m->last_scale = scale;
     uint32_t ld = m->logits_ld; /* floats between rows of the logits */
     for (uint32_t r0 = 0; r0 < R; r0 += m->head_rows) {

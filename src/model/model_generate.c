@@ -34,6 +34,7 @@ struct decoder {
     struct gpu_buffer *qkv;              /* gpt2: (3C) */
     struct gpu_buffer *att;              /* attention output (H·hd) */
     struct gpu_buffer *gate, *up, *h;    /* MLP (F) */
+    struct gpu_buffer *attn_o, *mlp_o, *post, *rstd_p1, *rstd_p2; /* post_norms: (C), (C), (C), (1), (1) */
     struct gpu_buffer *scores;           /* (H, T) */
     struct gpu_buffer *logits;           /* (V) */
     struct gpu_buffer **kc, **vc;        /* per layer (T, kvd) */
@@ -74,6 +75,13 @@ struct decoder *decoder_create(struct model *m)
     } else {
         d->qkv = buf(d, 3 * (size_t)d->C, "decode qkv");
     }
+    if (c->post_norms) {
+        d->attn_o = buf(d, d->C, "decode attention output");
+        d->mlp_o = buf(d, d->C, "decode MLP output");
+        d->post = buf(d, d->C, "decode post norm output");
+        d->rstd_p1 = buf(d, 1, "decode rstd post attention");
+        d->rstd_p2 = buf(d, 1, "decode rstd post MLP");
+    }
     d->att = buf(d, llama ? (size_t)d->H * d->hd : d->C, "decode att");
     d->up = buf(d, d->F, "decode up");
     d->h = buf(d, d->F, "decode h");
@@ -107,7 +115,13 @@ struct decoder *decoder_create(struct model *m)
                                   .rstd2 = d->rstd,
                                   .gate = d->gate,
                                   .up = d->up,
-                                  .h = d->h};
+                                  .h = d->h,
+                                  .attn_o = d->attn_o,
+                                  .mlp_o = d->mlp_o,
+                                  .rstd_p1 = d->rstd_p1,
+                                  .rstd_p2 = d->rstd_p2,
+                                  .post = d->post};
+    model_norm_weights(m); /* 1 + w of the norms, fixed while it decodes */
     return d;
 }
 
@@ -118,7 +132,8 @@ void decoder_destroy(struct decoder *d)
     struct gpu *g = d->m->g;
     struct gpu_buffer *all[] = {d->token, d->position, d->x,   d->xn,   d->mean, d->rstd, d->q,      d->k,
                                 d->v,     d->qkv,      d->att, d->gate, d->up,   d->h,    d->scores, d->logits,
-                                d->q_pre, d->k_pre,    d->rstd_q, d->rstd_k};
+                                d->q_pre, d->k_pre,    d->rstd_q, d->rstd_k, d->attn_o, d->mlp_o, d->post,
+                                d->rstd_p1, d->rstd_p2};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         gpu_buffer_destroy(g, all[i]);
     for (uint32_t l = 0; l < d->m->c.n_layers; l++) {
@@ -203,6 +218,8 @@ const float *decoder_step(struct decoder *d, int32_t token)
     int gpt2 = c->arch == MODEL_GPT2;
     op_embedding(g, d->token, gpt2 ? d->position : NULL, weight(m, m->embed), gpt2 ? weight(m, m->pos_embed) : NULL,
                  d->x, 1, d->C, d->V, d->T);
+    if (c->embed_scale)
+        op_scale(g, d->x, c->embed_scale, d->C);
     struct layer_run run = {.a = &d->acts, .rows = 1, .positions = d->position, .attend = attend_cache, .ctx = d};
     for (uint32_t l = 0; l < c->n_layers; l++)
         model_layer_record(m, l, &run, d->x);
@@ -210,7 +227,7 @@ const float *decoder_step(struct decoder *d, int32_t token)
         op_layernorm(g, d->x, weight(m, m->norm_f), weight(m, m->norm_f_b), d->xn, d->mean, d->rstd, 1, d->C,
                      c->norm_eps);
     else
-        op_rmsnorm(g, d->x, weight(m, m->norm_f), d->xn, d->rstd, 1, d->C, c->norm_eps);
+        op_rmsnorm(g, d->x, norm_w(m, m->norm_f), d->xn, d->rstd, 1, d->C, c->norm_eps);
     op_matmul_nt(g, d->xn, weight(m, m->lm_head), d->logits, 1, d->V, d->C, 0);
     gpu_download(g, d->logits, 0, d->host_logits, sizeof(float) * d->V);
     d->pos++;

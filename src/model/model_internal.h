@@ -22,6 +22,7 @@ struct layer_params {
      * entries are -1. */
     int norm1, norm1_b, wq, bq, wk, bk, wv, bv, wqkv, bqkv, wo, bo, norm2, norm2_b, gate, bgate, up, bup, down, bdown;
     int q_norm, k_norm;
+    int post1, post2; /* post_norms: post_attention_layernorm, post_feedforward_layernorm */
     int lora_a[LS_N], lora_b[LS_N]; /* LoRA's A and B of each linear layer, or -1 */
 };
 
@@ -48,6 +49,10 @@ struct layer_acts {
     struct gpu_buffer *gate, *up;    /* llama (rows, hidden); gpt2: up = c_fc output */
     struct gpu_buffer *h;            /* activation output (rows, hidden) */
     struct gpu_buffer *lora_u[LS_N]; /* LoRA: (alpha/rank)·x·Aᵀ of each adapted layer (rows, rank) */
+    /* post_norms: the attention's and the MLP's outputs before their norms
+     * (rows, C), the norms' rstd, and where the normed ones go (the
+     * decoder's; NULL: the model's post_tmp, shared by the layers) */
+    struct gpu_buffer *attn_o, *mlp_o, *rstd_p1, *rstd_p2, *post;
 };
 
 struct model {
@@ -85,6 +90,12 @@ struct model {
      * recorded uses it (its last position is original_max or more) */
     struct gpu_buffer *rope_long;
     int rope_use_long;
+    struct gpu_buffer *rope_local; /* rope_local_theta: the sliding layers' table */
+    /* norm_offset: 1 + w of each norm parameter (by index; NULL elsewhere),
+     * made from the weights at each forward (model_norm_weights) */
+    struct gpu_buffer **norm1p, *ones;
+    struct gpu_buffer *dpost;    /* post_norms: the gradient into a post norm's input (rows, C) */
+    struct gpu_buffer *post_tmp; /* post_norms: a post norm's output before its residual add (rows, C) */
     /* Backward scratch. */
     struct gpu_buffer *dres;                   /* gradient of the residual stream (rows, C) */
     struct gpu_buffer *dxn, *datt, *att_stats; /* (rows, C), (rows, H·hd), (B,H,T,2) */
@@ -105,6 +116,11 @@ static inline struct gpu_buffer *weight(struct model *m, int i)
 static inline struct gpu_buffer *grad(struct model *m, int i)
 {
     return m->params[i].grad;
+}
+/* The weight a norm multiplies by: w, or 1 + w (norm_offset). */
+static inline struct gpu_buffer *norm_w(struct model *m, int i)
+{
+    return m->norm1p && m->norm1p[i] ? m->norm1p[i] : m->params[i].w;
 }
 /* A norm's weight (k = 0) or bias (k = 1) gradient, or where a frozen
  * norm's go (the kernels write both outputs). */
@@ -178,11 +194,16 @@ static inline struct op_attention_shape model_attention_shape(const struct model
     return s;
 }
 
-/* The RoPE table of the forward being recorded. */
-static inline struct gpu_buffer *model_rope(const struct model *m)
+/* The RoPE table of layer l in the forward being recorded. */
+static inline struct gpu_buffer *model_rope(const struct model *m, uint32_t l)
 {
+    if (m->rope_local && model_layer_sliding(&m->c, l))
+        return m->rope_local;
     return m->rope_use_long ? m->rope_long : m->rope_table;
 }
+
+/* norm_offset: 1 + w of every norm into norm1p (before a forward reads them). */
+void model_norm_weights(struct model *m);
 
 /* longrope: whether a forward whose last position is last uses the long
  * table (transformers: seq_len = last + 1 > original_max_position_embeddings). */

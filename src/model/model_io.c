@@ -68,6 +68,12 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
         .nope_layers = c->nope_layers,
         .fused_proj = c->fused_proj,
         .rotary_dim = (int)c->rotary_dim,
+        .norm_offset = c->norm_offset,
+        .post_norms = c->post_norms,
+        .mlp_gelu = c->mlp_gelu,
+        .embed_scale = c->embed_scale,
+        .attn_scalar = c->attn_scalar,
+        .rope_local_theta = c->rope_local_theta,
         .hidden_dim = (int)c->hidden_dim,
         .max_seq_len = (int)c->pos_rows,
         .norm_eps = c->norm_eps,
@@ -501,6 +507,9 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->head_dim = (uint32_t)h.head_dim, c->qk_norm = h.qk_norm, c->sliding_window = (uint32_t)h.sliding_window;
     c->full_layers = h.full_layers, c->nope_layers = h.nope_layers;
     c->fused_proj = h.fused_proj, c->rotary_dim = (uint32_t)h.rotary_dim;
+    c->norm_offset = h.norm_offset, c->post_norms = h.post_norms, c->mlp_gelu = h.mlp_gelu;
+    c->embed_scale = (float)h.embed_scale, c->attn_scalar = (float)h.attn_scalar;
+    c->rope_local_theta = h.rope_local_theta;
     c->rope_scaling = (struct op_rope_scaling){.type = (enum op_rope_type)h.rope_scaling,
                                                .factor = h.rope_factor,
                                                .low_freq_factor = h.rope_low_freq_factor,

@@ -1,4 +1,4 @@
-/* op_activation: the MLP activations SwiGLU and GELU (tanh), forward and
+/* op_activation: the MLP activations SwiGLU, GeGLU and GELU (tanh), forward and
  * backward, elementwise (shaders/default/activation.comp; on CPU devices, the
  * texel family, activation_texel.comp: vec4 chunks read through RGBA32F
  * texel views). In the reproducible mode: the formulas of
@@ -70,6 +70,24 @@ void op_swiglu_backward(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffe
                         struct gpu_buffer *dgate, struct gpu_buffer *dup, size_t n)
 {
     activation(g, ACTIVATION(swiglu_back), gate, up, dh, dgate, dup, n, 0);
+}
+
+/* GeGLU has no reproducible kernel (the recipe check refuses it there). */
+#define ACTIVATION_FP32(v)                                                                                 \
+    (&(const struct kernel_set){"activation_" #v, SHADER_activation_##v, SHADER_activation_texel_##v, SHADER_NONE, \
+                                {SHADER_NONE, SHADER_NONE}})
+
+void op_geglu(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *h, size_t n)
+{
+    if (gpu_reproducible(g))
+        vkt_fatal("geglu: no kernel of the reproducible mode (the recipe check refuses GeGLU there)");
+    activation(g, ACTIVATION_FP32(geglu), gate, up, h, h, h, n, 1);
+}
+
+void op_geglu_backward(struct gpu *g, struct gpu_buffer *gate, struct gpu_buffer *up, struct gpu_buffer *dh,
+                       struct gpu_buffer *dgate, struct gpu_buffer *dup, size_t n)
+{
+    activation(g, ACTIVATION_FP32(geglu_back), gate, up, dh, dgate, dup, n, 0);
 }
 
 void op_gelu(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *y, size_t n)

@@ -38,7 +38,7 @@ struct flash_push {
 };
 
 /* Head sizes up to this many floats keep their vectors in registers. */
-#define FLASH_MAX_HD 128
+#define FLASH_MAX_HD 256
 
 static uint32_t walk_override;
 
