@@ -275,8 +275,8 @@ static void test_init_from(void)
               !strcmp(c.model.no_rope_layers[3], "0") && !c.model.n_layer_types && c.model.rope_theta == 2e6,
           "smollm3 no_rope_layers read");
     config_free(&c);
-    write_json("{\"model_type\": \"gemma\"}");
-    expect_error(recipe, 0, NULL, "unsupported model_type 'gemma'");
+    write_json("{\"model_type\": \"falcon\"}");
+    expect_error(recipe, 0, NULL, "unsupported model_type 'falcon'");
     write_json("{\"model_type\": \"llama\", \"hidden_size\": 128}");
     expect_error(recipe, 0, NULL, "missing required key 'vocab_size'");
     char missing[512];

@@ -336,7 +336,7 @@ static void test_errors(void)
                  "\"scale_attn_by_inverse_layer_idx\": true}",
                  "'scale_attn_by_inverse_layer_idx': true is not supported", NULL);
     expect_error("{\"model_type\": \"bert\", \"hidden_size\": 64}", "unsupported model_type 'bert'", NULL);
-    expect_error("{\"architectures\": [\"GemmaForCausalLM\"]}", "unsupported architecture 'GemmaForCausalLM'",
+    expect_error("{\"architectures\": [\"FalconForCausalLM\"]}", "unsupported architecture 'FalconForCausalLM'",
                  NULL);
     expect_error("{\"hidden_size\": 64}", "missing required key 'model_type'", NULL);
     expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 48, \"n_head\": 3, \"vocab_size\": 300}",
