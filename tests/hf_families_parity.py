@@ -44,6 +44,8 @@ FAMILIES = {"qwen3": [("without its q/k norms", "no_qk_norm")],
             "qwen3_window": [("without the window", "no_window")],
             "qwen2_window": [("without the window", "no_window")],
             "smollm3": [("with RoPE on every layer", "rope_everywhere")],
+            "gemma3": [("without the window", "no_window"),
+                       ("with the global RoPE base on the local layers too", "one_rope_base")],
             "phi3_partial": [("without the window", "no_window"),
                              ("with RoPE over whole heads (no partial rotary, no longrope)", "full_rotary")]}
 failures = []

@@ -106,7 +106,7 @@ def build_family(arch, d, seed):
     The windowed ones: a window of 5 on one layer of the two (Qwen2 from
     max_window_layers 1, Qwen3 from layer_types on layer 0, SmolLM3 on its
     layer without RoPE, from no_rope_layers)."""
-    from transformers import Phi3Config, Qwen2Config, Qwen3Config, SmolLM3Config
+    from transformers import Gemma3TextConfig, Phi3Config, Qwen2Config, Qwen3Config, SmolLM3Config
     tok = make_tokenizer(d)
     ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     common = dict(vocab_size=MODEL_VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -124,6 +124,9 @@ def build_family(arch, d, seed):
         # factors against that quotient even where head_dim is set), 4 rotated
         cfg = Phi3Config(**common, partial_rotary_factor=0.5, sliding_window=5, original_max_position_embeddings=16,
                          rope_scaling={"type": "longrope", "short_factor": [1.0, 2.5], "long_factor": [2.0, 7.0]})
+    elif arch == "gemma3":  # Gemma 3 270M's kind: q/k norms, local and global layers with their own bases
+        cfg = Gemma3TextConfig(**common, head_dim=16, query_pre_attn_scalar=12, sliding_window=5,
+                               layer_types=["sliding_attention", "full_attention"], rope_local_base_freq=100.0)
     elif arch == "smollm3":
         cfg = SmolLM3Config(**common, head_dim=16, no_rope_layers=[0, 1], use_sliding_window=True,
                             sliding_window=5)
@@ -146,6 +149,8 @@ def control_model(folder, control):
         for layer in model.model.layers:
             layer.self_attn.q_norm = torch.nn.Identity()
             layer.self_attn.k_norm = torch.nn.Identity()
+    elif control == "one_rope_base":  # Gemma 3's local layers rotated as the global ones
+        model.model.rotary_emb_local = model.model.rotary_emb
     elif control == "no_window":
         if model.config.model_type == "phi3":  # one mask for every layer, from the config
             model.config.sliding_window = None
