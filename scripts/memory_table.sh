@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's table of device memory per rank, as `vktrain train --dry-run`
-# prints it, for a Llama-3.2-1B-shaped and a SmolLM-135M-shaped llama and a
-# Qwen3-0.6B-shaped one
+# prints it, for a Llama-3.2-1B-shaped and a SmolLM-135M-shaped llama, a
+# Qwen3-0.6B-shaped one and a Gemma-3-270M-shaped one
 # (random weights: the plan depends on the shapes only), each with
 #   full fine-tuning; full with dist.zero: 1 on 4 ranks (mpirun -np 4);
 #   LoRA (rank 16 on all seven linear layers); LoRA with model.base_dtype: bf16.
@@ -27,6 +27,7 @@ shapes=(
   "Llama-3.2-1B|arch: llama, dim: 2048, n_layers: 16, n_heads: 32, n_kv_heads: 8, hidden_dim: 8192, vocab_size: 128256, tie_embeddings: true, rope_theta: 500000.0"
   "SmolLM-135M|arch: llama, dim: 576, n_layers: 30, n_heads: 9, n_kv_heads: 3, hidden_dim: 1536, vocab_size: 49152, tie_embeddings: true"
   "Qwen3-0.6B|arch: llama, dim: 1024, n_layers: 28, n_heads: 16, n_kv_heads: 8, head_dim: 128, qk_norm: true, hidden_dim: 3072, vocab_size: 151936, tie_embeddings: true, rope_theta: 1000000.0"
+  "Gemma-3-270M|arch: llama, dim: 640, n_layers: 18, n_heads: 4, n_kv_heads: 1, head_dim: 256, qk_norm: true, hidden_dim: 2048, vocab_size: 262144, tie_embeddings: true, rope_theta: 1000000.0, rope_local_base_freq: 10000.0, norm_offset: true, post_norms: true, scale_embeddings: true, mlp_activation: gelu_pytorch_tanh, query_pre_attn_scalar: 256, sliding_window: 512, layer_types: [$(for i in $(seq 1 18); do [ $((i % 6)) = 0 ] && printf full_attention || printf sliding_attention; [ "$i" -lt 18 ] && printf ', '; done)]"
 )
 lora="lora.rank=16 lora.alpha=32 lora.targets=[q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj]"
 modes=(

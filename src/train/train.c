@@ -289,7 +289,7 @@ static void banner(struct trainer *t)
     char heads[64] = "";
     if (mc->qk_norm || model_head_dim(mc) * mc->n_heads != mc->dim)
         snprintf(heads, sizeof heads, " of %u%s", model_head_dim(mc), mc->qk_norm ? " with q/k norms" : "");
-    char window[96] = "";
+    char window[160] = "";
     uint32_t full = vkt_layers_count(&mc->full_layers, mc->n_layers);
     uint32_t nope = vkt_layers_count(&mc->nope_layers, mc->n_layers);
     if (mc->sliding_window && mc->sliding_window < mc->max_seq_len && full)
@@ -299,6 +299,9 @@ static void banner(struct trainer *t)
         snprintf(window, sizeof window, ", sliding window %u", mc->sliding_window);
     if (nope)
         snprintf(window + strlen(window), sizeof window - strlen(window), ", %u layers without RoPE", nope);
+    if (mc->norm_offset)
+        snprintf(window + strlen(window), sizeof window - strlen(window), ", Gemma's (1 + w) norms%s and GeGLU",
+                 mc->post_norms ? " before and after" : "");
     printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv)%s, hidden %u, vocab %u, context %u%s\n",
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, heads,
            mc->hidden_dim, mc->vocab_size, mc->max_seq_len, window);
