@@ -9,6 +9,17 @@ them (written out below; nothing can be downloaded):
   qwen2.5   Qwen2.5-0.5B-Instruct (ChatML, default system message)
   smollm2   SmolLM2-135M-Instruct (ChatML, another default system message)
   llama2    Llama-2-7b-chat-hf ([INST], <<SYS>>, SentencePiece tokenizer)
+  gemma2    gemma-2-2b-it (<start_of_turn>, 'model', no system role;
+            Gemma's SentencePiece-style tokenizer)
+  gemma3    gemma-3-1b-it (the system message opens the first user turn)
+  qwen3     Qwen3-0.6B (ChatML with the thinking block: '<think>' content
+            cut out of earlier turns, an empty block written before the
+            last answer)
+  phi3      Phi-3-mini-4k-instruct (<|user|>\n ... <|end|>\n, EOS at the
+            end; role tokens that swallow the white space after them)
+  phi3.5    Phi-3.5-mini-instruct (an empty system message left out)
+  phi4-mini Phi-4-mini-instruct (no newline after the role tags; the o200k
+            byte-level tokenizer)
 
 each over a small tokenizer of its family built with `tokenizers` (the
 builders of test_tokenizer_hf.py) that carries the family's special tokens.
@@ -28,7 +39,9 @@ Checks:
     every token;
  3. errors: a template vktrain does not know (suggests
     tokenizer.chat_template), a template whose special strings are not
-    tokens, Llama 2's role order (file:line), the byte tokenizer with a
+    tokens, Llama 2's and Gemma's role order (file:line), Gemma 2's missing
+    system role, variants of the known templates that vktrain does not
+    write exactly (refused, not guessed), the byte tokenizer with a
     template;
  4. end to end: a tiny Llama trained on two conversations written with the
     Llama 3.2 template answers `vktrain generate --chat` with the
@@ -65,7 +78,7 @@ from transformers.models.gpt2.tokenization_gpt2 import bytes_to_unicode  # noqa:
 
 sys.path.insert(0, HERE)
 import test_tokenizer_hf as tt  # noqa: E402
-from tokenizers import Regex, decoders, normalizers, pre_tokenizers  # noqa: E402
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers  # noqa: E402
 
 TOOLS = os.environ.get("TOOLS", os.path.join(os.getcwd(), "tools"))
 VKTRAIN = os.environ.get("VKTRAIN")
@@ -258,6 +271,163 @@ LLAMA2 = (r"{% if messages[0]['role'] == 'system' %}{% set loop_messages = messa
           r"content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + "
           r"' ' + eos_token }}{% endif %}{% endfor %}")
 
+# Gemma 2 (gemma-2-2b-it; Gemma 1's is the same): no system role
+GEMMA2 = (r"{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+          r"{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+          r"{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+          r"{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}"
+          r"{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
+          r"{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}")
+
+# Gemma 3 (gemma-3-270m-it, gemma-3-1b-it): the system message opens the first user turn
+GEMMA3 = r"""{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+"""
+
+# Qwen3 (Qwen3-0.6B): ChatML with the thinking block
+QWEN3 = r"""{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and message.content is string and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if message.content is string %}
+        {%- set content = message.content %}
+    {%- else %}
+        {%- set content = '' %}
+    {%- endif %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in content %}
+                {%- set reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+                {%- set content = content.split('</think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}"""
+
+# Phi-3-mini-4k-instruct; Phi-3.5-mini-instruct leaves out an empty system message
+PHI3 = (r"{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + message['content'] + "
+        r"'<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}"
+        r"{% elif message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}"
+        r"{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}"
+        r"{% endif %}")
+PHI35 = PHI3.replace("message['role'] == 'system' %}", "message['role'] == 'system' and message['content'] %}")
+
+# Phi-4-mini-instruct: no newline after the role tags
+PHI4MINI = (r"{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+            r"message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + "
+            r"message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + "
+            r"message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}"
+            r"{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}")
+
 # Zephyr's (TinyLlama-Chat): a family vktrain does not write
 ZEPHYR = (r"{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + "
           r"message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + "
@@ -280,6 +450,10 @@ def conversations():
         [m(u, "tabs\tand\nnewlines\n\n"), m(a, "code:\n    def f():\n        return 1\n")],
         [m(u, "empty answer"), m(a, "")],
         [m(s, "sys"), m(u, "q"), m(a, "a\u00a0"), m(u, "q2"), m(a, "\u2003a2")],
+        [m(u, "Think first."), m(a, "<think>\nStep one.\n\n</think>\n\nThe answer."), m(u, "Again?"),
+         m(a, "<think>Two</think>Done.")],
+        [m(u, "q"), m(a, "\n<think>\n\n</think>\n\nno reasoning"), m(u, "tool?"), m(a, "a </think> b </think>\n c")],
+        [m(s, ""), m(u, "empty system"), m(a, "ok")],
     ]
 
 
@@ -308,6 +482,21 @@ def build_families(rng, work):
                                              decoders.Fuse(), decoders.Strip(" ", 1, 0)]))
     legacy = tt.state(normalizers.Sequence([normalizers.Prepend(tt.META), normalizers.Replace(" ", tt.META)]))
     sp = tt.sentencepiece_json(rng, legacy, None, sp_decoder)
+    gm = tt.gemma_json(rng)
+    q3 = Tokenizer.from_str(json.dumps(qw))
+    q3.add_tokens([AddedToken("<think>", normalized=False), AddedToken("</think>", normalized=False)])
+    q3 = json.loads(q3.to_str())
+    # Phi-3's role tokens swallow the white space after them (rstrip)
+    p3 = Tokenizer.from_str(json.dumps(sp))
+    p3.add_special_tokens([AddedToken("<|endoftext|>", special=True)] + [
+        AddedToken(t, rstrip=True, special=True) for t in ("<|assistant|>", "<|system|>", "<|end|>", "<|user|>")])
+    p3 = json.loads(p3.to_str())
+    p4 = tt.train_byte_level(rng, None, pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(tt.O200K_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"])
+    gemma_specials = {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>"}
+    phi3_specials = {"bos_token": "<s>", "eos_token": "<|endoftext|>", "unk_token": "<unk>"}
     # name -> (tokenizer.json, template, tokenizer_config.json's special tokens, family, end of turn)
     fams = {
         "llama3.2": (l3, LLAMA32, {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}, "llama3",
@@ -319,6 +508,13 @@ def build_families(rng, work):
         "smollm2": (sm, SMOLLM2, {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>",
                                   "pad_token": "<|im_end|>"}, "chatml", "<|im_end|>"),
         "llama2": (sp, LLAMA2, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}, "llama2", "</s>"),
+        "gemma2": (gm, GEMMA2, gemma_specials, "gemma", "<end_of_turn>"),
+        "gemma3": (gm, GEMMA3, gemma_specials, "gemma", "<end_of_turn>"),
+        "qwen3": (q3, QWEN3, {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}, "qwen3",
+                  "<|im_end|>"),
+        "phi3": (p3, PHI3, phi3_specials, "phi3", "<|end|>"),
+        "phi3.5": (p3, PHI35, phi3_specials, "phi3", "<|end|>"),
+        "phi4-mini": (p4, PHI4MINI, {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}, "phi3", "<|end|>"),
     }
     dirs = {}
     for name, (tok, tmpl, specials, _, _) in fams.items():
@@ -374,12 +570,13 @@ def vk_data(tok_dir, convs, work, *overrides, lines=None):
 
 # ---- the oracle ----
 
-def token_bytes(hf, family, text, enc):
+def token_bytes(hf, tok, text, enc):
     """The byte range of the text each token holds. Byte-level tokens are
     read back to their bytes (tokenizers' own offsets are wrong where
     ignore_merges finds a whole piece in the vocab, as in Llama 3); the
-    SentencePiece family's come from tokenizers' offsets."""
-    if family == "llama2":
+    SentencePiece kinds' (Llama 2, Gemma, Phi-3) come from tokenizers'
+    offsets."""
+    if tok["model"].get("byte_fallback"):
         return [(len(text[:a].encode()), len(text[:b].encode())) for a, b in enc.offsets]
     byte_of = {c: b for b, c in bytes_to_unicode().items()}
     added = {str(a) for a in hf.added_tokens_decoder.values()}
@@ -392,15 +589,19 @@ def token_bytes(hf, family, text, enc):
     return spans
 
 
-def assistant_mask(hf, family, eot, conv, text, enc):
+def assistant_mask(hf, tok, family, eot, conv, text, enc):
     """1 for the tokens from the one holding the first byte of an assistant
-    turn's output (its content as the template writes it, then the end of
-    turn) to the one holding its last, as transformers'
+    turn's output (what the template writes for it, then the end of turn)
+    to the one holding its last, as transformers'
     return_assistant_tokens_mask counts them. Where an output starts is the
     length of apply_chat_template's rendering of the conversation before
-    it, with the generation prompt (Llama 2 has none: it writes ' ')."""
+    it, with the generation prompt (Llama 2 has none: it writes ' '); it
+    ends at the first end of turn after that, and must end with the
+    message's content as the family writes it (trimmed by Llama 3 and
+    Gemma; Qwen3 keeps what follows the last </think>, after its thinking
+    block in the turns that have one)."""
     mask = [0] * len(enc.ids)
-    spans = token_bytes(hf, family, text, enc)
+    spans = token_bytes(hf, tok, text, enc)
     for i, m in enumerate(conv):
         if m["role"] != "assistant":
             continue
@@ -409,7 +610,11 @@ def assistant_mask(hf, family, eot, conv, text, enc):
             out = m["content"].strip() + " " + eot
         else:
             before = hf.apply_chat_template(conv[:i], tokenize=False, add_generation_prompt=True)
-            out = (m["content"].strip() if family == "llama3" else m["content"]) + eot
+            written = m["content"].strip() if family in ("llama3", "gemma") else m["content"]
+            if family == "qwen3" and "</think>" in written:
+                written = written.split("</think>")[-1].lstrip("\n")
+            out = text[len(before):text.index(eot, len(before)) + len(eot)]
+            assert out.endswith(written + eot), (family, conv, out)
         assert text.startswith(before) and text[len(before):len(before) + len(out)] == out, (family, conv, text)
         start = len(before.encode())
         end = start + len(out.encode())
@@ -421,6 +626,8 @@ def assistant_mask(hf, family, eot, conv, text, enc):
 
 def check_family(name, fam, tok_dir, convs, work):
     tok, _, _, family, eot = fam
+    if name == "gemma2":  # it has no system role (check_errors)
+        convs = [c for c in convs if c[0]["role"] != "system"]
     hf = AutoTokenizer.from_pretrained(tok_dir)
     for gen in (False, True):
         want = [hf.apply_chat_template(c, tokenize=False, add_generation_prompt=gen) for c in convs]
@@ -440,7 +647,7 @@ def check_family(name, fam, tok_dir, convs, work):
         text = hf.apply_chat_template(c, tokenize=False)
         enc = hf._tokenizer.encode(text, add_special_tokens=False)
         want_ids += enc.ids
-        want_mask += assistant_mask(hf, family, eot, c, text, enc)
+        want_mask += assistant_mask(hf, tok, family, eot, c, text, enc)
         where += [(c, hf.convert_ids_to_tokens(enc.ids))] * len(enc.ids)
     check(f"{name}: the store holds the tokenizer's ids of the text ({len(want_ids)} ids)", ids == want_ids,
           f"{len(ids)} vs {len(want_ids)} ids")
@@ -476,6 +683,21 @@ def check_errors(fams, dirs, convs, work):
     res, err = vk_data(dirs["llama2"], [[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]], work)
     check("Llama 2's role order is checked, with file:line", res is None and "chat.jsonl:1:" in err and
           "alternate" in err, err)
+    sys_conv = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    res, err = vk_data(dirs["gemma2"], [sys_conv], work)
+    check("Gemma 2's template has no system role: an error with file:line", res is None and "chat.jsonl:1:" in err
+          and "system" in err, err)
+    res, err = vk_data(dirs["gemma3"], [[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]], work)
+    check("Gemma's role order is checked", res is None and "chat.jsonl:1:" in err and "alternate" in err, err)
+    variants = [("Gemma 3 with a '\\n' system separator", "gemma3", GEMMA3.replace(r"'\n\n' -%}", r"'\n' -%}")),
+                ("Qwen3 with a thinking generation prompt", "qwen3", QWEN3.replace(
+                    "enable_thinking is defined and enable_thinking is false", "enable_thinking is defined")),
+                ("Phi-3's first template (no system turn)", "phi3", PHI3.replace(r"'<|user|>\n' + message", r"'<|user|>' + '\n' + message"))]
+    for what, base, tmpl in variants:
+        d = write_folder(os.path.join(work, "variant"), fams[base][0], tmpl, fams[base][2])
+        res, err = vk_data(d, convs[:1], work)
+        check(f"a template vktrain does not write exactly is refused: {what}", res is None and
+              "tokenizer.chat_template" in err, err)
     r = driver("render", "byte", "llama3", 0, os.path.join(work, "convs.jsonl"))
     check("a template with the byte tokenizer is refused", r.returncode == 1 and "byte tokenizer" in r.stderr,
           r.stderr)
@@ -500,7 +722,7 @@ model: {{arch: llama, dim: 64, n_layers: 2, n_heads: 4, max_seq_len: 128}}
 tokenizer: {{type: hf, path: {dirs['llama3.2']}}}
 dataset: {{type: sft_jsonl, path: {data}, shuffle: true}}
 batch_size: 8
-max_steps: 60
+max_steps: 120
 optimizer: {{lr: 1.0e-2, weight_decay: 0.0}}
 lr_scheduler: {{type: constant}}
 log_every_n_steps: 20

@@ -90,7 +90,7 @@ out=$("$VKTRAIN" generate --model "$dir/llama" --prompt hi --system x 2>&1); rc=
 check "--system without --chat is an error" '[ $rc -eq 2 ] && grep -q -- "--system goes with --chat" <<<"$out"'
 out=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --chat-template jinja 2>&1); rc=$?
 check "an unknown --chat-template is an error naming the choices" \
-  '[ $rc -eq 2 ] && grep -q -- "--chat-template: .jinja. is not llama3, chatml, llama2 or plain" <<<"$out"'
+  '[ $rc -eq 2 ] && grep -q -- "--chat-template: .jinja. is not llama3, chatml, llama2, gemma, qwen3, phi3 or plain" <<<"$out"'
 out=$("$VKTRAIN" generate --model "$dir/llama" --chat hi --chat-template llama3 2>&1); rc=$?
 check "a chat template on a byte model is an error" '[ $rc -eq 1 ] && grep -q "byte tokenizer" <<<"$out"'
 out=$("$VKTRAIN" generate --help); rc=$?

@@ -10,12 +10,17 @@ small corpus:
            special tokens
   qwen2    NFC + Split(Qwen2 regex) + ByteLevel, <|im_start|> <|im_end|>
   smollm   Digits(individual_digits) + ByteLevel(use_regex=true)
+  phi4     Split(o200k regex, as Phi-4-mini and GPT-4o) + ByteLevel,
+           <|endoftext|> <|system|> <|user|> <|assistant|> <|end|>
   llama2   SentencePiece-style BPE (TinyLlama, Llama 2): Prepend("▁") +
            Replace(" ", "▁") normalizer, byte_fallback with <0x00>..<0xFF>,
            <unk> (fuse_unk), <s> </s>; decoder Replace + ByteFallback +
            Fuse + Strip
   mistral  the same model after Metaspace(prepend_scheme first, split
            false), Metaspace decoder
+  gemma    Gemma's SentencePiece-style BPE: Replace(" ", "▁") normalizer
+           without Prepend, no pre-tokenizer (the whole text is one piece),
+           byte_fallback; decoder Replace + ByteFallback + Fuse
   and variants: Metaspace(always, split), no byte fallback (unknowns fused
   or not), a merge across a word start ("s" + "▁"), added tokens with lstrip / rstrip / single_word / normalized,
   ids past 65535 (a vocab with gaps).
@@ -73,6 +78,10 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+O200K_PATTERN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+                 r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+                 r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|"
+                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
 META = "\u2581"
 
 failures = 0
@@ -109,6 +118,9 @@ TRICKY = [
     "\u00a0a \u00a0a\u00a0\u00a0b",
     "symbols € £ © ™ ° ± × ÷ → ∑ ∞",
     "mix3d w0rds and_under_scores CamelCase UPPER lower",
+    "HTTPServer XMLHttpRequest iPhone McDonald's DON'T O'NEIL'S ALLCAPS'LL aB'Ve",
+    "title \u01c5emal \u1f88b \u01c8X, modifiers \u02b0a a\u02b0 \u3005\u3005, marks e\u0301\u0301 \u0301a A\u0301B",
+    "a/b/c !\n/x ?/\n\n/ //\r\n/ http://x.y/z /\n",
     "under▁score ▁▁ already▁has▁meta ▁",
     "<0x41> <unk> <s> </s> literal",
     "x" * 300,
@@ -135,6 +147,7 @@ def random_text(rng, n_chars):
     pool = (list("abcdefghijklmnopqrstuvwxyz") * 6 + list("ABCDEFGHIJKLMNOPQRSTUVWXYZ") + list("0123456789") * 2 +
             list(" " * 30) + list("\n\t\r") + list(".,;:!?'\"()[]{}<>-_=+*/\\|@#$%^&~`") +
             list("éèàüößñçøåÆŒЖжΩλ中文日本語한국") + ["e\u0301", "\u093f", "\u0301", "\u0323", "\u1161"] +
+            list("\u01c5\u1f88\u02b0\u3005\u0488\u0903ÉÀÜ") +
             list("٣٤½²Ⅻ１２") + list("\u00a0\u3000\u2009\u2028\u0085\x0b\x0c") +
             ["😀", "👍🏽", "👨‍👩‍👧", "€", "©", "\u200d", "\ue000", META] +
             ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "  ", "   ", " \n", "\n\n", "\r\n"])
@@ -208,6 +221,19 @@ def sentencepiece_json(rng, normalizer, pre_tokenizer, decoder, byte_fallback=Tr
                       "ignore_merges": False, "vocab": vocab, "merges": trained["merges"]}}
 
 
+GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"]
+
+
+def gemma_json(rng):
+    """Gemma's tokenizer.json kind: spaces become "▁" (nothing prepended),
+    no pre-tokenizer, byte fallback, and its special tokens."""
+    j = sentencepiece_json(rng, state(normalizers.Replace(" ", META)), None, state(decoders.Sequence([
+        decoders.Replace(META, " "), decoders.ByteFallback(), decoders.Fuse()])))
+    t = Tokenizer.from_str(json.dumps(j))
+    t.add_special_tokens(GEMMA_SPECIALS)
+    return json.loads(t.to_str())
+
+
 def state(obj):
     return json.loads(obj.__getstate__())
 
@@ -231,6 +257,10 @@ def build_kinds(rng):
     kinds["smollm"] = (train_byte_level(rng, None, pre_tokenizers.Sequence([
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]), qw), qw, True)
+    phi = ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+    kinds["phi4"] = (train_byte_level(rng, None, pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(O200K_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]), phi), phi, True)
 
     sp_specials = ["<s>", "</s>", "<unk>"]
     sp_decoder = state(decoders.Sequence([decoders.Replace(META, " "), decoders.ByteFallback(), decoders.Fuse(),
@@ -243,6 +273,7 @@ def build_kinds(rng):
     kinds["metaspace_split"] = (sentencepiece_json(
         rng, None, state(pre_tokenizers.Metaspace(replacement=META, prepend_scheme="always", split=True)),
         state(decoders.Metaspace(replacement=META, prepend_scheme="always"))), sp_specials, False)
+    kinds["gemma"] = (gemma_json(rng), sp_specials + GEMMA_SPECIALS, False)
     kinds["sp_unk_fused"] = (sentencepiece_json(rng, legacy, None, sp_decoder, byte_fallback=False), sp_specials,
                              False)
     kinds["sp_unk_unfused"] = (sentencepiece_json(rng, legacy, None, sp_decoder, byte_fallback=False,
@@ -474,7 +505,8 @@ def check_special_ids(kinds, paths, work):
 
 def check_split(texts, work):
     """The pieces of each split regex, against tokenizers' Split."""
-    for name, pattern in (("gpt2", GPT2_PATTERN), ("llama3", LLAMA3_PATTERN), ("qwen2", QWEN2_PATTERN)):
+    for name, pattern in (("gpt2", GPT2_PATTERN), ("llama3", LLAMA3_PATTERN), ("qwen2", QWEN2_PATTERN),
+                          ("o200k", O200K_PATTERN)):
         split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
         bad = []
         for i, t in enumerate(texts):
@@ -572,7 +604,9 @@ def hf_class(split, c):
     return "S" if n("\t" + c + "\t") == 1 else "?"
 
 
-def check_classes(rng):
+def table_code_points(rng):
+    """The code points at every boundary of vktrain's Unicode tables, the
+    first 0x250, and 20000 at random (no surrogates)."""
     table = os.path.join(os.environ.get("SRC", os.path.join(os.path.dirname(__file__), "..")),
                          "src", "tokenizer", "unicode_tables.h")
     cps = set(range(0, 0x250))
@@ -581,6 +615,11 @@ def check_classes(rng):
         cps.update([a - 1, a, b, b + 1])
     cps.update(rng.randrange(0x110000) for _ in range(20000))
     cps = sorted(c for c in cps if 0 <= c < 0x110000 and not 0xd800 <= c <= 0xdfff)
+    return cps
+
+
+def check_classes(rng):
+    cps = table_code_points(rng)
     r = subprocess.run([DRIVER, "classes", "-"], input="\n".join(map(str, cps)), capture_output=True, text=True)
     ours = r.stdout.split()
     split = pre_tokenizers.Split(Regex(GPT2_PATTERN), behavior="isolated")
@@ -588,6 +627,27 @@ def check_classes(rng):
     check(f"character classes of {len(cps)} code points agree with tokenizers", len(ours) == len(cps) and not bad,
           f"{len(bad)} differ (code point, vktrain, tokenizers): {bad[:10]} -- regenerate unicode_tables.h with "
           "tokenizers' Unicode version (scripts/gen_unicode_tables.py)")
+
+
+def check_cases(rng):
+    """The o200k regex's letter classes (Lu Lt / Ll / Lm Lo / M) of code
+    points at every boundary of vktrain's tables and at random, against
+    tokenizers' (Oniguruma's) \\p{..} classes: a class regex that removes
+    the whole character holds it."""
+    cps = table_code_points(rng)
+    r = subprocess.run([DRIVER, "cases", "-"], input="\n".join(map(str, cps)), capture_output=True, text=True)
+    ours = r.stdout.split()
+    classes = [("U", r"[\p{Lu}\p{Lt}]"), ("l", r"\p{Ll}"), ("L", r"[\p{Lm}\p{Lo}]"), ("M", r"\p{M}")]
+    splits = [(k, pre_tokenizers.Split(Regex(p), behavior="removed")) for k, p in classes]
+
+    def theirs(c):
+        for k, split in splits:
+            if not split.pre_tokenize_str(c):
+                return k
+        return "-"
+    bad = [(hex(c), o, theirs(chr(c))) for c, o in zip(cps, ours) if o != theirs(chr(c))]
+    check(f"the o200k letter classes of {len(cps)} code points agree with tokenizers",
+          len(ours) == len(cps) and not bad, f"{len(bad)} differ (code point, vktrain, tokenizers): {bad[:10]}")
 
 
 def main():
@@ -620,6 +680,7 @@ def main():
               any(i in range(3, 259) for t in TRICKY for i in
                   Tokenizer.from_str(json.dumps(kinds["llama2"][0])).encode(t).ids))
         check_classes(rng)
+        check_cases(rng)
         check_split(base, work)
         check_nfc(rng, work)
         check_special_ids(kinds, paths, work)

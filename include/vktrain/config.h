@@ -17,7 +17,7 @@
 enum config_arch { ARCH_LLAMA, ARCH_GPT2 };
 enum tokenizer_type { TOKENIZER_BYTE, TOKENIZER_HF };
 /* How sft_jsonl `messages` become text (include/vktrain/chat_template.h). */
-enum chat_template { CHAT_AUTO, CHAT_LLAMA3, CHAT_CHATML, CHAT_LLAMA2, CHAT_PLAIN };
+enum chat_template { CHAT_AUTO, CHAT_LLAMA3, CHAT_CHATML, CHAT_LLAMA2, CHAT_PLAIN, CHAT_GEMMA, CHAT_QWEN3, CHAT_PHI3 };
 enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };

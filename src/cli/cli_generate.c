@@ -49,7 +49,8 @@ static void usage(FILE *f)
                "  --prompt TEXT        the text to continue (after <|bos|>; DIR/tokenizer.json or bytes)\n"
                "  --chat TEXT          a user message, written with the model's chat template; prints the reply\n"
                "  --system TEXT        a system message before it (with --chat)\n"
-               "  --chat-template NAME llama3, chatml, llama2 or plain [DIR/tokenizer_config.json's, else plain]\n"
+               "  --chat-template NAME llama3, chatml, llama2, gemma, qwen3, phi3 or plain\n"
+               "                       [DIR/tokenizer_config.json's, else plain]\n"
                "  --max-new-tokens N   tokens to generate at most [256]\n"
                "  --temperature T      softmax temperature; 0 = greedy [0.8]\n"
                "  --top-k K            draw only from the K most likely tokens; 0 = all [0]\n"
@@ -99,16 +100,13 @@ static int parse_args(int argc, char **argv, struct generate_args *a)
         } else if (!strcmp(f, "--system")) {
             a->system = v;
         } else if (!strcmp(f, "--chat-template")) {
-            static const char *const names[] = {"llama3", "chatml", "llama2", "plain"};
-            static const enum chat_template kinds[] = {CHAT_LLAMA3, CHAT_CHATML, CHAT_LLAMA2, CHAT_PLAIN};
-            int k = 0;
-            while (k < 4 && strcmp(v, names[k]))
-                k++;
-            if (k == 4) {
-                fprintf(stderr, "vktrain: error: --chat-template: '%s' is not llama3, chatml, llama2 or plain\n", v);
+            if (chat_template_parse(v, &a->chat_template) || a->chat_template == CHAT_AUTO) {
+                fprintf(stderr,
+                        "vktrain: error: --chat-template: '%s' is not llama3, chatml, llama2, gemma, qwen3, phi3 or "
+                        "plain\n",
+                        v);
                 return -1;
             }
-            a->chat_template = kinds[k];
         } else if (!strcmp(f, "--max-new-tokens")) {
             if (parse_uint(f, v, 1u << 30, &a->max_new_tokens))
                 return -1;

@@ -17,7 +17,8 @@
 
 static const char *const arch_names[] = {"llama", "gpt2", NULL};
 static const char *const tokenizer_names[] = {"byte", "hf", NULL};
-static const char *const chat_template_names[] = {"auto", "llama3", "chatml", "llama2", "plain", NULL};
+static const char *const chat_template_names[] = {"auto",  "llama3", "chatml", "llama2", "plain",
+                                                  "gemma", "qwen3",  "phi3",   NULL};
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};

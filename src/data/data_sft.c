@@ -81,8 +81,11 @@ static const char *check_sample(json_t *obj)
 
 /* The count of the sample's first ids (ids[0, k), text[0, len)) that the
  * text before byte `at` makes: how far they agree with the ids of
- * text[0, at) alone. A token spanning `at` counts as after it. */
-static int64_t ids_before(struct data *d, struct sft_reader *r, const vkt_token *ids, int64_t k, size_t at)
+ * text[0, at) alone. A token spanning `at` counts as after it; with
+ * `start`, also one that swallows the white space at `at` (an added token
+ * with rstrip, as Phi-3's <|assistant|>): the text through the next
+ * character then makes the same ids as the text before it. */
+static int64_t ids_before(struct data *d, struct sft_reader *r, const vkt_token *ids, int64_t k, size_t at, bool start)
 {
     if (at == 0)
         return 0;
@@ -92,6 +95,15 @@ static int64_t ids_before(struct data *d, struct sft_reader *r, const vkt_token 
     int64_t i = 0;
     while (i < k && (size_t)i < m && ids[i] == r->prefix[i])
         i++;
+    if (start && i == (int64_t)m && i > 0) {
+        vkt_token last = r->prefix[m - 1];
+        size_t next = at + 1;
+        while (next < r->text.len && ((unsigned char)r->text.text[next] & 0xc0) == 0x80)
+            next++;
+        size_t m2 = tokenizer_encode_all(&d->tok, r->text.text, next, &r->prefix, &r->cap_prefix);
+        if (m2 == m && r->prefix[m - 1] == last)
+            i--;
+    }
     return i;
 }
 
@@ -123,8 +135,8 @@ static void push_chat(struct data *d, struct sft_reader *r, bool last_assistant)
     int64_t start = d->n_tok, k = data_store_encode(d, r->text.text, r->text.len);
     memset(d->trainable + start, on_input, (size_t)k);
     for (size_t s = 0; s < r->text.n_spans && !on_input; s++) {
-        int64_t a = ids_before(d, r, d->tok_ids + start, k, r->text.start[s]);
-        int64_t b = ids_before(d, r, d->tok_ids + start, k, r->text.end[s]);
+        int64_t a = ids_before(d, r, d->tok_ids + start, k, r->text.start[s], true);
+        int64_t b = ids_before(d, r, d->tok_ids + start, k, r->text.end[s], false);
         if (b > a)
             memset(d->trainable + start + a, 1, (size_t)(b - a));
     }

@@ -1,4 +1,4 @@
-/* chat_template: the four chat formats of include/vktrain/chat_template.h
+/* chat_template: the chat formats of include/vktrain/chat_template.h
  * written out in C, and the recognition of a family in a Jinja template's
  * text (by substrings that only that family's templates hold). Never
  * interprets Jinja and never encodes beyond checking the template's special
@@ -14,12 +14,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const kind_names[] = {[CHAT_AUTO] = "auto",     [CHAT_LLAMA3] = "llama3", [CHAT_CHATML] = "chatml",
-                                         [CHAT_LLAMA2] = "llama2", [CHAT_PLAIN] = "plain"};
+static const char *const kind_names[] = {
+    [CHAT_AUTO] = "auto",   [CHAT_LLAMA3] = "llama3", [CHAT_CHATML] = "chatml", [CHAT_LLAMA2] = "llama2",
+    [CHAT_PLAIN] = "plain", [CHAT_GEMMA] = "gemma",   [CHAT_QWEN3] = "qwen3",   [CHAT_PHI3] = "phi3"};
 
 const char *chat_format_name(const struct chat_format *f)
 {
     return kind_names[f->kind];
+}
+
+int chat_template_parse(const char *name, enum chat_template *kind)
+{
+    for (size_t k = 0; k < sizeof kind_names / sizeof *kind_names; k++)
+        if (!strcmp(name, kind_names[k])) {
+            *kind = (enum chat_template)k;
+            return 0;
+        }
+    return -1;
 }
 
 /* ---- building the text ---- */
@@ -98,7 +109,7 @@ static bool is(const struct chat_message *m, const char *role)
     return !strcmp(m->role, role);
 }
 
-/* ---- the four families ---- */
+/* ---- the families ---- */
 
 /* Llama 3: '<|start_header_id|>' + role + '<|end_header_id|>\n\n' +
  * content|trim + '<|eot_id|>', after BOS; Llama 3.1 / 3.2 first write a
@@ -201,6 +212,154 @@ static const char *render_llama2(const struct chat_format *f, const struct chat_
     return NULL;
 }
 
+/* Gemma: BOS, then '<start_of_turn>' + role ('model' for the assistant) +
+ * '\n' + content|trim + '<end_of_turn>\n'. Gemma 3 writes a system message
+ * (untrimmed) + '\n\n' at the start of the first turn; Gemma 1 and 2 have no
+ * system role. Roles alternate user, assistant, ... */
+static const char *render_gemma(const struct chat_format *f, const struct chat_message *m, size_t n, bool gen,
+                                struct chat_text *out)
+{
+    size_t first = n && is(&m[0], "system") ? 1 : 0;
+    if (first && !f->system_prefix)
+        return "the Gemma 1 and 2 chat template has no system role (it raises 'System role not supported'); "
+               "put the instructions in the first user message";
+    put_str(out, f->bos);
+    for (size_t i = first; i < n; i++) {
+        bool user = is(&m[i], "user");
+        if (user != ((i - first) % 2 == 0) || is(&m[i], "system"))
+            return "the gemma chat template needs the roles to alternate user, assistant, user, ... after one "
+                   "optional system message";
+        put_str(out, user ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+        if (i == first && first) {
+            put(out, m[0].content, m[0].len);
+            put_str(out, "\n\n");
+        }
+        size_t start = out->len;
+        put_stripped(out, m[i].content, m[i].len);
+        put_str(out, "<end_of_turn>");
+        if (!user)
+            put_span(out, start);
+        put_str(out, "\n");
+    }
+    if (gen)
+        put_str(out, "<start_of_turn>model\n");
+    return NULL;
+}
+
+static bool starts_with(const char *s, size_t n, const char *p)
+{
+    size_t k = strlen(p);
+    return n >= k && !memcmp(s, p, k);
+}
+
+static bool ends_with(const char *s, size_t n, const char *p)
+{
+    size_t k = strlen(p);
+    return n >= k && !memcmp(s + n - k, p, k);
+}
+
+/* s[*a, *b) without the newlines at its start (lead) and its end (trail). */
+static void strip_newlines(const char *s, size_t *a, size_t *b, bool lead, bool trail)
+{
+    while (lead && *a < *b && s[*a] == '\n')
+        ++*a;
+    while (trail && *b > *a && s[*b - 1] == '\n')
+        --*b;
+}
+
+/* The first (last) occurrence of p in s[0, n): its offset, or n. */
+static size_t find(const char *s, size_t n, const char *p, bool last)
+{
+    size_t k = strlen(p), at = n;
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(s + i, p, k)) {
+            at = i;
+            if (!last)
+                break;
+        }
+    return at;
+}
+
+/* Qwen3 (its published template, non-thinking turns as it writes them):
+ * ChatML turns; an assistant content holding '</think>' is cut into its
+ * reasoning (before the first '</think>', after the last '<think>' there)
+ * and the answer (after the last '</think>'). The assistant turns after the
+ * last user query are written '<think>\n' + reasoning + '\n</think>\n\n' +
+ * answer when they are the last message or have reasoning; every other
+ * assistant turn is the answer alone. A user message wrapped in
+ * <tool_response>...</tool_response> is not a query. */
+static void render_qwen3(const struct chat_message *m, size_t n, bool gen, struct chat_text *out)
+{
+    size_t last_query = n ? n - 1 : 0;
+    for (size_t i = n; i-- > 0;)
+        if (is(&m[i], "user") && !(starts_with(m[i].content, m[i].len, "<tool_response>") &&
+                                   ends_with(m[i].content, m[i].len, "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    for (size_t i = 0; i < n; i++) {
+        const char *c = m[i].content;
+        if (!is(&m[i], "assistant")) {
+            put_str(out, "<|im_start|>");
+            put_str(out, m[i].role);
+            put_str(out, "\n");
+            put(out, c, m[i].len);
+            put_str(out, "<|im_end|>\n");
+            continue;
+        }
+        size_t ra = 0, rb = 0, ca = 0, cb = m[i].len;
+        size_t close = find(c, m[i].len, "</think>", false);
+        if (close < m[i].len) {
+            rb = close;
+            strip_newlines(c, &ra, &rb, false, true);
+            size_t open = find(c + ra, rb - ra, "<think>", true);
+            if (open < rb - ra)
+                ra += open + strlen("<think>");
+            strip_newlines(c, &ra, &rb, true, false);
+            ca = find(c, m[i].len, "</think>", true) + strlen("</think>");
+            strip_newlines(c, &ca, &cb, true, false);
+        }
+        put_str(out, "<|im_start|>assistant\n");
+        size_t start = out->len;
+        if (i > last_query && (i + 1 == n || rb > ra)) {
+            strip_newlines(c, &ra, &rb, true, true);
+            put_str(out, "<think>\n");
+            put(out, c + ra, rb - ra);
+            put_str(out, "\n</think>\n\n");
+            strip_newlines(c, &ca, &cb, true, false);
+        }
+        put(out, c + ca, cb - ca);
+        put_str(out, "<|im_end|>");
+        put_span(out, start);
+        put_str(out, "\n");
+    }
+    if (gen)
+        put_str(out, "<|im_start|>assistant\n");
+}
+
+/* Phi-3 and 3.5: '<|' + role + '|>\n' + content + '<|end|>\n' (Phi-4-mini:
+ * without the '\n' after the role), then EOS when the text does not end
+ * with the assistant's header. Phi-3.5 leaves out an empty system message. */
+static void render_phi3(const struct chat_format *f, const struct chat_message *m, size_t n, bool gen,
+                        struct chat_text *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (is(&m[i], "system") && !m[i].len && f->skip_empty_system)
+            continue;
+        put_str(out, "<|");
+        put_str(out, m[i].role);
+        put_str(out, f->role_newline ? "|>\n" : "|>");
+        size_t start = out->len;
+        put(out, m[i].content, m[i].len);
+        put_str(out, "<|end|>");
+        if (is(&m[i], "assistant"))
+            put_span(out, start);
+        if (f->role_newline)
+            put_str(out, "\n");
+    }
+    put_str(out, gen ? (f->role_newline ? "<|assistant|>\n" : "<|assistant|>") : f->eos);
+}
+
 /* vktrain's own: role + ': ' + content + '\n' (BOS and EOS are the
  * caller's, as ids). */
 static void render_plain(const struct chat_message *m, size_t n, bool gen, struct chat_text *out)
@@ -233,6 +392,14 @@ const char *chat_render(const struct chat_format *f, const struct chat_message *
         return NULL;
     case CHAT_LLAMA2:
         return render_llama2(f, m, n, out);
+    case CHAT_GEMMA:
+        return render_gemma(f, m, n, generation_prompt, out);
+    case CHAT_QWEN3:
+        render_qwen3(m, n, generation_prompt, out);
+        return NULL;
+    case CHAT_PHI3:
+        render_phi3(f, m, n, generation_prompt, out);
+        return NULL;
     case CHAT_AUTO:
     case CHAT_PLAIN:
         break;
@@ -271,7 +438,7 @@ static int read_template(const char *path, char **tmpl, char *where, size_t wher
                 json_decref(cfg);
                 return vkt_error(err, errlen,
                                  "%s: chat_template is a list without a \"default\" template; set "
-                                 "tokenizer.chat_template: llama3, chatml, llama2 or plain",
+                                 "tokenizer.chat_template: llama3, chatml, llama2, gemma, qwen3, phi3 or plain",
                                  where);
             }
         }
@@ -302,12 +469,49 @@ static int read_template(const char *path, char **tmpl, char *where, size_t wher
     return 0;
 }
 
+/* Qwen3's template: ChatML with the thinking block written as its published
+ * template does (the generation prompt without '<think>', which a
+ * template of a thinking-only model writes, is told by the enable_thinking
+ * switch). */
+static bool qwen3_template(const char *t)
+{
+    return strstr(t, "ns.last_query_index") && strstr(t, "enable_thinking is defined and enable_thinking is false") &&
+           strstr(t, "'\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n')");
+}
+
+/* Gemma's two forms: 3 (a system message opens the first user turn), 2
+ * (Gemma 1 and 2: no system role); 0: neither. */
+static int gemma_form(const char *t)
+{
+    if (strstr(t, "set first_user_prefix = messages[0]['content'] + '\\n\\n'"))
+        return 3;
+    return strstr(t, "raise_exception('System role not supported')") ? 2 : 0;
+}
+
+/* Phi's two forms: 3 (Phi-3, 3.5: '<|user|>\n' + content + '<|end|>\n'), 4
+ * (Phi-4-mini: '<|' + role + '|>' + content + '<|end|>'), both with EOS
+ * after the last turn when there is no generation prompt; 0: neither. */
+static int phi3_form(const char *t)
+{
+    if (!strstr(t, "{{ eos_token }}"))
+        return 0;
+    if (strstr(t, "'<|user|>\\n' + message['content'] + '<|end|>\\n'"))
+        return 3;
+    return strstr(t, "'<|' + message['role'] + '|>' + message['content'] + '<|end|>'") ? 4 : 0;
+}
+
 static enum chat_template detect(const char *t)
 {
     if (strstr(t, "<|start_header_id|>") && strstr(t, "<|end_header_id|>") && strstr(t, "<|eot_id|>"))
         return CHAT_LLAMA3;
+    if (strstr(t, "<start_of_turn>") && strstr(t, "<end_of_turn>"))
+        return gemma_form(t) ? CHAT_GEMMA : CHAT_AUTO;
+    if (strstr(t, "<|im_start|>") && strstr(t, "<|im_end|>") && strstr(t, "<think>"))
+        return qwen3_template(t) ? CHAT_QWEN3 : CHAT_AUTO;
     if (strstr(t, "<|im_start|>") && strstr(t, "<|im_end|>"))
         return CHAT_CHATML;
+    if (strstr(t, "<|end|>") && (strstr(t, "<|user|>") || strstr(t, "'<|' + message['role'] + '|>'")))
+        return phi3_form(t) ? CHAT_PHI3 : CHAT_AUTO;
     if (strstr(t, "[INST]") && strstr(t, "<<SYS>>"))
         return CHAT_LLAMA2;
     return CHAT_AUTO;
@@ -414,8 +618,8 @@ int chat_format_open(struct chat_format *f, const struct config_tokenizer *cfg, 
             free(tmpl);
             return vkt_error(err, errlen,
                              "%s: its chat_template is none that vktrain knows (Llama 3, ChatML as in Qwen2 and "
-                             "SmolLM2, Llama 2); set tokenizer.chat_template: llama3, chatml, llama2 or plain to "
-                             "say how to write the messages",
+                             "SmolLM2, Llama 2, Gemma, Qwen3, Phi-3 and Phi-4-mini); set tokenizer.chat_template: "
+                             "llama3, chatml, llama2, gemma, qwen3, phi3 or plain to say how to write the messages",
                              where);
         }
         f->kind = tmpl ? found : CHAT_PLAIN;
@@ -428,6 +632,10 @@ int chat_format_open(struct chat_format *f, const struct config_tokenizer *cfg, 
         rc = llama3_dates(f, tmpl, where, err, errlen);
     if (f->from_file && f->kind == CHAT_CHATML)
         f->default_system = chatml_default_system(tmpl);
+    f->system_prefix = !f->from_file || f->kind != CHAT_GEMMA || gemma_form(tmpl) == 3;
+    f->role_newline = !f->from_file || f->kind != CHAT_PHI3 || phi3_form(tmpl) == 3;
+    f->skip_empty_system =
+        f->from_file && f->kind == CHAT_PHI3 && strstr(tmpl, "message['role'] == 'system' and message['content']");
     free(tmpl);
     const char *source = f->from_file ? where : "tokenizer.chat_template";
     f->bos = token_text(t, (vkt_token)t->bos);
@@ -448,6 +656,22 @@ int chat_format_open(struct chat_format *f, const struct config_tokenizer *cfg, 
     case CHAT_LLAMA2:
         rc = rc || one_token(f, t, f->bos, &id, source, err, errlen) ||
              one_token(f, t, f->eos, &id, source, err, errlen);
+        break;
+    case CHAT_GEMMA:
+        rc = rc || one_token(f, t, f->bos, &id, source, err, errlen) ||
+             one_token(f, t, "<start_of_turn>", &id, source, err, errlen) ||
+             one_token(f, t, "<end_of_turn>", &f->end_of_turn, source, err, errlen);
+        break;
+    case CHAT_QWEN3:
+        rc = rc || one_token(f, t, "<|im_start|>", &id, source, err, errlen) ||
+             one_token(f, t, "<|im_end|>", &f->end_of_turn, source, err, errlen);
+        break;
+    case CHAT_PHI3:
+        rc = rc || one_token(f, t, "<|system|>", &id, source, err, errlen) ||
+             one_token(f, t, "<|user|>", &id, source, err, errlen) ||
+             one_token(f, t, "<|assistant|>", &id, source, err, errlen) ||
+             one_token(f, t, f->eos, &id, source, err, errlen) ||
+             one_token(f, t, "<|end|>", &f->end_of_turn, source, err, errlen);
         break;
     case CHAT_AUTO:
     case CHAT_PLAIN:

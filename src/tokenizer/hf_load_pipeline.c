@@ -17,6 +17,10 @@ static const char *const regexes[] = {
                      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     [HF_RE_QWEN2] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
                     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    [HF_RE_O200K] = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+                    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+                    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+                    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
 
 struct ctx {
@@ -164,13 +168,13 @@ static int add_pre(struct ctx *c, json_t *p, const char *where)
     if (!strcmp(type, "Split")) {
         const char *re = str(json_object_get(p, "pattern"), "Regex"), *behavior = str(p, "behavior");
         int r = -1;
-        for (int i = 0; re && i < 3; i++)
+        for (int i = 0; re && i < (int)(sizeof regexes / sizeof *regexes); i++)
             if (!strcmp(re, regexes[i]))
                 r = i;
         if (r < 0)
             return hf_fail(c->err, c->errlen, c->path,
-                           "%s: a Split with pattern %s is not supported (only the regexes of GPT-2, Llama 3 and "
-                           "Qwen2)",
+                           "%s: a Split with pattern %s is not supported (only the regexes of GPT-2, Llama 3, "
+                           "Qwen2 and o200k as in Phi-4)",
                            where, re ? re : "(not a Regex)");
         if (!behavior || strcmp(behavior, "Isolated") || json_is_true(json_object_get(p, "invert")))
             return hf_fail(c->err, c->errlen, c->path, "%s: a Split must have behavior Isolated and invert false",

@@ -1,12 +1,14 @@
 /* hf_pretok: the pre-tokenizers, which cut a normalized text into the
  * pieces the model encodes one by one (never merging across them):
  *
- *   Split, behavior Isolated, with one of three regexes, each implemented
+ *   Split, behavior Isolated, with one of four regexes, each implemented
  *   by hand (hf_regex_end), alternatives tried in order as Oniguruma does:
  *     GPT-2   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  *     Llama 3 (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *             ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  *     Qwen2   the same with \p{N} for \p{N}{1,3}
+ *     o200k   (Phi-4) letters by case, contractions after them, [\r\n/]*
+ *             after punctuation (o200k_end says how)
  *   (ByteLevel with use_regex is a Split with the GPT-2 regex.) Every
  *   character starts a match of each, so there are no gaps between matches.
  *   (?i) folds ASCII letters and ſ (U+017F, which folds to s): the only
@@ -92,33 +94,21 @@ static size_t gpt2_end(const unsigned char *s, size_t i, size_t n)
     return run_of(s, j, n, c);
 }
 
-/* Llama 3 (max_digits 3) and Qwen2 (1). */
-static size_t llama3_end(const unsigned char *s, size_t i, size_t n, int max_digits)
+/* What the Llama 3, Qwen2 and o200k regexes end with, at s[i] of class c
+ * (length up to j): \p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*
+ * (o200k: [\r\n/]*)|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t tail_end(const unsigned char *s, size_t i, size_t n, int c, size_t j, int max_digits, bool slash)
 {
-    if (s[i] == '\'') {
-        size_t e = contraction_end(s, i, n, true);
-        if (e)
-            return e;
-    }
-    size_t len, len2;
-    int c = class_at(s, i, n, &len);
-    size_t j = i + len;
-    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
-    if (c == C_LETTER)
-        return run_of(s, j, n, C_LETTER);
-    if (c != C_NUMBER && s[i] != '\r' && s[i] != '\n' && j < n && class_at(s, j, n, &len2) == C_LETTER)
-        return run_of(s, j + len2, n, C_LETTER);
-    /* \p{N}{1,3} */
+    size_t len2;
     if (c == C_NUMBER) {
         for (int k = 1; k < max_digits && j < n && class_at(s, j, n, &len2) == C_NUMBER; k++)
             j += len2;
         return j;
     }
-    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
     size_t o = s[i] == ' ' && j < n && class_at(s, j, n, &len2) == C_OTHER ? j : c == C_OTHER ? i : n;
     if (o < n) {
         j = run_of(s, o, n, C_OTHER);
-        while (j < n && (s[j] == '\r' || s[j] == '\n'))
+        while (j < n && (s[j] == '\r' || s[j] == '\n' || (slash && s[j] == '/')))
             j++;
         return j;
     }
@@ -135,6 +125,92 @@ static size_t llama3_end(const unsigned char *s, size_t i, size_t n, int max_dig
     return space_end(s, i, n);
 }
 
+/* Llama 3 (max_digits 3) and Qwen2 (1). */
+static size_t llama3_end(const unsigned char *s, size_t i, size_t n, int max_digits)
+{
+    if (s[i] == '\'') {
+        size_t e = contraction_end(s, i, n, true);
+        if (e)
+            return e;
+    }
+    size_t len, len2;
+    int c = class_at(s, i, n, &len);
+    size_t j = i + len;
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    if (c == C_LETTER)
+        return run_of(s, j, n, C_LETTER);
+    if (c != C_NUMBER && s[i] != '\r' && s[i] != '\n' && j < n && class_at(s, j, n, &len2) == C_LETTER)
+        return run_of(s, j + len2, n, C_LETTER);
+    return tail_end(s, i, n, c, j, max_digits, false);
+}
+
+/* o200k's letter classes: U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and
+ * W = [\p{Ll}\p{Lm}\p{Lo}\p{M}]. */
+static bool in_upper(int k)
+{
+    return k == K_UPPER || k == K_OTHER_LETTER || k == K_MARK;
+}
+
+static bool in_lower(int k)
+{
+    return k == K_LOWER || k == K_OTHER_LETTER || k == K_MARK;
+}
+
+static int case_at(const unsigned char *s, size_t i, size_t n, size_t *len)
+{
+    return hf_case(hf_utf8_next(s + i, n - i, len));
+}
+
+/* U*W+ (upper_first: U+W*) from p, then (?i:'s|'t|'re|'ve|'m|'ll|'d)?: the
+ * end, or 0 when it does not match. U* is greedy and gives back what W+
+ * needs: when no W follows the run of U, W+ is the run's last character
+ * that is also W. */
+static size_t cased_end(const unsigned char *s, size_t p, size_t n, bool upper_first)
+{
+    size_t len, q = p, last_w = 0, e;
+    while (q < n) {
+        int k = case_at(s, q, n, &len);
+        if (!in_upper(k))
+            break;
+        q += len;
+        if (in_lower(k))
+            last_w = q;
+    }
+    if (upper_first && q == p)
+        return 0;
+    if (q < n && in_lower(case_at(s, q, n, &len))) {
+        e = q;
+        while (e < n && in_lower(case_at(s, e, n, &len)))
+            e += len;
+    } else {
+        e = upper_first ? q : last_w;
+    }
+    if (e && e < n && s[e] == '\'') {
+        size_t c = contraction_end(s, e, n, true);
+        e = c ? c : e;
+    }
+    return e;
+}
+
+/* o200k (Phi-4, GPT-4o):
+ *   [^\r\n\p{L}\p{N}]?U*W+(?i:'s|...)?|[^\r\n\p{L}\p{N}]?U+W*(?i:'s|...)?|
+ *   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * each optional first character taken if the rest then matches, else left
+ * out. */
+static size_t o200k_end(const unsigned char *s, size_t i, size_t n)
+{
+    size_t len, e;
+    int c = class_at(s, i, n, &len);
+    bool prefix = c != C_LETTER && c != C_NUMBER && s[i] != '\r' && s[i] != '\n';
+    for (int alt = 0; alt < 2; alt++) {
+        if (prefix && i + len < n && (e = cased_end(s, i + len, n, alt)))
+            return e;
+        if ((e = cased_end(s, i, n, alt)))
+            return e;
+    }
+    return tail_end(s, i, n, c, i + len, 3, true);
+}
+
 size_t hf_regex_end(enum hf_regex r, const unsigned char *s, size_t i, size_t n)
 {
     switch (r) {
@@ -144,6 +220,8 @@ size_t hf_regex_end(enum hf_regex r, const unsigned char *s, size_t i, size_t n)
         return llama3_end(s, i, n, 3);
     case HF_RE_QWEN2:
         return llama3_end(s, i, n, 1);
+    case HF_RE_O200K:
+        return o200k_end(s, i, n);
     }
     return n;
 }

@@ -104,6 +104,21 @@ int hf_class(uint32_t cp)
     return C_OTHER;
 }
 
+int hf_case(uint32_t cp)
+{
+    if (cp < 0x80)
+        return cp >= 'A' && cp <= 'Z' ? K_UPPER : cp >= 'a' && cp <= 'z' ? K_LOWER : K_NONE;
+    if (cp == UTF8_INVALID)
+        return K_NONE;
+    if (IN(uni_upper, cp))
+        return K_UPPER;
+    if (IN(uni_lower, cp))
+        return K_LOWER;
+    if (IN(uni_mark, cp))
+        return K_MARK;
+    return IN(uni_letter, cp) ? K_OTHER_LETTER : K_NONE;
+}
+
 int tokenizer_hf_class(uint32_t cp)
 {
     return "LNSO"[hf_class(cp)];

@@ -96,6 +96,10 @@ size_t hf_put_utf8(char *out, uint32_t cp);
 /* C_LETTER (\p{L}), C_NUMBER (\p{N}), C_SPACE (\s) or C_OTHER; an invalid
  * byte is C_OTHER. */
 int hf_class(uint32_t cp);
+/* The case of a letter, for the o200k regex: K_UPPER (Lu, Lt), K_LOWER
+ * (Ll), K_OTHER_LETTER (Lm, Lo), K_MARK (M) or K_NONE. */
+enum { K_UPPER, K_LOWER, K_OTHER_LETTER, K_MARK, K_NONE };
+int hf_case(uint32_t cp);
 /* The regex crate's \w (Alphabetic, M, Nd, Pc, Join_Control). */
 bool hf_is_word(uint32_t cp);
 /* NFC of s[0..n); *out is s itself when NFC leaves it as it is, else buf
@@ -105,7 +109,7 @@ size_t hf_nfc(const char *s, size_t n, char **buf, size_t *cap, const char **out
 /* ---- the tokenizer ---- */
 
 enum hf_model_kind { HF_BYTE_LEVEL, HF_SENTENCEPIECE };
-enum hf_regex { HF_RE_GPT2, HF_RE_LLAMA3, HF_RE_QWEN2 };
+enum hf_regex { HF_RE_GPT2, HF_RE_LLAMA3, HF_RE_QWEN2, HF_RE_O200K };
 enum hf_norm_kind { HF_NORM_NFC, HF_NORM_PREPEND, HF_NORM_REPLACE };
 enum hf_pretok_kind { HF_PT_SPLIT, HF_PT_DIGITS, HF_PT_METASPACE };
 enum hf_prepend { HF_PREPEND_ALWAYS, HF_PREPEND_FIRST, HF_PREPEND_NEVER };

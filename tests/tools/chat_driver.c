@@ -1,7 +1,8 @@
 /* chat_driver: runs vktrain's chat templates for tests/test_chat_template.py.
  *   chat_driver render TOKENIZER TEMPLATE GEN FILE
  *       TOKENIZER: a tokenizer.json or a folder holding one ("byte": the
- *       byte tokenizer); TEMPLATE: auto, llama3, chatml, llama2 or plain;
+ *       byte tokenizer); TEMPLATE: auto, llama3, chatml, llama2, plain, gemma,
+ *       qwen3 or phi3;
  *       GEN: 1 to end with the assistant's header. FILE holds one JSON list
  *       of {role, content} messages per line; prints per line
  *       {"text": ..., "spans": [[start, end], ...]} (byte offsets) or
@@ -21,17 +22,12 @@
 
 static int render(char **argv)
 {
-    static const char *const names[] = {"auto", "llama3", "chatml", "llama2", "plain"};
     bool byte = !strcmp(argv[0], "byte");
     struct config_tokenizer cfg = {.type = byte ? TOKENIZER_BYTE : TOKENIZER_HF, .path = byte ? NULL : argv[0]};
-    int k = 0;
-    while (k < 5 && strcmp(names[k], argv[1]))
-        k++;
-    if (k == 5) {
+    if (chat_template_parse(argv[1], &cfg.chat_template)) {
         fprintf(stderr, "chat_driver: no template %s\n", argv[1]);
         return 2;
     }
-    cfg.chat_template = (enum chat_template)k;
     char err[4096];
     struct tokenizer tok;
     struct chat_format f;

@@ -10,9 +10,12 @@
  *   tokenize_driver classes - < CODE_POINTS
  *       prints the pre-tokenizer class (L, N, S, O) of each decimal code
  *       point read from stdin, one letter per line
+ *   tokenize_driver cases - < CODE_POINTS
+ *       prints the o200k letter case of each: U (Lu, Lt), l (Ll), L (Lm,
+ *       Lo), M (a mark) or - (none of these)
  *   tokenize_driver nfc IN OUT
  *       writes the NFC of IN's bytes to OUT
- *   tokenize_driver split gpt2|llama3|qwen2 FILE
+ *   tokenize_driver split gpt2|llama3|qwen2|o200k FILE
  *       prints the byte lengths of the pieces the split regex cuts FILE
  *       into, one line
  *   tokenize_driver bench TOKENIZER_JSON FILE
@@ -100,11 +103,13 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(mode, "split") && argc == 4) {
-        static const char *const names[] = {[HF_RE_GPT2] = "gpt2", [HF_RE_LLAMA3] = "llama3", [HF_RE_QWEN2] = "qwen2"};
+        static const char *const names[] = {
+            [HF_RE_GPT2] = "gpt2", [HF_RE_LLAMA3] = "llama3", [HF_RE_QWEN2] = "qwen2", [HF_RE_O200K] = "o200k"};
+        const int n_names = (int)(sizeof names / sizeof *names);
         int r = 0;
-        while (r < 3 && strcmp(names[r], argv[2]))
+        while (r < n_names && strcmp(names[r], argv[2]))
             r++;
-        if (r == 3) {
+        if (r == n_names) {
             fprintf(stderr, "tokenize_driver: no regex %s\n", argv[2]);
             return 2;
         }
@@ -123,6 +128,12 @@ int main(int argc, char **argv)
         unsigned long cp;
         while (scanf("%lu", &cp) == 1)
             printf("%c\n", tokenizer_hf_class((uint32_t)cp));
+        return 0;
+    }
+    if (!strcmp(mode, "cases")) {
+        unsigned long cp;
+        while (scanf("%lu", &cp) == 1)
+            printf("%c\n", "UlLM-"[hf_case((uint32_t)cp)]);
         return 0;
     }
     struct tokenizer t;
