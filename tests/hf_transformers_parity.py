@@ -81,11 +81,13 @@ VKTRAIN = os.environ["VKTRAIN"]
 T, WINDOWS, VAL_WINDOWS, STEPS = 16, 8, 4, 4
 failures = []
 # Config overrides that drop one feature: the loss must then disagree.
-CONTROLS = {"llama": ("without rope_scaling", {"rope_scaling": None}),
-            "mistral_window": ("without its sliding window", {"sliding_window": None}),
-            "phi3": ("without its longrope scaling", {"rope_scaling": None}),
-            "gemma2": ("without its sliding window", {"sliding_window": 10000}),
-            "qwen2": ("with q/k/v biases dropped (read as a llama)", {"cls": LlamaForCausalLM})}
+CONTROLS = {"llama": [("without rope_scaling", {"rope_scaling": None})],
+            "mistral_window": [("without its sliding window", {"sliding_window": None})],
+            "phi3": [("without its longrope scaling", {"rope_scaling": None})],
+            "gemma2": [("without its sliding window", {"sliding_window": 10000})],
+            "gemma2_softcap": [("without the attention's soft-capping", {"attn_logit_softcapping": None}),
+                               ("without the final soft-capping", {"final_logit_softcapping": None})],
+            "qwen2": [("with q/k/v biases dropped (read as a llama)", {"cls": LlamaForCausalLM})]}
 
 
 def check(name, ok, detail=""):
@@ -113,6 +115,11 @@ def build(arch, d, tok, gen):
     elif arch == "gemma2":
         cfg = Gemma2Config(**common, head_dim=16, query_pre_attn_scalar=12, sliding_window=5,
                            attn_logit_softcapping=None, final_logit_softcapping=None, rope_theta=1000.0)
+    elif arch == "gemma2_softcap":
+        # caps near the scores' and logits' size, so that tanh bends them
+        # (Gemma 2's 50 and 30 would hardly touch a tiny random model's)
+        cfg = Gemma2Config(**common, head_dim=16, query_pre_attn_scalar=12, sliding_window=5,
+                           attn_logit_softcapping=0.5, final_logit_softcapping=1.5, rope_theta=1000.0)
     elif arch == "phi3":
         cfg = Phi3Config(**common, tie_word_embeddings=False, original_max_position_embeddings=16,
                          rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.5, 4.0],
@@ -174,8 +181,7 @@ def run_case(arch, work, tok, gen):
           f"vk {vk0:.8f} hf {hf0:.8f} rel {rel:.2e}")
     # Teeth: the same model without the feature this case adds gives a loss
     # the check above would reject.
-    if arch in CONTROLS:
-        what, control = CONTROLS[arch]
+    for what, control in CONTROLS.get(arch, []):
         rel = abs(vk0 - hf_loss(src, train_windows, control)) / hf0
         check(f"{arch}: control: transformers {what} differs from vktrain by > 10x the tolerance", rel > 1e-4,
               f"rel {rel:.2e}")
@@ -215,7 +221,8 @@ def main():
     gen = torch.Generator().manual_seed(11)
     with tempfile.TemporaryDirectory() as work:
         tok = make_tokenizer(os.path.join(work, "tokenizer"))
-        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window", "phi3", "gemma", "gemma2"):
+        for arch in ("llama", "qwen2", "gpt2", "mistral", "mistral_window", "phi3", "gemma", "gemma2",
+                     "gemma2_softcap"):
             run_case(arch, work, tok, gen)
     if failures:
         print(f"{len(failures)} check(s) failed")

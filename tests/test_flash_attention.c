@@ -29,6 +29,7 @@ static struct gpu *g;
 static int block_pass; /* attention in blocks (op_flash_attention_set_block) */
 static int last_timed; /* whether test_flash's last run was profiled */
 static uint32_t window; /* the cases' sliding window (0: none) */
+static float softcap;   /* the cases' soft-capping of the scores (0: none) */
 
 /* Whether the profile since gpu_profile_start ran a kernel whose name
  * starts with prefix (a whole name: that kernel). */
@@ -79,7 +80,8 @@ static double *ref_lse(const double *probs, const double *q, const double *k, in
                 for (int i = 0; i < hd; i++)
                     s += qt[i] * kt[i];
                 size_t r = ((size_t)b * H + h) * T + t;
-                lse[r] = s * scale - log(probs[r * T + t]);
+                s *= scale;
+                lse[r] = (softcap > 0 ? softcap * tanh(s / softcap) : s) - log(probs[r * T + t]);
             }
     return lse;
 }
@@ -201,8 +203,8 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     double *out = vkt_calloc(nq, 8, "out"), *probs = vkt_calloc(np, 8, "probs");
     struct views in = upload(q, k, v, rows, qw, kw, fused, 3, "input");
     struct views grad = upload(dq, dk, dv, rows, qw, kw, fused, 3, "gradient");
-    ref_attention_forward_window(out, probs, q, k, v, with_doc ? doc : NULL, B, T, H, KVH, hd, (int)window);
-    ref_attention_backward(dq, dk, dv, dout, probs, q, k, v, B, T, H, KVH, hd);
+    ref_attention_forward_capped(out, probs, q, k, v, with_doc ? doc : NULL, B, T, H, KVH, hd, (int)window, softcap);
+    ref_attention_backward_capped(dq, dk, dv, dout, probs, q, k, v, B, T, H, KVH, hd, softcap);
     double *lse = ref_lse(probs, q, k, B, T, H, KVH, hd);
     struct gpu_buffer *bdoc = gpu_buffer_create(g, sizeof(int32_t) * rows, "doc");
     gpu_upload(g, bdoc, 0, doc, sizeof(int32_t) * rows);
@@ -210,20 +212,20 @@ static void test_flash(int B, int T, int H, int KVH, int hd, int with_doc, int f
     struct gpu_buffer *bst = gpu_buffer_create(g, 8 * nr, "stats"), *bdo = buffer_from_doubles(g, dout, nq, "do");
     struct op_attention_shape sh = {.B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_off = in.q_at,
                                     .k_off = in.k_at, .v_off = in.v_at, .q_stride = in.q_stride,
-                                    .kv_stride = in.kv_stride, .window = window};
+                                    .kv_stride = in.kv_stride, .window = window, .softcap = softcap};
     struct gpu_buffer *d = with_doc ? bdoc : NULL;
-    CHECK(!present || !window, "the present kernels have no sliding window");
+    CHECK(!present || (!window && !softcap), "the present kernels have no sliding window or soft-capping");
     struct snapshot g0 = snapshot_take(&grad);
     int timed = last_timed = gpu_profile_start(g);
     op_flash_attention(g, &sh, in.q, in.k, in.v, d, bl, bo);
     op_flash_attention_backward(g, &sh, in.q, in.k, in.v, d, bo, bl, bdo, bst, grad.q, grad.k, grad.v);
     gpu_profile_stop(g);
     char what[128];
-    snprintf(what, sizeof what, "%s B=%d T=%d H=%d KVH=%d hd=%d doc=%d fused=%d window=%u",
+    snprintf(what, sizeof what, "%s B=%d T=%d H=%d KVH=%d hd=%d doc=%d fused=%d window=%u softcap=%g",
              gpu_kernel_class(g) == GPU_KERNELS_TEXEL ? "texel"
              : block_pass                             ? "tiled, blocks"
                                                       : "tiled",
-             B, T, H, KVH, hd, with_doc, fused, window);
+             B, T, H, KVH, hd, with_doc, fused, window, (double)softcap);
     if (timed && block_pass)
         CHECK(ran("flash_block_fwd") && ran("flash_block_dq") && ran("flash_block_dk"), /* dkv, or dk and dv */
               "%s: the block kernels did not run", what);
@@ -288,7 +290,8 @@ static void test_rows_same_bits(int B, int T, int H, int KVH, int hd, uint32_t w
     struct gpu_buffer *bo = gpu_buffer_create(g, 4 * nq, "out"), *bl = gpu_buffer_create(g, 4 * nr, "lse");
     struct gpu_buffer *bst = gpu_buffer_create(g, 8 * nr, "stats"), *bdo = buffer_from_doubles(g, dout, nq, "do");
     struct op_attention_shape sh = {
-        .B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_stride = qw, .kv_stride = kw, .window = window};
+        .B = B, .T = T, .H = H, .KVH = KVH, .hd = hd, .q_stride = qw, .kv_stride = kw, .window = window,
+        .softcap = softcap};
     struct snapshot g0 = snapshot_take(&grad), got[2][2];
     struct views outs = {.q = bo, .k = bo, .v = bo};
     static const char *want[2][4] = {
@@ -412,6 +415,15 @@ int main(void)
         op_flash_attention_set_walk(5);
         test_flash(2, 23, 4, 2, 8, 1, 0, 0);
         op_flash_attention_set_walk(0);
+        /* Soft-capping (Gemma 2; a cap near the scores' size, so that tanh
+         * bends them): alone, with a window and documents, in parts. */
+        softcap = 0.7f;
+        test_flash(2, 23, 4, 2, 8, 1, 0, 0);
+        test_flash(2, 37, 4, 2, 32, 1, 1, 0);
+        op_flash_attention_set_walk(5);
+        test_flash(1, 19, 2, 1, 64, 0, 0, 0);
+        op_flash_attention_set_walk(0);
+        softcap = 0;
         window = 0;
         /* Long sequences: the present kernels keep T² floats per head. */
         test_flash(1, 1024, 2, 1, 64, 1, 0, c == 0);
@@ -448,6 +460,9 @@ int main(void)
         test_rows_same_bits(2, 61, 2, 1, 32, 13); /* the walk in parts of 13 */
         window = 11;
         test_rows_same_bits(2, 61, 2, 1, 32, 13);
+        softcap = 0.7f;
+        test_rows_same_bits(2, 61, 2, 1, 32, 13);
+        softcap = 0;
         window = 0;
     } else
         printf("test_flash_attention: %s is not a CPU device: the texel attention kernels' bits against the storage "

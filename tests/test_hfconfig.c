@@ -263,6 +263,18 @@ static void test_families(void)
               !vkt_layers_has(&c.nope_layers, 0) && vkt_layers_has(&c.full_layers, 0) &&
               !vkt_layers_has(&c.full_layers, 1),
           "smollm3 no_rope_layers and window: %s (window %d)", err, c.sliding_window);
+    /* Gemma 2's soft-capping: absent is on (transformers' 50 and 30), null
+     * off, a number that cap; Gemma 3's absent is off */
+    CHECK(read_text("{\"model_type\": \"gemma2\", \"hidden_size\": 64, " LLAMA_REST "}", &c) == 0 &&
+              c.attn_softcap == 50 && c.final_softcap == 30,
+          "gemma2 default soft-capping: %s (%g, %g)", err, c.attn_softcap, c.final_softcap);
+    CHECK(read_text("{\"model_type\": \"gemma2\", \"hidden_size\": 64, \"attn_logit_softcapping\": null, "
+                    "\"final_logit_softcapping\": 12.5, " LLAMA_REST "}",
+                    &c) == 0 && c.attn_softcap == 0 && c.final_softcap == 12.5,
+          "gemma2 soft-capping null and 12.5: %s", err);
+    CHECK(read_text("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, " LLAMA_REST "}", &c) == 0 &&
+              !c.attn_softcap && !c.final_softcap,
+          "gemma3 default: no soft-capping: %s", err);
 }
 
 static void expect_error(const char *text, const char *want, const char *want2)
@@ -278,6 +290,8 @@ static void expect_error(const char *text, const char *want, const char *want2)
 static void test_errors(void)
 {
     expect_error("{\"model_type\": \"llama\", " LLAMA_REST "}", "missing required key 'hidden_size'", NULL);
+    expect_error("{\"model_type\": \"gemma2\", \"hidden_size\": 64, \"attn_logit_softcapping\": -1, " LLAMA_REST "}",
+                 "'attn_logit_softcapping'", "positive number or null");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": \"64\", " LLAMA_REST "}", "'hidden_size'",
                  "must be an integer, not a string");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64.5, " LLAMA_REST "}", "'hidden_size'", "integer");

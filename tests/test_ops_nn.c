@@ -370,7 +370,9 @@ static void test_bias(int N, int C)
     free(bias), free(y0), free(dy), free(db0), free(y), free(db);
 }
 
-static void test_cross_entropy(int N, int V)
+/* softcap > 0: Gemma 2's final soft-capping, the reference's logits
+ * softcap·tanh(x / softcap) and its dlogits times 1 − tanh². */
+static void test_cross_entropy_capped(int N, int V, double softcap)
 {
     size_t n = (size_t)N * V;
     int32_t *labels = vkt_malloc(sizeof(int32_t) * N, "labels");
@@ -381,13 +383,17 @@ static void test_cross_entropy(int N, int V)
     double *logits = rnd(n, 8), *dlogits = vkt_calloc(n, 8, "dlogits");
     double loss = 0;
     int count = 0;
-    double scale = 1.0 / 37.0;
-    ref_crossentropy_forward_backward(dlogits, &loss, &count, logits, labels, N, V, scale);
+    double scale = 1.0 / 37.0, *capped = vkt_malloc(sizeof(double) * n, "capped logits");
+    for (size_t i = 0; i < n; i++)
+        capped[i] = softcap > 0 ? softcap * tanh(logits[i] / softcap) : logits[i];
+    ref_crossentropy_forward_backward(dlogits, &loss, &count, capped, labels, N, V, scale);
+    for (size_t i = 0; i < n && softcap > 0; i++)
+        dlogits[i] *= 1.0 - (capped[i] / softcap) * (capped[i] / softcap);
     struct gpu_buffer *bl = buffer_from_doubles(g, logits, n, "logits"), *blab = ints(labels, N, "labels");
     struct gpu_buffer *bloss = gpu_buffer_create(g, 4 * N, "row loss"), *bcnt = gpu_buffer_create(g, 4 * N, "count");
-    op_cross_entropy(g, bl, blab, bloss, bcnt, N, V, (float)scale);
-    char what[64];
-    snprintf(what, sizeof what, "cross_entropy N=%d V=%d dlogits", N, V);
+    op_cross_entropy_capped(g, bl, blab, bloss, bcnt, 0, N, V, V, (float)scale, (float)softcap);
+    char what[96];
+    snprintf(what, sizeof what, "cross_entropy N=%d V=%d softcap=%g dlogits", N, V, softcap);
     expect(what, bl, dlogits, n);
     float *rl = download_floats(g, bloss, N), *rc = download_floats(g, bcnt, N), *dl = download_floats(g, bl, n);
     double sum = 0, cnt = 0;
@@ -402,7 +408,12 @@ static void test_cross_entropy(int N, int V)
     CHECK(fabs(sum - loss) <= 1e-5 * fabs(loss) + 1e-6, "%s: loss %.9g vs reference %.9g", what, sum, loss);
     CHECK(nonzero_ignored == 0, "%s: %zu nonzero gradients on ignored rows", what, nonzero_ignored);
     gpu_buffer_destroy(g, bl), gpu_buffer_destroy(g, blab), gpu_buffer_destroy(g, bloss), gpu_buffer_destroy(g, bcnt);
-    free(labels), free(logits), free(dlogits), free(rl), free(rc), free(dl);
+    free(labels), free(logits), free(dlogits), free(rl), free(rc), free(dl), free(capped);
+}
+
+static void test_cross_entropy(int N, int V)
+{
+    test_cross_entropy_capped(N, V, 0);
 }
 
 /* Column sums (here the bias gradient) over many rows against exact
@@ -509,8 +520,15 @@ int main(void)
         /* Rows whose three passes exceed llvmpipe's loop limit (3V >
          * 65,535): the texel family's workgroup-per-row kernel (rows of
          * 120 KB: not under test_limits' 64 KiB bindings). */
-        if (gpu_texel_limit(g, GPU_BIND_TEXEL_F32) >= 30011 && gpu_binding_limit(g, GPU_BIND_STORAGE) >= 4 * 30011)
+        if (gpu_texel_limit(g, GPU_BIND_TEXEL_F32) >= 30011 && gpu_binding_limit(g, GPU_BIND_STORAGE) >= 4 * 30011) {
             test_cross_entropy(13, 30011);
+            test_cross_entropy_capped(5, 30011, 3.0);
+        }
+        /* Gemma 2's final soft-capping (logits of ±8 against caps of 3
+         * and 30: bent hard and barely), one invocation per row (texel) or
+         * a workgroup per row */
+        test_cross_entropy_capped(17, 259, 3.0);
+        test_cross_entropy_capped(9, 1000, 30.0);
     }
     for (int c = 0; c < 2; c++) {
         gpu_set_kernel_class(g, classes[c]);

@@ -306,30 +306,30 @@ int main(void)
     ce_case(11, 50257, 1.0f / 7.0f);
     /* GPT-2's fused qkv: rows of 3·H·hd, q, k, v at 0, H·hd, 2·H·hd */
     const struct attn_case cases[] = {
-        {"llama GQA T=37", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0, 0}, 0, 0},
-        {"llama GQA T=37 docs", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0, 0}, 0, 1},
-        {"GQA 4:1 T=1", {2, 1, 4, 1, 8, 0, 0, 0, 0, 0, 0}, 0, 0},
-        {"GQA 4:1 T=33 docs", {1, 33, 8, 2, 16, 0, 0, 0, 0, 0, 0}, 0, 1},
-        {"gpt2 fused T=29", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72, 0}, 1, 0},
-        {"gpt2 fused T=29 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72, 0}, 1, 1},
-        {"head size 6 (scalar) T=19 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0, 0}, 0, 1},
-        {"T=256 hd=64 GQA docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0, 0}, 0, 1},
-        {"T=45 hd=96 GQA docs", {1, 45, 4, 2, 96, 0, 0, 0, 0, 0, 0}, 0, 1},
+        {"llama GQA T=37", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0, 0, 0}, 0, 0},
+        {"llama GQA T=37 docs", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0, 0, 0}, 0, 1},
+        {"GQA 4:1 T=1", {2, 1, 4, 1, 8, 0, 0, 0, 0, 0, 0, 0}, 0, 0},
+        {"GQA 4:1 T=33 docs", {1, 33, 8, 2, 16, 0, 0, 0, 0, 0, 0, 0}, 0, 1},
+        {"gpt2 fused T=29", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72, 0, 0}, 1, 0},
+        {"gpt2 fused T=29 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72, 0, 0}, 1, 1},
+        {"head size 6 (scalar) T=19 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0, 0, 0}, 0, 1},
+        {"T=256 hd=64 GQA docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0, 0, 0}, 0, 1},
+        {"T=45 hd=96 GQA docs", {1, 45, 4, 2, 96, 0, 0, 0, 0, 0, 0, 0}, 0, 1},
         /* walks near lavapipe's loop limit (dk, dv cut into dispatches) */
-        {"T=1024 hd=64", {1, 1024, 1, 1, 64, 0, 0, 0, 0, 0, 0}, 0, 0},
+        {"T=1024 hd=64", {1, 1024, 1, 1, 64, 0, 0, 0, 0, 0, 0, 0}, 0, 0},
         /* four rows per invocation in the texel family's dq and dkv (head
          * sizes up to 32) over a long walk */
-        {"T=2048 hd=32 GQA", {1, 2048, 2, 1, 32, 0, 0, 0, 0, 0, 0}, 0, 0},
+        {"T=2048 hd=32 GQA", {1, 2048, 2, 1, 32, 0, 0, 0, 0, 0, 0, 0}, 0, 0},
         /* sliding windows: masked keys +0 as another document's, the walks
          * bounded by the window (its parts and blocks across them) */
-        {"llama GQA T=37 window 1 docs", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0, 1}, 0, 1},
-        {"GQA 4:1 T=33 window 3", {1, 33, 8, 2, 16, 0, 0, 0, 0, 0, 3}, 0, 0},
-        {"gpt2 fused T=29 window 6 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72, 6}, 1, 1},
-        {"head size 6 (scalar) T=19 window 5 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0, 5}, 0, 1},
-        {"head size 6 (scalar) T=19 window 19 (none)", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0, 19}, 0, 0},
-        {"T=256 hd=64 GQA window 50 docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0, 50}, 0, 80},
-        {"T=256 hd=32 GQA window 40", {1, 256, 4, 2, 32, 0, 0, 0, 0, 0, 40}, 0, 0},
-        {"T=1024 hd=32 window 60 docs", {1, 1024, 2, 2, 32, 0, 0, 0, 0, 0, 60}, 0, 200},
+        {"llama GQA T=37 window 1 docs", {2, 37, 4, 2, 16, 0, 0, 0, 0, 0, 1, 0}, 0, 1},
+        {"GQA 4:1 T=33 window 3", {1, 33, 8, 2, 16, 0, 0, 0, 0, 0, 3, 0}, 0, 0},
+        {"gpt2 fused T=29 window 6 docs", {2, 29, 3, 3, 8, 0, 24, 48, 72, 72, 6, 0}, 1, 1},
+        {"head size 6 (scalar) T=19 window 5 docs", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0, 5, 0}, 0, 1},
+        {"head size 6 (scalar) T=19 window 19 (none)", {1, 19, 2, 1, 6, 0, 0, 0, 0, 0, 19, 0}, 0, 0},
+        {"T=256 hd=64 GQA window 50 docs", {1, 256, 2, 1, 64, 0, 0, 0, 0, 0, 50, 0}, 0, 80},
+        {"T=256 hd=32 GQA window 40", {1, 256, 4, 2, 32, 0, 0, 0, 0, 0, 40, 0}, 0, 0},
+        {"T=1024 hd=32 window 60 docs", {1, 1024, 2, 2, 32, 0, 0, 0, 0, 0, 60, 0}, 0, 200},
     };
     /* TEST_MAX_HEAD_SIZE=N runs the attention cases of head size <= N only
      * (test_lavapipe2 on Mesa 25.0, whose LLVM 15 takes minutes to compile

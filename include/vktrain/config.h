@@ -54,10 +54,11 @@ struct config_model {
     /* The Gemma family's (docs/recipes.md): the MLP's activation, RMSNorm
      * weights as 1 + w, norms after attention and MLP, embeddings times
      * √dim, scores times query_pre_attn_scalar^-1/2 (0: head_dim), the
-     * sliding layers' RoPE base (0: rope_theta). */
+     * sliding layers' RoPE base (0: rope_theta), Gemma 2's soft-capping of
+     * the attention scores and of the final logits (0: none). */
     enum mlp_activation mlp_activation;
     bool norm_offset, post_norms, scale_embeddings;
-    double query_pre_attn_scalar, rope_local_base_freq;
+    double query_pre_attn_scalar, rope_local_base_freq, attn_logit_softcapping, final_logit_softcapping;
     int hidden_dim;  /* MLP width */
     int max_seq_len; /* T: tokens per training row */
     double norm_eps;

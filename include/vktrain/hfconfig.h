@@ -70,6 +70,8 @@ struct hf_config {
      * rope_theta). */
     int norm_offset, post_norms, mlp_gelu;
     double embed_scale, attn_scalar, rope_local_theta;
+    /* Gemma 2 / 3: attn_logit_softcapping, final_logit_softcapping (0: none). */
+    double attn_softcap, final_softcap;
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */

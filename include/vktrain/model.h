@@ -107,6 +107,9 @@ struct model_config {
     int norm_offset, post_norms, mlp_gelu;
     float embed_scale, attn_scalar;
     double rope_local_theta;
+    /* Gemma 2's soft-capping, x -> c·tanh(x/c), of the attention scores
+     * (attn_softcap) and of the logits (final_softcap); 0: none. */
+    float attn_softcap, final_softcap;
 };
 
 /* Each head's width. */

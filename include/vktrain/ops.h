@@ -92,6 +92,12 @@ void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffe
 void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
                          struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
                          uint32_t V, uint32_t ld, float scale);
+/* The same with Gemma 2's final soft-capping (softcap > 0; 0: none): each
+ * logit x is softcap·tanh(x / softcap) and its gradient is times
+ * 1 − tanh²; not in the reproducible mode. */
+void op_cross_entropy_capped(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                             struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
+                             uint32_t V, uint32_t ld, float scale, float softcap);
 
 /* RMSNorm: y = x·rstd·w, rstd (rows) saved. Backward: dx += , dw += . */
 void op_rmsnorm(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer *w, struct gpu_buffer *y,
@@ -160,6 +166,10 @@ struct op_attention_shape {
      * whole causal row. A bound on each row's walk (docs/models.md, "Sliding
      * windows"). */
     uint32_t window;
+    /* Soft-capping (Gemma 2; the flash ops and the decoder): each score s
+     * becomes softcap·tanh(s / softcap) before the mask and softmax, and
+     * its gradient is multiplied by 1 − tanh²; 0: none. */
+    float softcap;
 };
 void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_buffer *q, struct gpu_buffer *k,
                   struct gpu_buffer *v, struct gpu_buffer *doc, struct gpu_buffer *probs, struct gpu_buffer *out);

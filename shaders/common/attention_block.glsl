@@ -12,7 +12,7 @@ layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
     uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
-    uint w0; uint w1; uint wlog; uint window;
+    uint w0; uint w1; uint wlog; uint window; float softcap; // softcap: Gemma 2's c (0: none)
 } p;
 layout(std430, binding = 0) readonly buffer BufQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BufK { float k[]; };

@@ -34,8 +34,10 @@ void main()
 #else
 #include "rows.glsl"
 #include "finite.glsl"
+#include "softcap.glsl"
 layout(push_constant) uniform Push {
     uint pos; uint H; uint KVH; uint hd; uint q_off; uint max_pos; float scale; uint first;
+    float softcap; // Gemma 2's c (0: none)
 } p;
 layout(std430, binding = 0) readonly buffer BQ { float q[]; };
 layout(std430, binding = 1) readonly buffer BKC { float kc[]; };
@@ -53,7 +55,7 @@ void main()
         uint ko = s * kvd + kh * p.hd;
         float dotp = 0.0;
         for (uint d = 0u; d < p.hd; d++) dotp += q[qo + d] * kc[ko + d];
-        float score = dotp * p.scale;
+        float score = softcap(dotp * p.scale, p.softcap);
         scores[so + s] = score;
         m = max(m, score);
     }

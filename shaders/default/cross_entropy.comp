@@ -10,7 +10,9 @@
 //   any other label (−100 = ignore_index; out-of-range labels, which the
 //   data layer rejects, are treated the same): dx = 0 exactly,
 //                                row_loss = row_count = 0
-// x[label] is only read for valid rows, and only in bounds.
+// x[label] is only read for valid rows, and only in bounds. With softcap
+// c > 0 (Gemma 2's final_logit_softcapping) x stands for c·tanh(x/c) and
+// dx is times 1 − tanh²(x/c), the slope of the cap (softcap.glsl).
 // The step passes scale = 1/N, N the global valid-token count, so
 // gradients come out normalized (docs/normalization.md).
 // TEXEL (CPU devices, rows too long for cross_entropy_texel.comp's one
@@ -22,15 +24,16 @@
 // overwrites it, and the label's logit passes through shared memory.
 #include "rows.glsl"
 #include "finite.glsl"
+#include "softcap.glsl"
 #ifndef TEXEL
 #define TEXEL 0
 #endif
-layout(push_constant) uniform Push { uint rows; uint V; float scale; uint ld; } p;
+layout(push_constant) uniform Push { uint rows; uint V; float scale; uint ld; float softcap; } p;
 #if TEXEL
 layout(binding = 0) uniform samplerBuffer tx;
-#define LOGIT(i) texelFetch(tx, int(i)).x
+#define LOGIT(i) softcap(texelFetch(tx, int(i)).x, p.softcap)
 #else
-#define LOGIT(i) x[i]
+#define LOGIT(i) softcap(x[i], p.softcap)
 #endif
 layout(std430, binding = TEXEL) buffer BL { float x[]; };
 layout(std430, binding = TEXEL + 1) readonly buffer BLab { int labels[]; };
@@ -64,8 +67,9 @@ void main()
     s = row_sum(s);
     float inv = 1.0 / s;
     for (uint i = t; i < p.V; i += WG) {
-        precise float prob = exp(LOGIT(base + i) - m) * inv; // no FMA into the next line
-        x[base + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale;
+        float y = LOGIT(base + i);
+        precise float prob = exp(y - m) * inv; // no FMA into the next line
+        x[base + i] = (prob - (i == uint(label) ? 1.0 : 0.0)) * p.scale * softcap_slope(y, p.softcap);
     }
     for (uint i = p.V + t; i < p.ld; i += WG) x[base + i] = 0.0;
     if (t == 0u) {

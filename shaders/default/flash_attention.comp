@@ -50,6 +50,7 @@
 // ((lse, D) pairs) from x_off are (B,H,T); doc is (B,T) from doc_off.
 #include "texel.glsl"
 #include "finite.glsl"
+#include "softcap.glsl"
 #if TEXEL
 #define INPUT(n, name) layout(binding = n) uniform samplerBuffer name;
 #define INPUT1(n, name) INPUT(n, name)
@@ -68,7 +69,7 @@ layout(push_constant) uniform Push {
     uint B; uint T; uint H; uint KVH; uint hd; uint has_doc; float scale;
     uint q_off; uint k_off; uint v_off; uint q_stride; uint kv_stride; // floats
     uint o_off; uint doc_off; uint l_off; uint x_off; uint g1_off; uint g2_off;
-    uint w0; uint w1; uint wlog; uint window;
+    uint w0; uint w1; uint wlog; uint window; float softcap; // softcap: Gemma 2's c (0: none)
 } p;
 
 uint kidx(uint b, uint t, uint kh) { return p.k_off + (b * p.T + t) * p.kv_stride + kh * p.hd; }
@@ -267,7 +268,7 @@ void main()
         [[unroll]] for (uint u = 0u; u < NR; u++) {
             float score[KS], mn = m[u], le = 0.0;
             [[unroll]] for (uint q = 0u; q < KS; q++) {
-                score[q] = HSUM(dotv[u][q]) * p.scale;
+                score[q] = softcap(HSUM(dotv[u][q]) * p.scale, p.softcap);
                 mn = ok[u][q] ? max(mn, score[q]) : mn;
             }
             a[u] = l[u] > 0.0 ? (mn > m[u] ? exp(m[u] - mn) : 1.0) : 0.0;
@@ -345,8 +346,8 @@ void main()
                 }
             }
             [[unroll]] for (uint u = 0u; u < NR; u++) {
-                float pr = exp(HSUM(sv[u]) * p.scale - lse[u]);
-                ds[u][q] = ok[u][q] ? pr * (HSUM(dpv[u]) - D[u]) : 0.0;
+                float sc = softcap(HSUM(sv[u]) * p.scale, p.softcap), pr = exp(sc - lse[u]);
+                ds[u][q] = ok[u][q] ? pr * (HSUM(dpv[u]) - D[u]) * softcap_slope(sc, p.softcap) : 0.0;
             }
         }
         [[unroll]] for (uint c = 0u; c < HDC; c++)
@@ -437,9 +438,9 @@ void main()
                 }
                 float lse = FETCH1(tst, r), D = FETCH1(tst, r + 1u);
                 [[unroll]] for (uint u = 0u; u < NR; u++) {
-                    float pq = exp(HSUM(sv[u]) * p.scale - lse);
+                    float sc = softcap(HSUM(sv[u]) * p.scale, p.softcap), pq = exp(sc - lse);
                     pr[u][q] = ok[u][q] ? pq : 0.0;
-                    ds[u][q] = ok[u][q] ? pq * (HSUM(dpv[u]) - D) : 0.0;
+                    ds[u][q] = ok[u][q] ? pq * (HSUM(dpv[u]) - D) * softcap_slope(sc, p.softcap) : 0.0;
                 }
             }
             [[unroll]] for (uint c = 0u; c < HDC; c++)

@@ -84,6 +84,7 @@
 #define WANT_DK (STAGE == 0 && DKV_PART != 2)
 #define WANT_DV (STAGE == 0 && DKV_PART != 1)
 #include "finite.glsl"
+#include "softcap.glsl"
 #include "attention_block.glsl"
 
 // Packed documents: a pair of blocks where no row sees any key (the keys'
@@ -131,12 +132,12 @@ void scores(uint t0, uint s0, uint lid)
         [[unroll]] for (uint j = 0u; j < SR; j++) {
             uint qi = sq * SR + i, kj = sk * SR + j;
             bool ok = allowed(t0, qi, s0, kj);
-            float pr = ok ? exp(sa[i][j] * p.scale - row_lse[qi]) : 0.0;
+            float sc = softcap(sa[i][j] * p.scale, p.softcap), pr = ok ? exp(sc - row_lse[qi]) : 0.0;
 #if WANT_DV
             Ps[qi][kj] = pr;
 #endif
 #if !(STAGE == 0 && DKV_PART == 2)
-            Ss[qi][kj] = ok ? pr * (da[i][j] - row_d[qi]) : 0.0;
+            Ss[qi][kj] = ok ? pr * (da[i][j] - row_d[qi]) * softcap_slope(sc, p.softcap) : 0.0;
 #endif
         }
 }
@@ -205,7 +206,7 @@ void main()
                 [[unroll]] for (uint j = 0u; j < SR; j++) sa[i][j] += qv[i] * kv[j];
         }
         [[unroll]] for (uint i = 0u; i < SR; i++)
-            [[unroll]] for (uint j = 0u; j < SR; j++) Ss[sq * SR + i][sk * SR + j] = sa[i][j] * p.scale;
+            [[unroll]] for (uint j = 0u; j < SR; j++) Ss[sq * SR + i][sk * SR + j] = softcap(sa[i][j] * p.scale, p.softcap);
         barrier();
         // the online softmax, one invocation per row: the max over the
         // block's allowed keys, the old state's factor a (exactly 1 where

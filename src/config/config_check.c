@@ -143,6 +143,8 @@ static int read_init_from(struct config_ctx *ctx)
         {"model.scale_embeddings", "model_type", h.embed_scale != 0},
         {"model.query_pre_attn_scalar", "query_pre_attn_scalar", h.attn_scalar},
         {"model.rope_local_base_freq", "rope_local_base_freq", h.rope_local_theta},
+        {"model.attn_logit_softcapping", "attn_logit_softcapping", h.attn_softcap},
+        {"model.final_logit_softcapping", "final_logit_softcapping", h.final_softcap},
         {"model.tie_embeddings", "tie_word_embeddings", h.tie_embeddings},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -244,7 +246,9 @@ static int check_model(struct config_ctx *ctx, int tokenizer_size)
                             : !m->post_norms && m->query_pre_attn_scalar ? "model.query_pre_attn_scalar"
                             : m->rope_local_base_freq && !(m->post_norms && m->qk_norm)
                                 ? "model.rope_local_base_freq"
-                                : NULL;
+                            : m->attn_logit_softcapping && !m->post_norms  ? "model.attn_logit_softcapping"
+                            : m->final_logit_softcapping && !m->post_norms ? "model.final_logit_softcapping"
+                                                                           : NULL;
     if (gemma && (!m->norm_offset || m->mlp_activation == MLP_SILU || !m->scale_embeddings))
         return config_fail(ctx, K(!m->norm_offset ? "model.norm_offset" : !m->scale_embeddings
                                                                               ? "model.scale_embeddings"

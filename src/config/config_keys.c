@@ -53,6 +53,8 @@ const struct config_key config_keys[] = {
     {"model.scale_embeddings", KT_BOOL, OFF(model.scale_embeddings), 0, 0, 0, NULL},
     {"model.query_pre_attn_scalar", KT_FLOAT, OFF(model.query_pre_attn_scalar), 0, DBL_MAX, 0, NULL},
     {"model.rope_local_base_freq", KT_FLOAT, OFF(model.rope_local_base_freq), 0, DBL_MAX, 0, NULL},
+    {"model.attn_logit_softcapping", KT_FLOAT, OFF(model.attn_logit_softcapping), 0, DBL_MAX, 0, NULL},
+    {"model.final_logit_softcapping", KT_FLOAT, OFF(model.final_logit_softcapping), 0, DBL_MAX, 0, NULL},
     {"model.hidden_dim", KT_INT, OFF(model.hidden_dim), 1, IMAX, 0, NULL},
     {"model.max_seq_len", KT_INT, OFF(model.max_seq_len), 1, IMAX, 0, NULL},
     {"model.norm_eps", KT_FLOAT, OFF(model.norm_eps), 0, 1, KF_OPEN_MIN, NULL},
@@ -492,6 +494,10 @@ static int hashed(const struct config *cfg, int k)
         return m->query_pre_attn_scalar != 0;
     if (!strcmp(name, "model.rope_local_base_freq"))
         return m->rope_local_base_freq != 0;
+    if (!strcmp(name, "model.attn_logit_softcapping"))
+        return m->attn_logit_softcapping != 0;
+    if (!strcmp(name, "model.final_logit_softcapping"))
+        return m->final_logit_softcapping != 0;
     if (!strcmp(name, "model.base_dtype"))
         return cfg->model.base_dtype != BASE_FP32;
     if (!strcmp(name, "precision"))

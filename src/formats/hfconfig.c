@@ -313,34 +313,27 @@ static int read_layer_window(const char *path, json_t *root, struct hf_config *c
 }
 
 /* The llama family's options: biases, rope scaling, head_dim, sliding window. */
-/* A number key that must be absent or null (a feature not implemented). */
-static int require_null(const char *path, json_t *root, const char *key, const char *why, char *err, size_t errlen)
-{
-    json_t *j = json_object_get(root, key);
-    if (!j || json_is_null(j))
-        return 0;
-    return vkt_error(err, errlen, "%s: '%s' is not supported (%s)", path, key, why);
-}
-
 /* gemma, gemma2, gemma3_text: (1 + w) norms, GeGLU-tanh (hidden_activation,
  * else gelu_pytorch_tanh as transformers uses when it is absent), √hidden
  * embedding scale; gemma2/3: post norms, query_pre_attn_scalar, windows
  * (gemma2 on even layers; gemma3 from layer_types or every
  * sliding_window_pattern-th layer global), gemma3's q/k norms and local
- * RoPE base. Soft-capping is refused. */
+ * RoPE base, gemma2/3's soft-capping. */
 static int check_gemma(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
 {
     static const char *const tanh_gelu[] = {"gelu_pytorch_tanh", NULL};
     int gemma2 = !strcmp(c->model_type, "gemma2"), gemma3 = !strcmp(c->model_type, "gemma3_text");
-    /* Gemma 2's soft-capping is on (50 and 30) unless the keys are null */
-    const char *softcaps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
-    for (int i = 0; i < 2; i++)
-        if (gemma2 && !json_object_get(root, softcaps[i]))
-            return vkt_error(err, errlen, "%s: '%s' is absent, so on (transformers' default): soft-capping is not "
-                             "supported", path, softcaps[i]);
+    /* soft-capping (Gemma 2 and 3; Gemma 1's config has none): absent is
+     * transformers' default, 50 and 30 in Gemma 2, none in Gemma 3 */
+    static const char *const softcaps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
+    double *caps[] = {&c->attn_softcap, &c->final_softcap}, gemma2_caps[] = {50.0, 30.0};
+    for (int i = 0; i < 2 && (gemma2 || gemma3); i++) {
+        json_t *v = json_object_get(root, softcaps[i]);
+        if (v && !json_is_null(v) && !(json_is_number(v) && json_number_value(v) > 0))
+            return vkt_error(err, errlen, "%s: '%s' must be a positive number or null", path, softcaps[i]);
+        *caps[i] = !v ? (gemma2 ? gemma2_caps[i] : 0) : json_is_number(v) ? json_number_value(v) : 0;
+    }
     if (check_string(path, root, "hidden_activation", tanh_gelu, err, errlen) ||
-        require_null(path, root, softcaps[0], "soft-capping is not supported", err, errlen) ||
-        require_null(path, root, softcaps[1], "soft-capping is not supported", err, errlen) ||
         require_bool(path, root, "use_bidirectional_attention", 0, err, errlen) ||
         require_bool(path, root, "attention_bias", 0, err, errlen))
         return -1;
@@ -686,8 +679,10 @@ int hf_config_write(const char *path, const struct hf_config *c, char *err, size
                                                          : (double)(c->head_dim ? c->head_dim : c->dim / c->n_heads)));
             json_object_set_new(root, "sliding_window",
                                 c->sliding_window ? json_integer(c->sliding_window) : json_null());
-            json_object_set_new(root, "attn_logit_softcapping", json_null());
-            json_object_set_new(root, "final_logit_softcapping", json_null());
+            json_object_set_new(root, "attn_logit_softcapping",
+                                c->attn_softcap ? json_real(c->attn_softcap) : json_null());
+            json_object_set_new(root, "final_logit_softcapping",
+                                c->final_softcap ? json_real(c->final_softcap) : json_null());
         }
         if (c->qk_norm) {
             json_object_set_new(root, "layer_types",

@@ -318,6 +318,7 @@ int model_config_from(const struct config_model *c, struct model_config *mc, cha
     mc->post_norms = c->post_norms, mc->attn_scalar = (float)c->query_pre_attn_scalar;
     mc->embed_scale = c->scale_embeddings ? (float)sqrt((double)c->dim) : 0.0f; /* transformers: √dim in float */
     mc->rope_local_theta = c->rope_local_base_freq;
+    mc->attn_softcap = (float)c->attn_logit_softcapping, mc->final_softcap = (float)c->final_logit_softcapping;
     /* the per-layer lists (config_check has checked their lengths and names) */
     memset(&mc->full_layers, 0, sizeof mc->full_layers);
     memset(&mc->nope_layers, 0, sizeof mc->nope_layers);
@@ -373,7 +374,9 @@ int model_config_check(const struct model_config *c, uint32_t batch, char *err, 
         return vkt_error(err, errlen, "gpt2 has heads of dim / n_heads and no q/k norms");
     if (c->arch == MODEL_GPT2 && (c->sliding_window || vkt_layers_count(&c->nope_layers, c->n_layers)))
         return vkt_error(err, errlen, "gpt2 has no sliding window and no RoPE to leave out");
-    if (c->arch == MODEL_GPT2 && (c->norm_offset || c->post_norms || c->mlp_gelu || c->embed_scale || c->attn_scalar))
+    if (c->arch == MODEL_GPT2 &&
+        (c->norm_offset || c->post_norms || c->mlp_gelu || c->embed_scale || c->attn_scalar || c->attn_softcap ||
+         c->final_softcap))
         return vkt_error(err, errlen, "gpt2 has none of Gemma's norms, GeGLU, embedding or attention scales");
     if (c->qk_norm && vkt_layers_count(&c->nope_layers, c->n_layers))
         return vkt_error(err, errlen,

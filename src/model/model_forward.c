@@ -195,7 +195,8 @@ void model_forward(struct model *m, const struct model_batch *b, float scale)
                         (uint32_t[3]){0, 0, ld});
         if (m->keep_logits)
             op_copy_to(g, m->logits, m->logits_kept, (size_t)r0 * ld, (size_t)n * ld);
-        op_cross_entropy_at(g, m->logits, m->labels, m->row_loss, m->row_count, r0, n, V, ld, scale);
+        op_cross_entropy_capped(g, m->logits, m->labels, m->row_loss, m->row_count, r0, n, V, ld, scale,
+                                m->c.final_softcap);
         if (scale == 0.0f)
             continue;
         /* m->logits holds dlogits: dxf = dlogits·Wlm, dWlm += dlogitsᵀ·xf */

@@ -175,7 +175,7 @@ static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, ui
     struct gpu *g = d->m->g;
     struct gpu_kernel_desc desc = {.shader = SHADER_attention_decode_attend,
                                    .n_bindings = 5,
-                                   .push_size = 8 * sizeof(uint32_t),
+                                   .push_size = 9 * sizeof(uint32_t),
                                    .n_spec = 1,
                                    .spec = {gpu_workgroup_1d(g)}};
     struct gpu_arg args[5] = {
@@ -184,7 +184,9 @@ static void cache_attend(struct decoder *d, uint32_t l, struct gpu_buffer *q, ui
         uint32_t pos, H, KVH, hd, q_off, max_pos;
         float scale;
         uint32_t first;
-    } push = {d->pos, d->H, d->KVH, d->hd, q_off, d->T, (float)(1.0 / sqrt((double)d->hd)), first};
+        float softcap;
+    } push = {d->pos, d->H, d->KVH, d->hd, q_off, d->T, (float)(1.0 / sqrt((double)d->hd)), first,
+              d->m->c.attn_softcap};
     gpu_dispatch(g, gpu_kernel_get(g, &desc), args, &push, d->H, 1, 1);
 }
 
@@ -230,6 +232,9 @@ const float *decoder_step(struct decoder *d, int32_t token)
         op_rmsnorm(g, d->x, norm_w(m, m->norm_f), d->xn, d->rstd, 1, d->C, c->norm_eps);
     op_matmul_nt(g, d->xn, weight(m, m->lm_head), d->logits, 1, d->V, d->C, 0);
     gpu_download(g, d->logits, 0, d->host_logits, sizeof(float) * d->V);
+    float cap = c->final_softcap; /* Gemma 2's final soft-capping, as the training loss sees the logits */
+    for (uint32_t i = 0; cap > 0 && i < d->V; i++)
+        d->host_logits[i] = (float)(cap * tanh((double)d->host_logits[i] / cap));
     d->pos++;
     return d->host_logits;
 }

@@ -188,7 +188,8 @@ static inline struct op_attention_shape model_attention_shape(const struct model
                                    .H = c->n_heads,
                                    .KVH = c->n_kv_heads,
                                    .hd = model_head_dim(c),
-                                   .window = model_layer_window(c, l)};
+                                   .window = model_layer_window(c, l),
+                                   .softcap = c->attn_softcap};
     if (c->arch == MODEL_GPT2) /* views into the fused (rows, 3C) c_attn output */
         s.q_off = 0, s.k_off = c->dim, s.v_off = 2 * c->dim, s.q_stride = s.kv_stride = 3 * c->dim;
     return s;

@@ -74,6 +74,8 @@ static struct hf_config hf_config_of(const struct model *m, const struct model_s
         .embed_scale = c->embed_scale,
         .attn_scalar = c->attn_scalar,
         .rope_local_theta = c->rope_local_theta,
+        .attn_softcap = c->attn_softcap,
+        .final_softcap = c->final_softcap,
         .hidden_dim = (int)c->hidden_dim,
         .max_seq_len = (int)c->pos_rows,
         .norm_eps = c->norm_eps,
@@ -510,6 +512,7 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
     c->norm_offset = h.norm_offset, c->post_norms = h.post_norms, c->mlp_gelu = h.mlp_gelu;
     c->embed_scale = (float)h.embed_scale, c->attn_scalar = (float)h.attn_scalar;
     c->rope_local_theta = h.rope_local_theta;
+    c->attn_softcap = (float)h.attn_softcap, c->final_softcap = (float)h.final_softcap;
     c->rope_scaling = (struct op_rope_scaling){.type = (enum op_rope_type)h.rope_scaling,
                                                .factor = h.rope_factor,
                                                .low_freq_factor = h.rope_low_freq_factor,

@@ -210,6 +210,8 @@ void op_attention(struct gpu *g, const struct op_attention_shape *s, struct gpu_
 {
     if (s->window && s->window < s->T)
         vkt_fatal("attention: the kernels with (T,T) probabilities have no sliding window (op_flash_attention has)");
+    if (s->softcap)
+        vkt_fatal("attention: the kernels with (T,T) probabilities have no soft-capping (op_flash_attention has)");
     struct probs_push push = {.a = attention_push_of("attention", s, doc != NULL)};
     size_t F = sizeof(float), T = s->T;
     attention_check_views("attention", &push.a, q, k, v);

@@ -18,6 +18,7 @@ struct ce_push {
     uint32_t rows, V;
     float scale;
     uint32_t ld;
+    float softcap;
 };
 
 void op_cross_entropy(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
@@ -31,11 +32,20 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
                          struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
                          uint32_t V, uint32_t ld, float scale)
 {
+    op_cross_entropy_capped(g, logits, labels, row_loss, row_count, row0, rows, V, ld, scale, 0);
+}
+
+void op_cross_entropy_capped(struct gpu *g, struct gpu_buffer *logits, struct gpu_buffer *labels,
+                             struct gpu_buffer *row_loss, struct gpu_buffer *row_count, uint32_t row0, uint32_t rows,
+                             uint32_t V, uint32_t ld, float scale, float softcap)
+{
     if (ld < V)
         vkt_fatal("cross_entropy: rows of %u logits %u floats apart", V, ld);
     size_t row_bytes = (size_t)ld * sizeof(float), first = (size_t)row0 * sizeof(float);
     struct kernel_pick pick = kernel_pick_cross_entropy(g, V, row_bytes);
     if (kernel_path_repro(pick.path)) {
+        if (softcap)
+            vkt_fatal("cross_entropy: the reproducible kernel has no soft-capping");
         if (ld != V)
             vkt_fatal("cross_entropy: the reproducible kernel takes packed rows (%u floats apart, not %u)", V, ld);
         repro_cross_entropy(g, logits, labels, row_loss, row_count, row0, rows, V, scale);
@@ -57,7 +67,9 @@ void op_cross_entropy_at(struct gpu *g, struct gpu_buffer *logits, struct gpu_bu
     struct gpu_arg loss = {.buf = row_loss, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg count = {.buf = row_count, .write = 1, .offset = first, .range = end - first};
     struct gpu_arg x = {.buf = logits, .write = 1, .range = rows * row_bytes};
-    struct ce_push push = {rows, V, scale, ld};
+    if (softcap < 0)
+        vkt_fatal("cross_entropy: softcap %g is negative", (double)softcap);
+    struct ce_push push = {rows, V, scale, ld, softcap};
     if (pick.path == KPATH_TEXEL) {
         /* the logits through an R32F view: one invocation per row, or a
          * workgroup per row (cross_entropy_texel_wg) */

@@ -31,10 +31,12 @@
 /* The shader's push constants: the attention head, then where each
  * binding's slice starts (floats from its binding), the walk [w0, w1),
  * (reproducible sum) log2 of the keys in a part of its walk, and the
- * sliding window (0: none; attention_docs.glsl). */
+ * sliding window (0: none; attention_docs.glsl), Gemma 2's soft-capping
+ * (0: none; softcap.glsl). */
 struct flash_push {
     struct attention_push a;
     uint32_t o_off, doc_off, l_off, x_off, g1_off, g2_off, w0, w1, wlog, window;
+    float softcap;
 };
 
 /* Head sizes up to this many floats keep their vectors in registers. */
@@ -353,7 +355,11 @@ static struct flash_push flash_begin(const char *op, const struct op_attention_s
                                      struct gpu_buffer *k, struct gpu_buffer *v, struct gpu_buffer *doc,
                                      struct gpu_buffer *lse, struct gpu_buffer *out)
 {
-    struct flash_push push = {.a = attention_push_of(op, s, doc != NULL), .window = s->window < s->T ? s->window : 0};
+    struct flash_push push = {.a = attention_push_of(op, s, doc != NULL),
+                              .window = s->window < s->T ? s->window : 0,
+                              .softcap = s->softcap};
+    if (s->softcap < 0)
+        vkt_fatal("%s: softcap %g is negative", op, (double)s->softcap);
     size_t F = sizeof(float), rows = (size_t)s->B * s->T * s->H;
     attention_check_views(op, &push.a, q, k, v);
     ops_check(op, "log-sum-exp", lse, F * rows);
@@ -442,6 +448,8 @@ static void forward(struct gpu *g, int repro, const struct op_attention_shape *s
 {
     const char *op = repro ? "flash_attention (reproducible)" : "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
+    if (repro && s->softcap)
+        vkt_fatal("%s: the reproducible kernels have no soft-capping", op);
     struct attention_push *a = &push.a;
     struct attention_bind b[7];
     bind_inputs(b, &push, q, k, v, doc, 3, out);
@@ -488,6 +496,8 @@ static void backward(struct gpu *g, int repro, const struct op_attention_shape *
     const char *op = repro ? "flash_attention_backward (reproducible)" : "flash_attention_backward";
     const char *base = repro ? "repro_attention_bwd" : "flash_attention";
     struct flash_push push = flash_begin(op, s, q, k, v, doc, lse, out);
+    if (repro && s->softcap)
+        vkt_fatal("%s: the reproducible kernels have no soft-capping", op);
     struct attention_push *a = &push.a;
     size_t F = sizeof(float), rows = (size_t)s->B * s->T * s->H;
     attention_check_views(repro ? "flash_attention_backward (reproducible, gradients)"

@@ -78,6 +78,13 @@ void ref_attention_forward(double *out, double *probs, const double *q, const do
 void ref_attention_forward_window(double *out, double *probs, const double *q, const double *k, const double *v,
                                   const int32_t *doc, int B, int T, int H, int KVH, int hd, int window)
 {
+    ref_attention_forward_capped(out, probs, q, k, v, doc, B, T, H, KVH, hd, window, 0.0);
+}
+
+void ref_attention_forward_capped(double *out, double *probs, const double *q, const double *k, const double *v,
+                                  const int32_t *doc, int B, int T, int H, int KVH, int hd, int window,
+                                  double softcap)
+{
     // out, q are (B,T,H,hd); k, v are (B,T,KVH,hd); doc is (B,T); probs is (B,H,T,T)
     int group = H / KVH; // query heads per kv head
     double scale = 1.0 / sqrt((double)hd);
@@ -99,7 +106,7 @@ void ref_attention_forward_window(double *out, double *probs, const double *q, c
                     for (int i = 0; i < hd; i++) {
                         s += qt[i] * kt[i];
                     }
-                    p[t2] = s * scale;
+                    p[t2] = softcap > 0 ? softcap * tanh(s * scale / softcap) : s * scale;
                     if (p[t2] > maxs)
                         maxs = p[t2];
                 }
@@ -141,6 +148,25 @@ void ref_attention_forward_window(double *out, double *probs, const double *q, c
 void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout, const double *probs,
                             const double *q, const double *k, const double *v, int B, int T, int H, int KVH, int hd)
 {
+    ref_attention_backward_capped(dq, dk, dv, dout, probs, q, k, v, B, T, H, KVH, hd, 0.0);
+}
+
+/* The slope of the soft-capped score at t' of query row qt: 1 − tanh²(s/c). */
+static double cap_slope(const double *qt, const double *kt, int hd, double scale, double softcap)
+{
+    if (softcap <= 0)
+        return 1.0;
+    double s = 0.0;
+    for (int i = 0; i < hd; i++)
+        s += qt[i] * kt[i];
+    double th = tanh(s * scale / softcap);
+    return 1.0 - th * th;
+}
+
+void ref_attention_backward_capped(double *dq, double *dk, double *dv, const double *dout, const double *probs,
+                                   const double *q, const double *k, const double *v, int B, int T, int H, int KVH,
+                                   int hd, double softcap)
+{
     // dout, dq, q are (B,T,H,hd); dk, dv, k, v are (B,T,KVH,hd); probs is (B,H,T,T)
     int group = H / KVH;
     double scale = 1.0 / sqrt((double)hd);
@@ -173,7 +199,7 @@ void ref_attention_backward(double *dq, double *dk, double *dv, const double *do
                     for (int i = 0; i < hd; i++) {
                         dp += dot[i] * vt[i];
                     }
-                    double ds = p[t2] * (dp - pdp);
+                    double ds = p[t2] * (dp - pdp) * cap_slope(qt, kt, hd, scale, softcap);
                     for (int i = 0; i < hd; i++) {
                         dvt[i] += p[t2] * dot[i];
                         dqt[i] += scale * ds * kt[i];

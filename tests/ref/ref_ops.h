@@ -113,9 +113,18 @@ void ref_attention_forward(double *out, double *probs, const double *q, const do
  * (window > 0; 0: the whole causal row). */
 void ref_attention_forward_window(double *out, double *probs, const double *q, const double *k, const double *v,
                                   const int32_t *doc, int B, int T, int H, int KVH, int hd, int window);
+/* ... and with Gemma 2's soft-capping: each score s becomes
+ * softcap·tanh(s/softcap) before the mask (softcap > 0; 0: none). */
+void ref_attention_forward_capped(double *out, double *probs, const double *q, const double *k, const double *v,
+                                  const int32_t *doc, int B, int T, int H, int KVH, int hd, int window,
+                                  double softcap);
 /* dq (B,T,H,hd), dk and dv (B,T,KVH,hd) accumulate. */
 void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout, const double *probs,
                             const double *q, const double *k, const double *v, int B, int T, int H, int KVH, int hd);
+/* The same after a soft-capped forward: each dS times 1 − tanh²(s/softcap). */
+void ref_attention_backward_capped(double *dq, double *dk, double *dv, const double *dout, const double *probs,
+                                   const double *q, const double *k, const double *v, int B, int T, int H, int KVH,
+                                   int hd, double softcap);
 
 /* ---- activations -------------------------------------------------------- */
 
