@@ -4,7 +4,9 @@ run by test_hf_families.sh: Qwen3, Qwen3 and Qwen2 with a sliding window
 on one of their layers (transformers 4.44.2's eager Qwen2 has no window),
 SmolLM3 with a layer without RoPE, a Phi-3 of Phi-4-mini's kind (partial
 rotary over half of each head, longrope, tied, and a window: 4.44.2's Phi3
-has neither partial rotary nor an eager window).
+has neither partial rotary nor an eager window), Gemma 3's text model, and
+the same inside a multimodal gemma3 folder (a tiny SigLIP vision tower
+beside it: vktrain trains the text model and exports it as gemma3_text).
 
 The oracle, tests/hf_oracle.py, runs inside the Debian unstable tree of
 scripts/sid.sh (chroot: its python3-torch and transformers 4.57.1, the
@@ -46,6 +48,7 @@ FAMILIES = {"qwen3": [("without its q/k norms", "no_qk_norm")],
             "smollm3": [("with RoPE on every layer", "rope_everywhere")],
             "gemma3": [("without the window", "no_window"),
                        ("with the global RoPE base on the local layers too", "one_rope_base")],
+            "gemma3_mm": [("with the global RoPE base on the local layers too", "one_rope_base")],
             "phi3_partial": [("without the window", "no_window"),
                              ("with RoPE over whole heads (no partial rotary, no longrope)", "full_rotary")]}
 failures = []
@@ -55,6 +58,18 @@ def check(name, ok, detail=""):
     print(("ok: " if ok else "FAIL: ") + name + (f"  ({detail})" if detail else ""))
     if not ok:
         failures.append(name)
+
+
+def safetensors_names(folder):
+    """The tensor names of a folder's safetensors files (their headers)."""
+    import struct
+    names = []
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".safetensors"):
+            with open(os.path.join(folder, f), "rb") as fp:
+                n = struct.unpack("<Q", fp.read(8))[0]
+                names += [k for k in json.loads(fp.read(n)) if k != "__metadata__"]
+    return names
 
 
 def tree_root():
@@ -139,6 +154,10 @@ def run_family(oracle, arch, seed):
           f"vk {r.stdout!r} hf {want!r}, smallest top-1 margin {gen['margin']:.3g} {r.stderr[-500:]!r}")
 
     have, src_cfg = json.load(open(os.path.join(out, "config.json"))), json.load(open(os.path.join(src, "config.json")))
+    if src_cfg.get("model_type") == "gemma3":  # multimodal: the text model is exported, as gemma3_text
+        check(f"{arch}: the source is a multimodal gemma3 folder with a vision tower",
+              "vision_config" in src_cfg and any("vision_tower" in k for k in safetensors_names(src)))
+        src_cfg = src_cfg["text_config"]
     same = [k for k in ("model_type", "head_dim", "tie_word_embeddings", "num_key_value_heads") if k in src_cfg]
     check(f"{arch}: config.json keeps the source's {', '.join(same)}", all(have.get(k) == src_cfg[k] for k in same))
     check(f"{arch}: the exported tokenizer encodes as the source", enc_src == enc_out, f"{enc_src} {enc_out}")

@@ -127,6 +127,16 @@ def build_family(arch, d, seed):
     elif arch == "gemma3":  # Gemma 3 270M's kind: q/k norms, local and global layers with their own bases
         cfg = Gemma3TextConfig(**common, head_dim=16, query_pre_attn_scalar=12, sliding_window=5,
                                layer_types=["sliding_attention", "full_attention"], rope_local_base_freq=100.0)
+    elif arch == "gemma3_mm":  # Gemma 3 4B's kind: the same text model inside a multimodal folder
+        from transformers import Gemma3Config, SiglipVisionConfig
+        text = Gemma3TextConfig(**common, head_dim=16, query_pre_attn_scalar=12, sliding_window=5,
+                                layer_types=["sliding_attention", "full_attention"], rope_local_base_freq=100.0)
+        vision = SiglipVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                    image_size=28, patch_size=14)
+        # the image tokens outside the vocabulary: text alone never holds one
+        cfg = Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4,
+                           image_token_index=MODEL_VOCAB + 2, boi_token_index=MODEL_VOCAB + 1,
+                           eoi_token_index=MODEL_VOCAB + 3, **ids)
     elif arch == "smollm3":
         cfg = SmolLM3Config(**common, head_dim=16, no_rope_layers=[0, 1], use_sliding_window=True,
                             sliding_window=5)
@@ -150,7 +160,8 @@ def control_model(folder, control):
             layer.self_attn.q_norm = torch.nn.Identity()
             layer.self_attn.k_norm = torch.nn.Identity()
     elif control == "one_rope_base":  # Gemma 3's local layers rotated as the global ones
-        model.model.rotary_emb_local = model.model.rotary_emb
+        text = getattr(model.model, "language_model", model.model)  # a multimodal Gemma 3: its text model
+        text.rotary_emb_local = text.rotary_emb
     elif control == "no_window":
         if model.config.model_type == "phi3":  # one mask for every layer, from the config
             model.config.sliding_window = None

@@ -275,6 +275,12 @@ static void test_families(void)
     CHECK(read_text("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, " LLAMA_REST "}", &c) == 0 &&
               !c.attn_softcap && !c.final_softcap,
           "gemma3 default: no soft-capping: %s", err);
+    /* a multimodal gemma3: its text_config, read as a gemma3_text */
+    CHECK(read_text("{\"model_type\": \"gemma3\", \"vision_config\": {\"hidden_size\": 16}, \"text_config\": "
+                    "{\"hidden_size\": 64, \"head_dim\": 8, \"sliding_window\": 4, " LLAMA_REST "}}",
+                    &c) == 0 && c.multimodal && !strcmp(c.model_type, "gemma3_text") && c.dim == 64 &&
+              c.head_dim == 8 && c.qk_norm && c.norm_offset && c.sliding_window == 4,
+          "gemma3 multimodal: %s", err);
 }
 
 static void expect_error(const char *text, const char *want, const char *want2)
@@ -290,6 +296,7 @@ static void expect_error(const char *text, const char *want, const char *want2)
 static void test_errors(void)
 {
     expect_error("{\"model_type\": \"llama\", " LLAMA_REST "}", "missing required key 'hidden_size'", NULL);
+    expect_error("{\"model_type\": \"gemma3\", \"hidden_size\": 64, " LLAMA_REST "}", "'text_config'", "language model");
     expect_error("{\"model_type\": \"gemma2\", \"hidden_size\": 64, \"attn_logit_softcapping\": -1, " LLAMA_REST "}",
                  "'attn_logit_softcapping'", "positive number or null");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": \"64\", " LLAMA_REST "}", "'hidden_size'",

@@ -72,6 +72,11 @@ struct hf_config {
     double embed_scale, attn_scalar, rope_local_theta;
     /* Gemma 2 / 3: attn_logit_softcapping, final_logit_softcapping (0: none). */
     double attn_softcap, final_softcap;
+    /* A multimodal gemma3 folder (Gemma 3 4B and larger): these keys are
+     * its text_config's (a gemma3_text), its text model's tensors are
+     * under language_model. (model.language_model. in later transformers)
+     * and the vision tower's are not read. */
+    int multimodal;
 };
 
 /* Returns 0 or -1 with a message naming path and the key. */
@@ -80,7 +85,8 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
 int hf_config_write(const char *path, const struct hf_config *c, char *err, size_t errlen);
 /* Writes a copy of the config.json at source (the model trained from),
  * faithful to it key for key, with c's token ids (those >= 0) and
- * torch_dtype put in; atomically. */
+ * torch_dtype put in; atomically. A multimodal gemma3 source gives its
+ * text_config, as a gemma3_text (Gemma3ForCausalLM). */
 int hf_config_write_from(const char *path, const char *source, const struct hf_config *c, char *err, size_t errlen);
 
 #endif

@@ -490,7 +490,7 @@ static const struct family *family_of(const char *path, json_t *root, char *err,
     for (int i = 0; i < NFAMILIES; i++)
         if (!strcmp(name, mt ? families[i].type : families[i].architecture))
             return &families[i];
-    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3, phi3, gemma, gemma2, gemma3_text and gpt2 are)", path,
+    vkt_error(err, errlen, "%s: unsupported %s '%s' (llama, qwen2, qwen3, mistral, smollm3, phi3, gemma, gemma2, gemma3_text, gemma3 and gpt2 are)", path,
               mt ? "model_type" : "architecture", name);
     return NULL;
 }
@@ -509,6 +509,19 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
     if (!json_is_object(root)) {
         vkt_error(err, errlen, "%s: not a JSON object", path);
         goto done;
+    }
+    /* a multimodal Gemma 3: its text model, as the gemma3_text it holds */
+    json_t *mt = json_object_get(root, "model_type"), *text = json_object_get(root, "text_config");
+    if (json_is_string(mt) && !strcmp(json_string_value(mt), "gemma3")) {
+        if (!json_is_object(text)) {
+            vkt_error(err, errlen, "%s: a gemma3 config.json needs a 'text_config' object (its language model)", path);
+            goto done;
+        }
+        json_t *t = json_deep_copy(text);
+        json_object_set_new(t, "model_type", json_string("gemma3_text"));
+        json_decref(root);
+        root = t;
+        c->multimodal = 1;
     }
     if (!(fam = family_of(path, root, err, errlen)) ||
         read_keys(path, root, token_keys, NKEYS(token_keys), 1, c, err, errlen))
@@ -734,6 +747,15 @@ int hf_config_write_from(const char *path, const char *source, const struct hf_c
     if (!json_is_object(root)) {
         json_decref(root);
         return vkt_error(err, errlen, "cannot read %s to copy it: %s", source, root ? "not an object" : jerr.text);
+    }
+    json_t *mt = json_object_get(root, "model_type"), *text = json_object_get(root, "text_config");
+    if (json_is_string(mt) && !strcmp(json_string_value(mt), "gemma3") && json_is_object(text)) {
+        /* a multimodal Gemma 3: the text model that was trained, as a gemma3_text */
+        json_t *t = json_deep_copy(text);
+        json_decref(root);
+        root = t;
+        json_object_set_new(root, "architectures", json_pack("[s]", "Gemma3ForCausalLM"));
+        json_object_set_new(root, "model_type", json_string("gemma3_text"));
     }
     put_tokens_and_dtype(root, c);
     int rc = dump_atomic(path, root, 17, err, errlen);

@@ -381,8 +381,23 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
     for (int i = 0; i < f.n && !rc; i++) {
         const struct st_tensor *t = &f.t[i];
         const char *name = t->name;
+        char text_name[512];
         if (m->c.arch == MODEL_GPT2 && !strncmp(name, "transformer.", 12))
             name += 12;
+        /* a multimodal Gemma 3: its text model, as transformers saves it
+         * (language_model.model.*, language_model.lm_head; from 4.52 on
+         * model.language_model.*), the vision tower and projector passed by */
+        static const char *const not_text[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                               "model.multi_modal_projector."};
+        int skip = 0;
+        for (size_t k = 0; k < sizeof not_text / sizeof *not_text; k++)
+            skip |= !strncmp(name, not_text[k], strlen(not_text[k]));
+        if (skip)
+            continue;
+        if (!strncmp(name, "language_model.", 15))
+            name += 15;
+        else if (!strncmp(name, "model.language_model.", 21) && strlen(name) < sizeof text_name - 6)
+            name = (snprintf(text_name, sizeof text_name, "model.%s", name + 21), text_name);
         struct model_param *p = model_param_find_hf(m, name);
         if (p && p->adapter)
             p = NULL;
