@@ -312,7 +312,6 @@ static int read_layer_window(const char *path, json_t *root, struct hf_config *c
     return 0;
 }
 
-/* The llama family's options: biases, rope scaling, head_dim, sliding window. */
 /* gemma, gemma2, gemma3_text: (1 + w) norms, GeGLU-tanh (hidden_activation,
  * else gelu_pytorch_tanh as transformers uses when it is absent), √hidden
  * embedding scale; gemma2/3: post norms, query_pre_attn_scalar, windows
@@ -376,6 +375,7 @@ static int check_gemma(const char *path, json_t *root, struct hf_config *c, char
     return 0;
 }
 
+/* The llama family's options: biases, rope scaling, head_dim, sliding window. */
 static int check_llama(const char *path, json_t *root, struct hf_config *c, char *err, size_t errlen)
 {
     static const char *const silu[] = {"silu", NULL};

@@ -371,8 +371,29 @@ static int ignored_buffer(const char *name)
     return 0;
 }
 
-/* Loads the tensors of one safetensors file, marking the parameters found. */
-static int load_file(struct model *m, const char *path, int *found, char *err, size_t errlen)
+/* The name of a multimodal Gemma 3's tensor in its text model, as
+ * transformers saves it (language_model.model.*, language_model.lm_head;
+ * from 4.52 on model.language_model.*), in buf as needed; NULL for the
+ * vision tower's and the projector's, which are passed by. */
+static const char *text_model_name(const char *name, char *buf, size_t cap)
+{
+    static const char *const not_text[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                           "model.multi_modal_projector."};
+    for (size_t k = 0; k < sizeof not_text / sizeof *not_text; k++)
+        if (!strncmp(name, not_text[k], strlen(not_text[k])))
+            return NULL;
+    if (!strncmp(name, "language_model.", 15))
+        return name + 15;
+    if (!strncmp(name, "model.language_model.", 21) && strlen(name) < cap - 6) {
+        snprintf(buf, cap, "model.%s", name + 21);
+        return buf;
+    }
+    return name;
+}
+
+/* Loads the tensors of one safetensors file, marking the parameters found;
+ * multimodal: the folder is a multimodal Gemma 3's (text_model_name). */
+static int load_file(struct model *m, const char *path, int multimodal, int *found, char *err, size_t errlen)
 {
     struct st_file f;
     if (st_read(path, &f, err, errlen))
@@ -384,20 +405,8 @@ static int load_file(struct model *m, const char *path, int *found, char *err, s
         char text_name[512];
         if (m->c.arch == MODEL_GPT2 && !strncmp(name, "transformer.", 12))
             name += 12;
-        /* a multimodal Gemma 3: its text model, as transformers saves it
-         * (language_model.model.*, language_model.lm_head; from 4.52 on
-         * model.language_model.*), the vision tower and projector passed by */
-        static const char *const not_text[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
-                                               "model.multi_modal_projector."};
-        int skip = 0;
-        for (size_t k = 0; k < sizeof not_text / sizeof *not_text; k++)
-            skip |= !strncmp(name, not_text[k], strlen(not_text[k]));
-        if (skip)
+        if (multimodal && !(name = text_model_name(name, text_name, sizeof text_name)))
             continue;
-        if (!strncmp(name, "language_model.", 15))
-            name += 15;
-        else if (!strncmp(name, "model.language_model.", 21) && strlen(name) < sizeof text_name - 6)
-            name = (snprintf(text_name, sizeof text_name, "model.%s", name + 21), text_name);
         struct model_param *p = model_param_find_hf(m, name);
         if (p && p->adapter)
             p = NULL;
@@ -483,7 +492,12 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
     vkt_path(index, sizeof index, "%s/model.safetensors.index.json", dir);
     vkt_path(path, sizeof path, "%s/model.safetensors", dir);
     int *found = vkt_calloc((size_t)m->n_params, sizeof *found, "tensor matches");
-    int rc = 0;
+    int rc = 0, multimodal = 0;
+    char cfg_path[4096], cfg_err[256];
+    struct hf_config h;
+    vkt_path(cfg_path, sizeof cfg_path, "%s/config.json", dir);
+    if (access(cfg_path, F_OK) == 0 && !hf_config_read(cfg_path, &h, cfg_err, sizeof cfg_err))
+        multimodal = h.multimodal;
     if (access(index, F_OK) == 0) {
         char **files;
         int n;
@@ -491,12 +505,12 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         for (int i = 0; i < n; i++) {
             vkt_path(path, sizeof path, "%s/%s", dir, files[i]);
             if (!rc)
-                rc = load_file(m, path, found, err, errlen);
+                rc = load_file(m, path, multimodal, found, err, errlen);
             free(files[i]);
         }
         free(files);
     } else {
-        rc = load_file(m, path, found, err, errlen);
+        rc = load_file(m, path, multimodal, found, err, errlen);
     }
     for (int i = 0; i < m->n_params && !rc; i++)
         if (!found[i] && !m->params[i].adapter) {
