@@ -10,6 +10,12 @@
 #     micro-batch, prompts masked), read in file order: every step gives
 #     the ranks unequal numbers of valid labels (checked from the file, not
 #     from vktrain), so averaging per rank or per micro-batch would show;
+#  1c. one model with the newer families' ops (Gemma 2/3, Qwen3: q/k
+#     norms, head_dim apart, (1 + w) and post norms, GeGLU, scaled
+#     embeddings, per-layer windows and RoPE bases, soft-capping): four
+#     splits, with ZeRO-1 and activation checkpointing among them, a resume
+#     on another split and LoRA under two splits give one trajectory; a
+#     control without the caps has another loss;
 #  2. a simulated mixed cluster (rank 1: tiled kernels and fused AdamW
 #     arithmetic) drifts, the replica check reports and repairs it, and the
 #     run ends with identical replicas;
@@ -68,6 +74,45 @@ print('  valid labels per step: from the file', [sum(n[s * 8:s * 8 + 8]) for s i
 sys.exit(not (ok and tokens == [sum(n[s * 8:s * 8 + 8]) for s in range(5)]))
 PY"
 check "SFT, unequal counts per rank: (W,A,B) = (1,1,8) (2,2,2) (4,1,2) give one trajectory" "$cmp_py ${dirs[*]}"
+
+# 1c. The newer families' ops (Gemma 2/3, Qwen3) keep the invariance: one
+# model with all of them (head_dim apart from dim/heads, q/k norms, (1 + w)
+# norms, post norms, GeGLU, scaled embeddings, query_pre_attn_scalar, a
+# window on two of three layers with their own RoPE base, soft-capped
+# attention scores and final logits) under four splits, one with ZeRO-1 and
+# one with activation checkpointing, a resume on another split, and LoRA
+# over it under two splits.
+recipe llama ", n_layers: 3, n_kv_heads: 2, head_dim: 32, qk_norm: true, norm_offset: true, scale_embeddings: true,
+  mlp_activation: gelu_pytorch_tanh, post_norms: true, query_pre_attn_scalar: 16, sliding_window: 5,
+  layer_types: [sliding_attention, full_attention, sliding_attention], rope_theta: 1000000, rope_local_base_freq: 10000,
+  attn_logit_softcapping: 0.5, final_logit_softcapping: 0.5" > "$work/gemma.yaml"
+fam() { # name np A B [key=value ...]
+  local name=$1 np=$2 a=$3 b=$4; shift 4
+  mpi "$np" "$VKTRAIN" train --config "$work/gemma.yaml" output_dir="$work/$name" gradient_accumulation_steps="$a" \
+    batch_size="$b" "$@" > "$work/$name.log" 2>&1 || [ -n "${VKTRAIN_KILL_AFTER_STEP:-}" ] ||
+    { echo "run $name (-np $np A=$a B=$b $*) failed:"; tail -5 "$work/$name.log"; fail=1; }
+}
+fam gemma-118 1 1 8
+fam gemma-222 2 2 2
+fam gemma-412z 4 1 2 dist.zero=1
+fam gemma-142c 1 4 2 model.activation_checkpointing=true
+check "the families' ops: (1,1,8) (2,2,2) (4,1,2) with ZeRO-1, (1,4,2) with activation checkpointing give one trajectory" \
+  "$cmp_py $work/gemma-118 $work/gemma-222 $work/gemma-412z $work/gemma-142c"
+fam gemma-uncapped 1 1 8 max_steps=1 model.attn_logit_softcapping=0 model.final_logit_softcapping=0
+check "a control: the same model without the caps has another step-1 loss (the caps act)" "$py - $work/gemma-118 $work/gemma-uncapped <<'PY'
+import json, sys
+a, b = (json.loads(open(d + '/metrics.jsonl').readline())['loss'] for d in sys.argv[1:])
+print('  step-1 loss: capped %.7g, uncapped %.7g' % (a, b))
+sys.exit(not abs(a - b) > 1e-3 * abs(b))  # 100x the splits' loss tolerance
+PY"
+VKTRAIN_KILL_AFTER_STEP=3 fam gemma-killed 2 2 2 save_every_n_steps=2
+check "the 2-rank families' run was killed after its step-2 checkpoint" \
+  '[ -d "$work/gemma-killed/checkpoints/step_2" ] && [ ! -e "$work/gemma-killed/model.safetensors" ]'
+fam gemma-killed 1 2 4 save_every_n_steps=2 resume=true
+check "the families' run resumed on 1 rank (A=2, B=4) continues the trajectory" "$cmp_py $work/gemma-118 $work/gemma-killed"
+fam gemma-lora-118 1 1 8 lora.rank=4 "lora.targets=[q_proj, v_proj, down_proj]"
+fam gemma-lora-222 2 2 2 lora.rank=4 "lora.targets=[q_proj, v_proj, down_proj]"
+check "LoRA over the families' ops: (1,1,8) and (2,2,2) give one trajectory" "$cmp_py $work/gemma-lora-118 $work/gemma-lora-222"
 
 check "rank 0 prints the rank -> host -> device map" 'grep -q "rank 3: .*device" "$work/llama-4-1-2.log"'
 check "only rank 0 logs steps" '[ "$(grep -c "^step 5/5" "$work/llama-2-2-2.log")" -eq 1 ]'

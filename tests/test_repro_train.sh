@@ -241,6 +241,9 @@ check "batch_size 6 is refused" 'refused batch_size batch_size=6'
 check "dist.zero is refused" 'refused dist.zero dist.zero=1'
 check "LoRA is refused" 'refused lora lora.rank=4'
 check "model.base_dtype bf16 is refused" 'refused model.base_dtype lora.rank=4 model.base_dtype=bf16'
+check "Qwen3's q/k norms are refused, naming the op" 'refused "model.qk_norm: a model with per-head q/k norms" model.qk_norm=true'
+check "the Gemma family's GeGLU is refused, naming the op" \
+  'refused "model.mlp_activation: the Gemma family.s GeGLU" model.mlp_activation=gelu_pytorch_tanh model.norm_offset=true model.scale_embeddings=true'
 mpi 3 "$VKTRAIN" train --config "$work/llama.yaml" output_dir="$work/w3" > "$work/w3.log" 2>&1
 rc=$?
 check "3 ranks are refused at start-up, naming the world size" \
