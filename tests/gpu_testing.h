@@ -13,6 +13,7 @@
 #include "ref_ops.h"
 #include "test_util.h"
 #include "vktrain/gpu.h"
+#include "vktrain/quant4.h"
 #include "vktrain/util.h"
 
 /* Σ(a−b)² / Σ b², or Σ(a−b)² when b is all zero. */
@@ -74,6 +75,28 @@ static inline struct gpu_buffer *buffer_bf16_from_doubles(struct gpu *g, double 
     gpu_buffer_set_dtype(b, GPU_DTYPE_BF16);
     gpu_upload(g, b, 0, h, bytes);
     free(h);
+    return b;
+}
+
+/* x (n values, rounded to floats) quantized to 4 bits (NF4, blocks of
+ * `block`, double_quant as model.nf4_double_quant) in a GPU_DTYPE_Q4
+ * buffer; x becomes the dequantized values, what the kernels read. */
+static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x, size_t n, uint32_t block,
+                                                        int double_quant, const char *name)
+{
+    float *f = vkt_malloc(n * sizeof *f, name);
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)x[i];
+    size_t bytes = q4_bytes(n, block, double_quant);
+    uint32_t *w = vkt_malloc(bytes, name);
+    q4_quantize(w, f, n, Q4_NF4, block, double_quant);
+    q4_dequantize(f, w);
+    for (size_t i = 0; i < n; i++)
+        x[i] = f[i];
+    struct gpu_buffer *b = gpu_buffer_create(g, bytes, name);
+    gpu_buffer_set_dtype(b, GPU_DTYPE_Q4);
+    gpu_upload(g, b, 0, w, bytes);
+    free(w), free(f);
     return b;
 }
 

@@ -35,6 +35,14 @@ as float32 (the bf16 values exactly), vktrain with model.base_dtype: bf16
 (the frozen matrices stored in bf16 on the device): the same loss and
 adapter checks, and PEFT over the bf16 base with vktrain's adapter gives
 its merged model's logits (merged/ holds the base as loaded, bf16 values).
+NF4 base (llama, gpt2; after the other cases): vktrain with
+model.base_dtype: nf4 (the layers' matrices in NF4 on the device, the
+embeddings bf16), with and without model.nf4_double_quant (the latter
+2 x 2 x 2 with dist.zero); PEFT trains over the base as an independent
+numpy port of bitsandbytes' quantization (nf4_dequantized) gives it: the
+same loss and adapter checks, PEFT over that base with vktrain's adapter
+gives vktrain's merged model's logits, and they differ from the fp32
+base's (the quantization is not a no-op).
 An adapter of another architecture is refused. The base staying bitwise unchanged, and LoRA with B = 0 giving the base's
 logits bit for bit, are checked on the device by test_lora_model (C).
 Dropout: with lora.dropout 0.1, PyTorch applies the
@@ -329,6 +337,7 @@ save_every_n_steps: 2
     check(f"{arch}: the adapter changes the base's logits", (merged - base).abs().max().item() > 1e-2)
     if arch == "llama":
         run_bf16_base(arch, work, src, ad, recipe, x, xv, start)
+    return (arch, work, src, ad, recipe, x, xv, start)
 
 
 def run_bf16_base(arch, work, src, ad, recipe, x, xv, start):
@@ -349,13 +358,127 @@ def run_bf16_base(arch, work, src, ad, recipe, x, xv, start):
           diff < 1e-4 * scale, f"max |diff| {diff:.2e}, max |logit| {scale:.2f}")
 
 
+# NF4 (bitsandbytes' NormalFloat4 table, QLoRA) as bitsandbytes' CUDA kernel
+# quantizes: per block of 64 elements absmax, x * (1 / absmax) in float32,
+# the code index by the float32 midpoints (a value on one takes the lower
+# index); a value is code[q] * absmax in float32. Double quantization: the
+# absmax values less their mean, in blocks of 256 scaled by 1 / max |.|,
+# to bitsandbytes' signed 8-bit dynamic code by its binary search.
+NF4 = np.array([-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+                -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+                0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+                0.7229568362236023, 1.0], dtype=np.float32)
+
+
+def dynamic_code():
+    f = np.float32
+    out = [f(0), f(1)]
+    for i in range(7):
+        n = 2 ** i + 1
+        b = [f(0.1 + 0.9 * j / (n - 1)) for j in range(n)]
+        for j in range(n - 1):
+            mean = f(f(b[j] + b[j + 1]) / f(2))
+            out += [f(f(10.0 ** (i - 6)) * mean), f(-f(10.0 ** (i - 6)) * mean)]
+    return np.sort(np.array(out, dtype=np.float32))
+
+
+def code8_index(code, x):
+    pivot, up, lo, lower, upper = 127, 255, 0, np.float32(-1), np.float32(1)
+    for i in (64, 32, 16, 8, 4, 2, 1):
+        if x > code[pivot]:
+            lo, lower, pivot = pivot, code[pivot], pivot + i
+        else:
+            up, upper, pivot = pivot, code[pivot], pivot - i
+    val = code[pivot]
+    upper = code[255] if up == 255 else upper
+    lower = code[0] if lo == 0 else lower
+    if x > val:
+        return up if x > np.float32((upper + val) * np.float32(0.5)) else pivot
+    return lo if x < np.float32((lower + val) * np.float32(0.5)) else pivot
+
+
+def nf4_dequantized(w, double_quant):
+    """w (a float32 array, row-major as vktrain holds the weight) through NF4 and back."""
+    x = w.reshape(-1).astype(np.float32)
+    n, nb = x.size, (x.size + 63) // 64
+    blocks = np.zeros(nb * 64, np.float32)
+    blocks[:n] = x
+    blocks = blocks.reshape(nb, 64)
+    absmax = np.abs(blocks).max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = blocks * (np.float32(1) / absmax)[:, None]
+    mid = ((NF4[:-1] + NF4[1:]) / np.float32(2)).astype(np.float32)
+    q = np.where(absmax[:, None] > 0, np.searchsorted(mid, scaled, side="left"), 7)
+    if double_quant:
+        code = dynamic_code()
+        offset = np.float32(absmax.astype(np.float64).mean())
+        a = (absmax - offset).astype(np.float32)
+        for b0 in range(0, nb, 256):
+            part = a[b0:b0 + 256]
+            m = np.abs(part).max()
+            r = np.float32(1) / m if m > 0 else np.float32(0)
+            qs = [code8_index(code, np.float32(v * r)) if m > 0 else 127 for v in part]
+            absmax[b0:b0 + 256] = (code[qs] * m).astype(np.float32) + offset
+    return (NF4[q] * absmax[:, None]).astype(np.float32).reshape(-1)[:n].reshape(w.shape)
+
+
+def nf4_base(arch, src, dst, double_quant):
+    """The base as vktrain's model.base_dtype nf4 holds it, in float32: the
+    layers' linear weights through NF4 (gpt2's Conv1D weights as their
+    transposes, vktrain's layout), the embeddings (and an untied head)
+    rounded to bf16, the rest as is."""
+    model = load_base(src)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() != 2:
+                continue
+            if ".layers." in name or ".h." in name:
+                conv = arch == "gpt2"
+                w = (p.t() if conv else p).detach().numpy()
+                d = torch.from_numpy(nf4_dequantized(np.ascontiguousarray(w), double_quant))
+                p.copy_(d.t() if conv else d)
+            else:
+                p.copy_(p.to(torch.bfloat16).float())
+    model.save_pretrained(dst)
+
+
+def run_nf4_base(arch, work, src, ad, recipe, x, xv, start):
+    """LoRA over an NF4 base (model.base_dtype nf4, with and without
+    model.nf4_double_quant): PEFT trains over the same dequantized base."""
+    for dq in (False, True):
+        tag = "nf4 double-quant base" if dq else "nf4 base"
+        srcq, out = os.path.join(work, f"{arch}-nf4base{int(dq)}"), os.path.join(work, f"{arch}-nf4out{int(dq)}")
+        nf4_base(arch, src, srcq, dq)
+        losses, state = torch_train(srcq, ad, x)
+        keys = ["model.base_dtype=nf4", f"model.nf4_double_quant={str(dq).lower()}"]
+        split = (MPIRUN + [VKTRAIN, "train", "--config", recipe, "batch_size=2", "dist.zero=1"]) if dq and \
+            shutil.which("mpirun") else [VKTRAIN, "train", "--config", recipe]
+        r = vk_run(arch, tag + (" W=2 zero" if dq else " W=1"), split + keys + [f"output_dir={out}"], out, losses,
+                   start, state)
+        if not r:
+            continue
+        check(f"{arch} {tag}: vktrain keeps the layers' matrices in NF4", "in NF4" in r.stdout, r.stdout[:400])
+        with torch.no_grad():
+            via_peft = PeftModel.from_pretrained(load_base(srcq), out)(input_ids=xv).logits
+            merged = load_base(os.path.join(out, "merged"))(input_ids=xv).logits
+            plain = PeftModel.from_pretrained(load_base(src), out)(input_ids=xv).logits
+        diff, scale = (via_peft - merged).abs().max().item(), merged.abs().max().item()
+        check(f"{arch} {tag}: PEFT over the dequantized base with vktrain's adapter gives its merged model's logits",
+              diff < 1e-4 * scale, f"max |diff| {diff:.2e}, max |logit| {scale:.2f}")
+        check(f"{arch} {tag}: the quantization shows (the fp32 base's logits differ)",
+              (plain - merged).abs().max().item() > 1e-3 * scale)
+
+
 def main():
     print(f"peft {peft.__version__}, transformers {transformers.__version__}, torch {torch.__version__}")
     torch.manual_seed(12)  # PEFT's initialization of A
     gen = torch.Generator().manual_seed(12)
     with tempfile.TemporaryDirectory() as work:
-        for arch in ("llama", "gpt2", "phi3"):
-            run_case(arch, work, gen)
+        cases = {arch: run_case(arch, work, gen) for arch in ("llama", "gpt2", "phi3")}
+        # after the others (PEFT's loads draw from torch's global generator)
+        for arch in ("llama", "gpt2"):
+            if cases[arch]:
+                run_nf4_base(*cases[arch])
         # The llama adapter over the gpt2 base: refused at start, naming why.
         r = subprocess.run([VKTRAIN, "train", "--config", os.path.join(work, "gpt2.yaml"),
                             f"lora.init_from={work}/llama-adapter", f"output_dir={work}/mismatch"],

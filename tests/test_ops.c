@@ -40,16 +40,25 @@ static float *download_at(struct gpu *g, struct gpu_buffer *b, size_t lead, size
  * buffer; with `same_order` (no limits that split the reduction, which
  * may split at other places for a 2-byte weight) the result must also
  * equal, bit for bit, the fp32 kernel's on the rounded weight. */
-static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K, int accumulate, size_t lead, int bf16,
+enum weight { W_FP32, W_BF16, W_NF4, W_NF4_DQ }; /* the weight b's storage in matmul_case */
+static const char *const weight_name[] = {"", " (bf16 weight)", " (NF4 weight)", " (NF4 weight, double quant)"};
+
+static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K, int accumulate, size_t lead, int wt,
                         int same_order)
 {
+    int bf16 = wt != W_FP32; /* a weight of other storage: its values compared with the fp32 kernel's */
     /* nt: a = X (M,K), b = W (N,K), c = Y (M,N)
      * nn: a = dY (M,N), b = W (N,K), c = dX (M,K)
      * tn: a = dY (M,N), b = X (M,K), c = dW (N,K) */
     size_t na = (size_t)M * (l == NT ? K : N), nb = (size_t)(l == TN ? M : N) * K;
     size_t nc = l == NT ? (size_t)M * N : l == NN ? (size_t)M * K : (size_t)N * K;
     double *a = random_doubles(na), *b = random_doubles(nb), *c0 = random_doubles(nc);
-    struct gpu_buffer *bb = bf16 ? buffer_bf16_from_doubles(g, b, nb, "b") : buffer_from_doubles(g, b, nb, "b");
+    /* NF4: blocks of 64, or of 32 (blocks that straddle the rows of W
+     * where K is not a multiple of them) */
+    uint32_t block = (K % 64 == 0 || (M + N) % 2) ? 64 : 32;
+    struct gpu_buffer *bb = wt == W_BF16  ? buffer_bf16_from_doubles(g, b, nb, "b")
+                            : wt == W_FP32 ? buffer_from_doubles(g, b, nb, "b")
+                                           : buffer_q4_from_doubles(g, b, nb, block, wt == W_NF4_DQ, "b");
     double *ref = vkt_calloc(nc, sizeof *ref, "reference");
     if (accumulate)
         memcpy(ref, c0, nc * sizeof *ref);
@@ -67,7 +76,7 @@ static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K
     double bound = fmax(1e-10, 4.0 * ldexp(1.0, -48) * n_sum);
     double err = normalized_error(out, ref, nc);
     CHECK(err < bound, "matmul_%s%s %s M=%d N=%d K=%d acc=%d lead=%zu: normalized error %.3g (bound %.3g)",
-          matmul_layout_name[l], bf16 ? " (bf16 weight)" : "", family, M, N, K, accumulate, lead, err, bound);
+          matmul_layout_name[l], weight_name[wt], family, M, N, K, accumulate, lead, err, bound);
     if (bf16 && same_order) {
         struct gpu_buffer *b32 = buffer_from_doubles(g, b, nb, "b fp32"), *c32 = buffer_at(g, c0, nc, lead, "c");
         matmul_run(g, l, ba, b32, c32, M, N, K, accumulate, lead);
@@ -76,9 +85,9 @@ static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K
         for (size_t i = 0; i < nc; i++)
             differ += memcmp(&out[i], &want[i], sizeof *out) != 0;
         CHECK(differ == 0,
-              "matmul_%s %s M=%d N=%d K=%d: %zu of %zu outputs of the bf16 weight differ from the fp32 "
-              "kernel's on the same rounded weight (bitwise expected)",
-              matmul_layout_name[l], family, M, N, K, differ, nc);
+              "matmul_%s%s %s M=%d N=%d K=%d: %zu of %zu outputs differ from the fp32 kernel's on the same "
+              "rounded or dequantized weight (bitwise expected)",
+              matmul_layout_name[l], weight_name[wt], family, M, N, K, differ, nc);
         free(want);
         gpu_buffer_destroy(g, b32);
         gpu_buffer_destroy(g, c32);
@@ -536,6 +545,27 @@ int main(void)
                 matmul_case(g, (enum matmul_layout)l, 261, 203, 67, 1, 0, 1, 0);
             gpu_set_limits(g, NULL);
         }
+        /* A 4-bit weight (model.base_dtype nf4), with and without double
+         * quantization, in nt and nn: against the reference on the
+         * dequantized weight and bit for bit against the fp32 kernel on
+         * it, also under limits that split the product (it is cut as its
+         * fp32 self is); shapes with blocks across rows (K = 3, 65, 68),
+         * vec4, scalar and shift views, and more than 256 blocks. */
+        struct ref_rng before_q4 = rng; /* the cases after keep their data (test_matmul_bias' 1e-10 bound) */
+        static const int q4_shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {129, 33, 65}, {130, 37, 68}, {33, 18, 20}, {40, 300, 256}};
+        for (size_t s = 0; s < sizeof q4_shapes / sizeof q4_shapes[0]; s++)
+            for (int l = 0; l < 2; l++)
+                for (int wt = W_NF4; wt <= W_NF4_DQ; wt++)
+                    matmul_case(g, (enum matmul_layout)l, q4_shapes[s][0], q4_shapes[s][1], q4_shapes[s][2], l, 0, wt,
+                                1);
+        static const char *q4_limits[] = {"storage_range=20000", "texel_elements=4096"};
+        for (size_t li = 0; li < sizeof q4_limits / sizeof q4_limits[0]; li++) {
+            gpu_set_limits(g, q4_limits[li]);
+            for (int l = 0; l < 2; l++)
+                matmul_case(g, (enum matmul_layout)l, 61, 300, 68, 1, 0, W_NF4_DQ, 1);
+            gpu_set_limits(g, NULL);
+        }
+        rng = before_q4;
     }
     /* Elementwise ops on both families: exact C bits; odd lengths leave a
      * tail of n % 4 after the texel kernels' vec4 chunks. */

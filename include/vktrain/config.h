@@ -22,7 +22,7 @@ enum dataset_type { DATASET_TEXT, DATASET_SFT_JSONL, DATASET_TOKENS };
 enum lr_schedule { LR_CONSTANT, LR_COSINE, LR_LINEAR };
 enum nan_policy { NAN_STOP, NAN_SKIP };
 enum save_dtype { SAVE_FP32, SAVE_BF16 };
-enum base_dtype { BASE_FP32, BASE_BF16 };
+enum base_dtype { BASE_FP32, BASE_BF16, BASE_NF4 };
 enum mlp_activation { MLP_SILU, MLP_GELU_TANH }; /* SwiGLU, GeGLU (gelu_pytorch_tanh) */
 /* reproducible: the same bits on every device and split
  * (docs/reproducible.md); bf16: the matmuls' inputs rounded to bf16 on the
@@ -67,7 +67,8 @@ struct config_model {
     double init_std;
     char *init_from; /* NULL: random init */
     bool activation_checkpointing;
-    enum base_dtype base_dtype; /* bf16: LoRA's frozen base weights stored in bf16 */
+    enum base_dtype base_dtype; /* bf16, nf4: LoRA's frozen base weights stored in bf16, or 4-bit NF4 */
+    bool nf4_double_quant;      /* nf4: the absmax values in 8 bits too (bitsandbytes' double quantization) */
 };
 
 struct config_tokenizer {

@@ -206,7 +206,7 @@ const char *gpu_buffer_name(const struct gpu_buffer *b);
 /* What a buffer's elements are, for the ops that read either kind (the
  * matmul's weight operand): fp32 unless set. A tag only: sizes stay in
  * bytes, and the caller converts what it uploads and downloads. */
-enum gpu_dtype { GPU_DTYPE_F32, GPU_DTYPE_BF16 };
+enum gpu_dtype { GPU_DTYPE_F32, GPU_DTYPE_BF16, GPU_DTYPE_Q4 }; /* Q4: include/vktrain/quant4.h's layout */
 void gpu_buffer_set_dtype(struct gpu_buffer *b, enum gpu_dtype t);
 enum gpu_dtype gpu_buffer_dtype(const struct gpu_buffer *b);
 
@@ -275,6 +275,7 @@ enum gpu_binding_kind {
     /* bf16 elements read as uints (the shader widens them by a shift) */
     GPU_BIND_TEXEL_BF16X4, /* uniform texel buffer, VK_FORMAT_R32G32_UINT: 4 bf16 per texel */
     GPU_BIND_TEXEL_BF16,   /* uniform texel buffer, VK_FORMAT_R16_UINT: 1 bf16 per texel */
+    GPU_BIND_TEXEL_U32,    /* uniform texel buffer, VK_FORMAT_R32_UINT: a 4-bit weight's words */
     /* read and written: llvmpipe gathers a texel for 8 lanes where a storage
      * access is one scalar load or store per lane and component */
     GPU_BIND_IMAGE_VEC4, /* storage texel buffer, VK_FORMAT_R32G32B32A32_SFLOAT */

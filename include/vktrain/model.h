@@ -69,6 +69,13 @@ struct model_config {
      * bf16, rounded to nearest even from what is uploaded; the matmuls and
      * the embedding kernels widen them. Norms and biases stay fp32. */
     int base_bf16;
+    /* model.base_dtype nf4 (needs lora_rank): the frozen linear weights of
+     * the layers (q/k/v/o and the MLP's; not the embeddings, an untied LM
+     * head or norms, which stay as base_bf16 keeps them) live on the
+     * device as NF4 in blocks of 64 (include/vktrain/quant4.h), quantized
+     * from what is uploaded; base_nf4_double: with 8-bit absmax values.
+     * The embeddings and an untied LM head are bf16 then. */
+    int base_nf4, base_nf4_double;
     /* llama family: each head's width (0: dim / n_heads); q_proj is
      * (n_heads x head_dim, dim), o_proj (dim, n_heads x head_dim). */
     uint32_t head_dim;
@@ -168,6 +175,7 @@ struct model_param {
     int stage;                   /* its gradient is complete after this backward stage */
     int adapter;                 /* a LoRA A or B: named as PEFT saves it, not part of the model's files */
     int bf16;                    /* w holds bf16 (a frozen weight with base_bf16): read it with model_param_download */
+    int q4;                      /* w holds NF4 (a frozen layer matrix with base_nf4, include/vktrain/quant4.h) */
     struct gpu_buffer *w, *grad; /* grad NULL: frozen (LoRA's base), or a weights-only model */
 };
 

@@ -76,7 +76,16 @@ layout(binding = 0) uniform samplerBuffer A;
 // bf16 is the upper half of the fp32 of the same value, so a shift widens
 // it and the products are those of the fp32 kernel on the same weights
 // rounded to bf16, bit for bit.
-#if BF16_B
+// Q4_B (nt and nn): B is a 4-bit weight (NF4 or FP4, shaders/common/
+// quant4.glsl) read through an R32_UINT view of its whole buffer; its
+// values are those of the dequantized fp32 weight, bit for bit. Callers
+// run B_INIT() first.
+#if Q4_B
+layout(binding = 1) uniform usamplerBuffer B;
+#define Q4_WORD(i) texelFetch(B, int(i)).x
+#include "quant4.glsl"
+#define B_INIT() q4_init()
+#elif BF16_B
 layout(binding = 1) uniform usamplerBuffer B;
 #else
 layout(binding = 1) uniform samplerBuffer B;
@@ -90,6 +99,9 @@ layout(binding = 1) uniform samplerBuffer B;
 // loop per component of a texel, without the spills: the stores that took
 // about 40% of the nt kernel's time at K = 128 (12% at K = 768) take a
 // little over half that (perf samples of bench_matmul's JIT code).
+#ifndef B_INIT
+#define B_INIT()
+#endif
 #if IMG_C
 layout(binding = 2, rgba32f) uniform imageBuffer C4;
 #else
@@ -133,10 +145,20 @@ vec4 load4(samplerBuffer T, uint at, uint c, uint cols)
 #endif
 }
 
-// load4 for B: the same four values, from bf16 with BF16_B.
+// load4 for B: the same four values, from bf16 with BF16_B, from 4 bits
+// with Q4_B (`at` in elements, as a VEC4 view's texel times 4).
 vec4 loadB4(uint at, uint c, uint cols)
 {
-#if BF16_B && VEC4
+#if Q4_B && VEC4
+    return q4_value4(4u * at);
+#elif Q4_B
+    vec4 v;
+    [[unroll]] for (uint j = 0u; j < 4u; j++) {
+        uint cj = min(c + j, cols - 1u);
+        v[j] = c + j < cols ? q4_value(at + cj - c) : 0.0;
+    }
+    return v;
+#elif BF16_B && VEC4
     uvec2 u = texelFetch(B, int(at)).xy;
     return vec4(uintBitsToFloat(u.x << 16), uintBitsToFloat(u.x & 0xffff0000u), uintBitsToFloat(u.y << 16),
                 uintBitsToFloat(u.y & 0xffff0000u));

@@ -9,12 +9,17 @@
 // variant: shift_img -DVEC4=1 -DSHIFT_A=1 -DIMG_C=1
 // variant: vec4_bf16_img -DVEC4=1 -DBF16_B=1 -DIMG_C=1
 // variant: shift_bf16_img -DVEC4=1 -DSHIFT_A=1 -DBF16_B=1 -DIMG_C=1
+// variant: vec4_q4 -DVEC4=1 -DQ4_B=1
+// variant: shift_q4 -DVEC4=1 -DSHIFT_A=1 -DQ4_B=1
+// variant: scalar_q4 -DVEC4=0 -DQ4_B=1
+// variant: vec4_q4_img -DVEC4=1 -DQ4_B=1 -DIMG_C=1
+// variant: shift_q4_img -DVEC4=1 -DSHIFT_A=1 -DQ4_B=1 -DIMG_C=1
 // dX[M,K] (+)= dY[M,N] · W[N,K], texel path (see matmul_common.glsl).
 // A = dY, B = W, C = dX; the reduction runs over N. VEC4 needs K % 4 == 0
 // and dY's rows of whole texels: N % 4 == 0, or rows N rounded up to a
 // multiple of 4 apart whose pad holds zeros (the LM head's dlogits; a
 // whole dispatch takes that as dY's width); SHIFT_A only K % 4 == 0.
-// BF16_B: W holds bf16.
+// BF16_B: W holds bf16; Q4_B: W is 4-bit (quant4.glsl).
 // Invocation: rows r0..r0+15 of dX and 4 vec4 columns, cb, cb+8, cb+16,
 // cb+24 (so the 8 lanes of a subgroup read 8 neighbouring texels of a row
 // of W); per step of 4 along N, one vec4 of dY per row times four rows of
@@ -29,6 +34,7 @@
 
 void main()
 {
+    B_INIT();
     uint r0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * ROWS;
     uint cb = gl_WorkGroupID.x * 8u * COLS4 + gl_LocalInvocationID.x;
     uint K4 = (p.K + 3u) / 4u, N4 = (p.N + 3u) / 4u;

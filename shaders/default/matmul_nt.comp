@@ -8,8 +8,11 @@
 // variant: vec4_img -DVEC4=1 -DIMG_C=1
 // variant: vec4_bf16_img -DVEC4=1 -DBF16_B=1 -DIMG_C=1
 // variant: vec4_bias_img -DVEC4=1 -DBIAS=1 -DIMG_C=1
+// variant: vec4_q4 -DVEC4=1 -DQ4_B=1
+// variant: scalar_q4 -DVEC4=0 -DQ4_B=1
+// variant: vec4_q4_img -DVEC4=1 -DQ4_B=1 -DIMG_C=1
 // Y[M,N] (+)= X[M,K] · W[N,K]^T, texel path (see matmul_common.glsl).
-// A = X, B = W, C = Y. VEC4 needs K % 4 == 0; BF16_B: W holds bf16.
+// A = X, B = W, C = Y. VEC4 needs K % 4 == 0; BF16_B: W holds bf16; Q4_B: W is 4-bit (quant4.glsl).
 // BIAS (a dispatch that covers the whole product): each output then adds
 // bias[column] (binding 3, an R32F view) as it is stored, the additions
 // op_bias_add would make after the product, in the same order.
@@ -25,6 +28,7 @@ layout(binding = 3) uniform samplerBuffer Bias;
 
 void main()
 {
+    B_INIT();
     uint r0 = (gl_WorkGroupID.y * 8u + gl_LocalInvocationID.y) * ROWS;
     uint c0 = (gl_WorkGroupID.x * 8u + gl_LocalInvocationID.x) * COLS;
     bool live = r0 < p.M && c0 < p.N;

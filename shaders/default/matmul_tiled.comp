@@ -17,6 +17,12 @@
 // variant: nt_vec4_k16 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=1 -DB_VEC4=1 -DSTEP_K=16u
 // variant: nn_vec4_k16 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1 -DSTEP_K=16u
 // variant: tn_vec4_k16 -DA_KMAJOR=0 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1 -DSTEP_K=16u
+// variant: nt_vec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=1 -DB_VEC4=1 -DB_Q4=1
+// variant: nt_bvec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=0 -DB_VEC4=1 -DB_Q4=1
+// variant: nt_scalar_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DA_VEC4=0 -DB_VEC4=0 -DB_Q4=1
+// variant: nn_vec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=1 -DB_VEC4=1 -DB_Q4=1
+// variant: nn_bvec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=1 -DB_Q4=1
+// variant: nn_scalar_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DA_VEC4=0 -DB_VEC4=0 -DB_Q4=1
 // C[M,N] (+)= A·B for GPUs ("tiled" family): shared-memory tiles over
 // storage buffers. The three training layouts differ in which stride of an
 // operand is 1, and each variant loads along that one, so the invocations
@@ -33,7 +39,10 @@
 // B_BF16 (nt, nn) reads B as bf16 values (a frozen weight, model.base_dtype
 // bf16), two per uint, element e in the low half of uint e/2 when e is
 // even, widened by a shift, so the products are those of the fp32 variant
-// on the same weights rounded to bf16, bit for bit.
+// on the same weights rounded to bf16, bit for bit. B_Q4 (nt, nn) reads B
+// as a 4-bit weight (shaders/common/quant4.glsl; its whole buffer bound,
+// the block's base an element index into it): the products of the fp32
+// variant on the dequantized weight, bit for bit.
 //
 // Workgroup tile BT x BT of C, reduction in steps of BK = 8 (the "k16"
 // variants, vec4 loads only: 16, half the barriers per product, for
@@ -118,7 +127,16 @@ float fetch_a(uint i) { return A[i]; }
 #ifndef B_BF16
 #define B_BF16 0
 #endif
-#if B_BF16 && B_VEC4
+#ifndef B_Q4
+#define B_Q4 0
+#endif
+#if B_Q4
+layout(std430, binding = 1) readonly buffer BB { uint B[]; };
+#define Q4_WORD(i) B[i]
+#include "quant4.glsl"
+vec4 fetch_b4(uint i) { return q4_value4(i); }
+float fetch_b(uint i) { return q4_value(i); }
+#elif B_BF16 && B_VEC4
 layout(std430, binding = 1) readonly buffer BB { uvec2 B[]; };
 vec4 fetch_b4(uint i)
 {
@@ -216,6 +234,9 @@ void tile_store(bool is_a, uint buf)
 
 void main()
 {
+#if B_Q4
+    q4_init();
+#endif
     uint t = gl_LocalInvocationIndex;
     uint m0 = gl_WorkGroupID.y * BT, n0 = gl_WorkGroupID.x * BT;
     vec4 acc[4u * TV][TV];

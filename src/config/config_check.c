@@ -502,8 +502,9 @@ static int check_reproducible(struct config_ctx *ctx)
 {
     const struct config *c = ctx->cfg;
     const char *why = " is not supported with precision: reproducible (docs/reproducible.md); use precision: fp32";
-    if (c->model.base_dtype == BASE_BF16)
-        return config_fail(ctx, K("model.base_dtype"), "model.base_dtype: bf16%s", why);
+    if (c->model.base_dtype != BASE_FP32)
+        return config_fail(ctx, K("model.base_dtype"), "model.base_dtype: %s%s",
+                           c->model.base_dtype == BASE_BF16 ? "bf16" : "nf4", why);
     if (c->lora.rank)
         return config_fail(ctx, K(is_set(ctx, "lora.rank") ? "lora.rank" : "lora.init_from"), "lora: LoRA%s", why);
     if (c->dist.zero)
@@ -543,10 +544,15 @@ int config_resolve(struct config_ctx *ctx)
         return -1;
     if (check_model(ctx, tokenizer_size) || check_data(ctx) || check_lora(ctx) || check_sizes(ctx))
         return -1;
-    if (ctx->cfg->model.base_dtype == BASE_BF16 && !ctx->cfg->lora.rank)
+    if (ctx->cfg->model.base_dtype != BASE_FP32 && !ctx->cfg->lora.rank)
         return config_fail(ctx, K("model.base_dtype"),
-                           "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them: add a lora "
-                           "section (lora.rank or lora.init_from), or use fp32");
+                           "model.base_dtype: %s stores frozen weights, and only LoRA freezes them: add a lora "
+                           "section (lora.rank or lora.init_from), or use fp32",
+                           ctx->cfg->model.base_dtype == BASE_BF16 ? "bf16" : "nf4");
+    if (ctx->cfg->model.nf4_double_quant && ctx->cfg->model.base_dtype != BASE_NF4)
+        return config_fail(ctx, K("model.nf4_double_quant"),
+                           "model.nf4_double_quant: quantizes the scales of an NF4 base; set model.base_dtype: nf4 "
+                           "(with a lora section), or leave it false");
     if (ctx->cfg->precision == PRECISION_REPRODUCIBLE && check_reproducible(ctx))
         return -1;
     if (ctx->cfg->resume && ctx->cfg->overwrite)

@@ -22,7 +22,8 @@ static const char *const chat_template_names[] = {"auto",  "llama3", "chatml", "
 static const char *const dataset_names[] = {"text", "sft_jsonl", "tokens", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", "linear", NULL};
 static const char *const nan_policy_names[] = {"stop", "skip", NULL};
-static const char *const dtype_names[] = {"fp32", "bf16", NULL}; /* save_dtype, base_dtype */
+static const char *const dtype_names[] = {"fp32", "bf16", NULL}; /* save_dtype */
+static const char *const base_dtype_names[] = {"fp32", "bf16", "nf4", NULL};
 static const char *const precision_names[] = {"fp32", "reproducible", "bf16", NULL};
 static const char *const mlp_names[] = {"silu", "gelu_pytorch_tanh", NULL};
 
@@ -65,7 +66,8 @@ const struct config_key config_keys[] = {
     /* Not hashed: the same gradients bit for bit, so a run may resume with it toggled. */
     {"model.activation_checkpointing", KT_BOOL, OFF(model.activation_checkpointing), 0, 0, KF_NOHASH, NULL},
     /* Hashed only at bf16 (it rounds the base), so earlier recipes keep their hash. */
-    {"model.base_dtype", KT_ENUM, OFF(model.base_dtype), 0, 0, 0, dtype_names},
+    {"model.base_dtype", KT_ENUM, OFF(model.base_dtype), 0, 0, 0, base_dtype_names},
+    {"model.nf4_double_quant", KT_BOOL, OFF(model.nf4_double_quant), 0, 0, 0, NULL},
     {"tokenizer.type", KT_ENUM, OFF(tokenizer.type), 0, 0, 0, tokenizer_names},
     {"tokenizer.path", KT_STR, OFF(tokenizer.path), 0, 0, KF_NULL | KF_PATH, NULL},
     {"tokenizer.chat_template", KT_ENUM, OFF(tokenizer.chat_template), 0, 0, 0, chat_template_names},
@@ -459,7 +461,8 @@ void config_print(const struct config *cfg, FILE *f)
 }
 
 /* Whether key k enters the hash: not KF_NOHASH, the lora keys only with
- * LoRA on (off, they are all at their defaults), model.base_dtype and
+ * LoRA on (off, they are all at their defaults), model.nf4_double_quant
+ * only when on, model.base_dtype and
  * precision only when not fp32, model.head_dim only when it is not
  * dim / n_heads, model.qk_norm only when on, model.sliding_window only
  * when set, the per-layer lists only when given,
@@ -500,6 +503,8 @@ static int hashed(const struct config *cfg, int k)
         return m->final_logit_softcapping != 0;
     if (!strcmp(name, "model.base_dtype"))
         return cfg->model.base_dtype != BASE_FP32;
+    if (!strcmp(name, "model.nf4_double_quant"))
+        return cfg->model.nf4_double_quant;
     if (!strcmp(name, "precision"))
         return cfg->precision != PRECISION_FP32;
     return !(config_keys[k].flags & KF_NOHASH) && (cfg->lora.rank || strncmp(name, "lora.", 5));

@@ -135,6 +135,7 @@ static size_t texel_bytes(enum gpu_binding_kind kind)
                                                  [GPU_BIND_TEXEL_F32] = 4,
                                                  [GPU_BIND_TEXEL_BF16X4] = 8,
                                                  [GPU_BIND_TEXEL_BF16] = 2,
+                                                 [GPU_BIND_TEXEL_U32] = 4,
                                                  [GPU_BIND_IMAGE_VEC4] = 16};
     return bytes[kind];
 }
@@ -144,6 +145,7 @@ static VkFormat texel_format(enum gpu_binding_kind kind)
                                                      [GPU_BIND_TEXEL_F32] = VK_FORMAT_R32_SFLOAT,
                                                      [GPU_BIND_TEXEL_BF16X4] = VK_FORMAT_R32G32_UINT,
                                                      [GPU_BIND_TEXEL_BF16] = VK_FORMAT_R16_UINT,
+                                                     [GPU_BIND_TEXEL_U32] = VK_FORMAT_R32_UINT,
                                                      [GPU_BIND_IMAGE_VEC4] = VK_FORMAT_R32G32B32A32_SFLOAT};
     return formats[kind];
 }

@@ -10,8 +10,11 @@
 
 #include "model_internal.h"
 #include "vktrain/ops.h"
+#include "vktrain/quant4.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
+
+#define NF4_BLOCK 64u /* model.base_dtype nf4: bitsandbytes' and QLoRA's block */
 
 static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
                      ...) VKT_PRINTF(6, 7);
@@ -42,11 +45,17 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     /* base_dtype bf16: the frozen matrices, those the matmuls read and the
      * embedding tables (which a tied LM head shares); whole uints, as the
      * tiled matmul and the storage embedding kernel read them. */
-    p->bf16 = m->c.base_bf16 && !trained && p->ndim == 2;
+    /* base_dtype nf4: the frozen matrices of the layers (stages 1 ..
+     * n_layers) in NF4, the embeddings and an untied head in bf16. */
+    p->q4 = m->c.base_nf4 && !trained && p->ndim == 2 && p->stage >= 1 && p->stage <= (int)m->c.n_layers;
+    p->bf16 = m->c.base_bf16 && !trained && p->ndim == 2 && !p->q4;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
-    p->w = gpu_buffer_create(m->g, p->bf16 ? (p->numel * 2 + 3) / 4 * 4 : p->numel * sizeof(float), p->name);
-    if (p->bf16)
-        gpu_buffer_set_dtype(p->w, GPU_DTYPE_BF16);
+    size_t bytes = p->q4     ? q4_bytes(p->numel, NF4_BLOCK, m->c.base_nf4_double)
+                   : p->bf16 ? (p->numel * 2 + 3) / 4 * 4
+                             : p->numel * sizeof(float);
+    p->w = gpu_buffer_create(m->g, bytes, p->name);
+    if (p->bf16 || p->q4)
+        gpu_buffer_set_dtype(p->w, p->q4 ? GPU_DTYPE_Q4 : GPU_DTYPE_BF16);
     gpu_memory_category(m->g, GPU_MEM_GRADIENTS);
     p->grad = m->max_rows && trained ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
     gpu_memory_category(m->g, was);
@@ -606,6 +615,14 @@ static void init_random(struct model *m, uint64_t seed, int adapters_only)
 
 void model_param_upload(struct model *m, struct model_param *p, const float *host)
 {
+    if (p->q4) {
+        size_t bytes = gpu_buffer_size(p->w);
+        uint32_t *w = vkt_malloc(bytes, p->name);
+        q4_quantize(w, host, p->numel, Q4_NF4, NF4_BLOCK, m->c.base_nf4_double);
+        gpu_upload(m->g, p->w, 0, w, bytes);
+        free(w);
+        return;
+    }
     if (!p->bf16) {
         gpu_upload(m->g, p->w, 0, host, p->numel * sizeof(float));
         return;
@@ -618,6 +635,14 @@ void model_param_upload(struct model *m, struct model_param *p, const float *hos
 
 void model_param_download(struct model *m, const struct model_param *p, float *host)
 {
+    if (p->q4) {
+        size_t bytes = gpu_buffer_size(p->w);
+        uint32_t *w = vkt_malloc(bytes, p->name);
+        gpu_download(m->g, p->w, 0, w, bytes);
+        q4_dequantize(host, w);
+        free(w);
+        return;
+    }
     if (!p->bf16) {
         gpu_download(m->g, p->w, 0, host, p->numel * sizeof(float));
         return;

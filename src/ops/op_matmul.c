@@ -22,7 +22,12 @@
  * with model.base_dtype bf16, tagged by gpu_buffer_set_dtype): the kernels
  * then read it through bf16 views (texel) or as uints (tiled) and widen
  * each value to fp32 by a shift, so they compute exactly what the fp32
- * kernels compute on the same weights rounded to bf16.
+ * kernels compute on the same weights rounded to bf16. It may also be a
+ * 4-bit weight (GPU_DTYPE_Q4, include/vktrain/quant4.h), bound whole (its
+ * header and scales lead its nibbles) and read by the "q4" variants of
+ * the texel and tiled kernels: the fp32 kernels' bits on the dequantized
+ * weight. The cooperative-matrix kernels do not read one yet: a 4-bit
+ * weight keeps the texel or tiled kernels, as a bf16 one does.
  *
  * On the texel family a tn into a weight gradient of at least 512 x 512
  * (the LM head's included) runs as a transpose of dY into the gpu's matmul
@@ -190,6 +195,11 @@ static const struct matmul_variant {
     {MATMUL_TEXEL, NN, "vec4", "bf16", 0, SHADER_matmul_nn_vec4_bf16},
     {MATMUL_TEXEL, NN, "shift", "bf16", 0, SHADER_matmul_nn_shift_bf16},
     {MATMUL_TEXEL, NN, "scalar", "bf16", 0, SHADER_matmul_nn_scalar_bf16},
+    {MATMUL_TEXEL, NN, "vec4", "q4", 0, SHADER_matmul_nn_vec4_q4},
+    {MATMUL_TEXEL, NN, "shift", "q4", 0, SHADER_matmul_nn_shift_q4},
+    {MATMUL_TEXEL, NN, "scalar", "q4", 0, SHADER_matmul_nn_scalar_q4},
+    {MATMUL_TEXEL, NN, "vec4", "q4", 1, SHADER_matmul_nn_vec4_q4_img},
+    {MATMUL_TEXEL, NN, "shift", "q4", 1, SHADER_matmul_nn_shift_q4_img},
     {MATMUL_TEXEL, NN, "vec4", "", 1, SHADER_matmul_nn_vec4_img},
     {MATMUL_TEXEL, NN, "shift", "", 1, SHADER_matmul_nn_shift_img},
     {MATMUL_TEXEL, NN, "vec4", "bf16", 1, SHADER_matmul_nn_vec4_bf16_img},
@@ -198,6 +208,9 @@ static const struct matmul_variant {
     {MATMUL_TEXEL, NT, "scalar", "", 0, SHADER_matmul_nt_scalar},
     {MATMUL_TEXEL, NT, "vec4", "bf16", 0, SHADER_matmul_nt_vec4_bf16},
     {MATMUL_TEXEL, NT, "scalar", "bf16", 0, SHADER_matmul_nt_scalar_bf16},
+    {MATMUL_TEXEL, NT, "vec4", "q4", 0, SHADER_matmul_nt_vec4_q4},
+    {MATMUL_TEXEL, NT, "scalar", "q4", 0, SHADER_matmul_nt_scalar_q4},
+    {MATMUL_TEXEL, NT, "vec4", "q4", 1, SHADER_matmul_nt_vec4_q4_img},
     {MATMUL_TEXEL, NT, "vec4", "bias", 0, SHADER_matmul_nt_vec4_bias},
     {MATMUL_TEXEL, NT, "scalar", "bias", 0, SHADER_matmul_nt_scalar_bias},
     {MATMUL_TEXEL, NT, "vec4", "", 1, SHADER_matmul_nt_vec4_img},
@@ -215,6 +228,12 @@ static const struct matmul_variant {
     {MATMUL_TILED, NN, "vec4", "bf16", 0, SHADER_matmul_tiled_nn_vec4_bf16},
     {MATMUL_TILED, NN, "bvec4", "bf16", 0, SHADER_matmul_tiled_nn_bvec4_bf16},
     {MATMUL_TILED, NN, "scalar", "bf16", 0, SHADER_matmul_tiled_nn_scalar_bf16},
+    {MATMUL_TILED, NT, "vec4", "q4", 0, SHADER_matmul_tiled_nt_vec4_q4},
+    {MATMUL_TILED, NT, "bvec4", "q4", 0, SHADER_matmul_tiled_nt_bvec4_q4},
+    {MATMUL_TILED, NT, "scalar", "q4", 0, SHADER_matmul_tiled_nt_scalar_q4},
+    {MATMUL_TILED, NN, "vec4", "q4", 0, SHADER_matmul_tiled_nn_vec4_q4},
+    {MATMUL_TILED, NN, "bvec4", "q4", 0, SHADER_matmul_tiled_nn_bvec4_q4},
+    {MATMUL_TILED, NN, "scalar", "q4", 0, SHADER_matmul_tiled_nn_scalar_q4},
     {MATMUL_TILED, TN, "vec4", "", 0, SHADER_matmul_tiled_tn_vec4},
     {MATMUL_TILED, TN, "bvec4", "", 0, SHADER_matmul_tiled_tn_bvec4},
     {MATMUL_TILED, TN, "scalar", "", 0, SHADER_matmul_tiled_tn_scalar},
@@ -288,23 +307,30 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     };
     struct operand *o = opd[l];
     struct gpu_buffer *bufs[3] = {a, b, c};
-    int bf16 = gpu_buffer_dtype(b) == GPU_DTYPE_BF16;
+    int bf16 = gpu_buffer_dtype(b) == GPU_DTYPE_BF16, q4 = gpu_buffer_dtype(b) == GPU_DTYPE_Q4;
     for (int i = 0; i < 3; i++)
         if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32 && !(i == 1 && l != TN))
-            vkt_fatal("%s: the %s '%s' holds bf16 values; only the weight of nt and nn may", names[l], roles[i],
-                      gpu_buffer_name(bufs[i]));
+            vkt_fatal("%s: the %s '%s' holds %s values; only the weight of nt and nn may", names[l], roles[i],
+                      gpu_buffer_name(bufs[i]), gpu_buffer_dtype(bufs[i]) == GPU_DTYPE_BF16 ? "bf16" : "4-bit");
     if (bf16 && gpu_buffer_size(b) % 4)
         vkt_fatal("%s: the bf16 weight '%s' has %zu bytes, not a multiple of 4 (the tiled kernel reads uints)",
                   names[l], gpu_buffer_name(b), gpu_buffer_size(b));
-    const size_t elem[3] = {sizeof(float), bf16 ? 2 : sizeof(float), sizeof(float)};
+    const size_t elem[3] = {sizeof(float), bf16 ? 2 : sizeof(float), sizeof(float)}; /* a 4-bit weight's: below */
     size_t bytes[3], end[3]; /* an operand's bytes; its end in its buffer */
     for (int i = 0; i < 3; i++) {
         o[i].off = off ? off[i] : 0;
         o[i].ld = lds[i];
         bytes[i] = size[o[i].outer] * o[i].ld * elem[i];
         end[i] = o[i].off * elem[i] + bytes[i];
-        ops_check(names[l], roles[i], bufs[i], end[i]);
+        if (!(i == 1 && q4)) /* a 4-bit weight counts as its fp32 self (below) */
+            ops_check(names[l], roles[i], bufs[i], end[i]);
     }
+    /* A 4-bit weight is bound whole (its header, code and scales lead its
+     * nibbles), and the product is cut into the blocks, and given the
+     * family, of the same product on the dequantized fp32 weight (bytes
+     * and end as if it were one): the same sums in the same order, so the
+     * same bits. */
+
     const struct gpu_device_info *info = gpu_info(g);
 
     /* vec4 views: A's and B's rows are whole texels; shift: B's are, A is
@@ -317,14 +343,22 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         a4 = a_whole % 4 == 0 && o[0].ld % 4 == 0 && o[0].off % 4 == 0;
     int shift = b4 && !a4 && l != NT, aligned = (a4 && b4) || shift;
     enum gpu_binding_kind tf = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
-    enum gpu_binding_kind tk[2] = {tf, !bf16 ? tf : aligned ? GPU_BIND_TEXEL_BF16X4 : GPU_BIND_TEXEL_BF16};
-    size_t tlimit[2] = {gpu_texel_limit(g, tk[0]), gpu_texel_limit(g, tk[1])};
+    enum gpu_binding_kind tk[2] = {tf, q4     ? GPU_BIND_TEXEL_U32
+                                       : !bf16 ? tf
+                                       : aligned ? GPU_BIND_TEXEL_BF16X4
+                                                 : GPU_BIND_TEXEL_BF16};
+    size_t tlimit[2] = {gpu_texel_limit(g, tk[0]), gpu_texel_limit(g, q4 ? tf : tk[1])};
     /* f16 or bf16 inputs: the cooperative-matrix kernel (fp32 operands
      * only), in the tiled kernel's place and with its interface */
     const uint32_t *cshape = inputs == GPU_MATMUL_BF16 ? info->coopmat_bf16 : info->coopmat_f16;
-    int coop = inputs != GPU_MATMUL_FP32 && !bf16;
+    int coop = inputs != GPU_MATMUL_FP32 && !bf16 && !q4;
     int texel = !coop && gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit[0] && end[1] <= tlimit[1] &&
                 (!bf16 || info->texel_bf16);
+    if (q4 && (texel ? gpu_buffer_size(b) > gpu_texel_limit(g, GPU_BIND_TEXEL_U32)
+                     : gpu_buffer_size(b) > ops_storage_limit(g)))
+        vkt_fatal("%s: the 4-bit weight '%s' (%zu bytes) exceeds the %s limit (%zu bytes); it is bound whole", names[l],
+                  gpu_buffer_name(b), gpu_buffer_size(b), texel ? "texel view" : "storage binding",
+                  texel ? gpu_texel_limit(g, GPU_BIND_TEXEL_U32) : ops_storage_limit(g));
 
     /* Block sizes: every storage binding fits the limit with up to align-4
      * bytes of lead-in before its aligned offset (and 2 bytes after a bf16
@@ -382,7 +416,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     }
 
     /* the bias as the outputs are stored: one dispatch, fp32 weights */
-    int fuse = bias && gpu_buffer_dtype(bias) == GPU_DTYPE_F32 && texel && !bf16 && cap[ROW] == size[ROW] &&
+    int fuse = bias && gpu_buffer_dtype(bias) == GPU_DTYPE_F32 && texel && !bf16 && !q4 && cap[ROW] == size[ROW] &&
                cap[COL] == size[COL] && cap[RED] == size[RED] &&
                gpu_buffer_size(bias) <= gpu_texel_limit(g, GPU_BIND_TEXEL_F32);
     /* the output as an image (its stores whole texels): vec4 variants,
@@ -412,6 +446,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                                               : aligned ? "vec4"
                                                         : "scalar",
                                               bf16   ? "bf16"
+                                              : q4   ? "q4"
                                               : fuse ? "bias"
                                                      : "",
                                               img);
@@ -452,6 +487,7 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
     } else {
         enum shader_id shader = matmul_shader(MATMUL_TILED, l, loads,
                                               bf16                            ? "bf16"
+                                              : q4                            ? "q4"
                                               : tc.bk == 16 && v4[0] && v4[1] ? "k16"
                                                                               : "",
                                               0);
@@ -493,7 +529,9 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                     p.K = (uint32_t)(l == NT ? n[RED] : n[COL]);
                     for (int i = 0; i < 2; i++)
                         args[i] = (struct gpu_arg){.buf = bufs[i],
-                                                   .range = gpu_buffer_size(bufs[i]) <= tlimit[i] ? 0 : end[i]};
+                                                   .range = (i == 1 && q4) || gpu_buffer_size(bufs[i]) <= tlimit[i]
+                                                                ? 0
+                                                                : end[i]};
                     args[2] = img ? image_arg(g, c, &o[2], s, n, &p.c0)
                                   : storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
                     gpu_dispatch(g, acc ? k_acc : k, args, &p, gx, gy, 1);
@@ -512,6 +550,8 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                     };
                     args[0] = storage_arg(a, 0, &o[0], s, n, align, elem[0], &p.a0);
                     args[1] = storage_arg(b, 0, &o[1], s, n, align, elem[1], &p.b0);
+                    if (q4) /* the whole buffer, the block's first element an index into it */
+                        args[1] = (struct gpu_arg){.buf = b}, p.b0 = (uint32_t)block_first(&o[1], s);
                     args[2] = storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
                     gpu_dispatch(g, k, args, &p, gx, gy, 1);
                 }

@@ -44,7 +44,9 @@ static struct model_config model_config_of(const struct config *cfg)
     mc.lora_rank = (uint32_t)cfg->lora.rank, mc.lora_alpha = (float)cfg->lora.alpha;
     mc.lora_dropout = (float)cfg->lora.dropout;
     mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
-    mc.base_bf16 = cfg->model.base_dtype == BASE_BF16;
+    mc.base_bf16 = cfg->model.base_dtype != BASE_FP32; /* nf4: the embeddings and an untied head in bf16 */
+    mc.base_nf4 = cfg->model.base_dtype == BASE_NF4;
+    mc.base_nf4_double = cfg->model.nf4_double_quant;
     return mc;
 }
 
@@ -309,7 +311,10 @@ static void banner(struct trainer *t)
         printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen%s\n", mc->lora_rank,
                (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,
                100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model),
-               mc->base_bf16 ? " (its matrices in bf16)" : "");
+               mc->base_nf4    ? (mc->base_nf4_double ? " (its layers' matrices in NF4 with 8-bit scales, the embeddings in bf16)"
+                                                  : " (its layers' matrices in NF4, the embeddings in bf16)")
+               : mc->base_bf16 ? " (its matrices in bf16)"
+                               : "");
     printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
            t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
            (long long)t->total_steps, t->step ? " (resumed)" : "");

@@ -1,0 +1,238 @@
+/* quant4: the host side of 4-bit frozen weights (include/vktrain/quant4.h). */
+#include "vktrain/quant4.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vktrain/util.h"
+
+/* NF4: bitsandbytes' table (QLoRA's NormalFloat4). FP4: its e2m1 values
+ * {0, 0.0625, 8, 12, 4, 6, 2, 3} / 12, the sign in bit 3, in index order. */
+static const float nf4_code[16] = {-1.0f,
+                                   -0.6961928009986877f,
+                                   -0.5250730514526367f,
+                                   -0.39491748809814453f,
+                                   -0.28444138169288635f,
+                                   -0.18477343022823334f,
+                                   -0.09105003625154495f,
+                                   0.0f,
+                                   0.07958029955625534f,
+                                   0.16093020141124725f,
+                                   0.24611230194568634f,
+                                   0.33791524171829224f,
+                                   0.44070982933044434f,
+                                   0.5626170039176941f,
+                                   0.7229568362236023f,
+                                   1.0f};
+static float fp4_code[16];
+
+const float *q4_code(enum q4_type t)
+{
+    if (t == Q4_NF4)
+        return nf4_code;
+    static const float e2m1[8] = {0.0f, 0.0625f, 8.0f, 12.0f, 4.0f, 6.0f, 2.0f, 3.0f};
+    for (int i = 0; i < 16; i++)
+        fp4_code[i] = (i & 8 ? -e2m1[i & 7] : e2m1[i & 7]) / 12.0f;
+    return fp4_code;
+}
+
+void q4_dynamic_code(float code[256])
+{
+    /* For exponent i = 0..6: 2^i + 1 boundaries linspace(0.1, 1), their
+     * 2^i midpoints times ±10^(i-6); then 0 and 1; sorted. */
+    int k = 0;
+    for (int i = 0; i < 7; i++) {
+        int n = (1 << i) + 1;
+        float scale = (float)pow(10.0, i - 6);
+        for (int j = 0; j + 1 < n; j++) {
+            float lo = (float)(0.1 + 0.9 * j / (n - 1)), hi = (float)(0.1 + 0.9 * (j + 1) / (n - 1));
+            float mean = (lo + hi) / 2.0f;
+            code[k++] = scale * mean;
+            code[k++] = -scale * mean;
+        }
+    }
+    code[k++] = 0.0f;
+    code[k++] = 1.0f;
+    for (int i = 1; i < 256; i++) /* insertion sort of 256 */
+        for (int j = i; j > 0 && code[j - 1] > code[j]; j--) {
+            float t = code[j];
+            code[j] = code[j - 1], code[j - 1] = t;
+        }
+}
+
+static uint32_t words_of(size_t bytes)
+{
+    return (uint32_t)((bytes + 3) / 4);
+}
+
+void q4_layout(struct q4_layout *l, size_t n, uint32_t block, int double_quant)
+{
+    if (block < 32 || block > 4096 || (block & (block - 1)))
+        vkt_fatal("quant4: a block of %u elements (bitsandbytes allows 32, 64, ..., 4096)", block);
+    memset(l, 0, sizeof *l);
+    l->n = n;
+    l->log2_block = 0;
+    while ((1u << l->log2_block) < block)
+        l->log2_block++;
+    l->blocks = (n + block - 1) / block;
+    l->double_quant = double_quant;
+    size_t w = Q4_CODE_WORD + 16;
+    if (double_quant) {
+        l->nested_blocks = (l->blocks + Q4_NESTED_BLOCK - 1) / Q4_NESTED_BLOCK;
+        l->code8 = (uint32_t)w, w += 256;
+        l->nested = (uint32_t)w, w += l->nested_blocks;
+        l->absmax = (uint32_t)w, w += words_of(l->blocks);
+    } else {
+        l->absmax = (uint32_t)w, w += l->blocks;
+    }
+    l->data = (uint32_t)w, w += words_of((n + 1) / 2);
+    if (w > UINT32_MAX)
+        vkt_fatal("quant4: a weight of %zu elements exceeds 2^32 words", n);
+    l->words = w;
+}
+
+size_t q4_bytes(size_t n, uint32_t block, int double_quant)
+{
+    struct q4_layout l;
+    q4_layout(&l, n, block, double_quant);
+    return l.words * 4;
+}
+
+static float f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static uint32_t u32(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Compiled with -ffp-contract=off (CMakeLists.txt): a product and a sum
+ * stay two roundings, as in the kernels' `precise` code. */
+
+/* The 4-bit index of x (already scaled by 1 / absmax): the midpoints of
+ * the sorted NF4 code in fp32, x on one taking the lower index. */
+static uint32_t nf4_index(float x)
+{
+    uint32_t q = 0;
+    while (q < 15 && x > (nf4_code[q] + nf4_code[q + 1]) / 2.0f)
+        q++;
+    return q;
+}
+
+/* bitsandbytes' nearest search in a sorted 256-entry code: a binary walk
+ * of 7 halvings from the middle entry, then the neighbour on x's side if x
+ * is past the midpoint between them (strictly above, or strictly below). */
+static uint32_t code8_index(const float *code, float x)
+{
+    int pivot = 127, upper_pivot = 255, lower_pivot = 0;
+    float lower = -1.0f, upper = 1.0f, val = code[pivot];
+    for (int i = 64; i > 0; i >>= 1) {
+        if (x > val)
+            lower_pivot = pivot, lower = val, pivot += i;
+        else
+            upper_pivot = pivot, upper = val, pivot -= i;
+        val = code[pivot];
+    }
+    if (upper_pivot == 255)
+        upper = code[upper_pivot];
+    if (lower_pivot == 0)
+        lower = code[lower_pivot];
+    if (x > val)
+        return (uint32_t)(x > (upper + val) * 0.5f ? upper_pivot : pivot);
+    return (uint32_t)(x < (lower + val) * 0.5f ? lower_pivot : pivot);
+}
+
+static void set_byte(uint32_t *w, size_t i, uint32_t v)
+{
+    w[i / 4] = (w[i / 4] & ~(0xffu << (8 * (i % 4)))) | (v << (8 * (i % 4)));
+}
+
+void q4_quantize(uint32_t *buf, const float *x, size_t n, enum q4_type t, uint32_t block, int double_quant)
+{
+    if (t != Q4_NF4)
+        vkt_fatal("quant4: only NF4 is quantized here (FP4 weights are read from bitsandbytes folders)");
+    struct q4_layout l;
+    q4_layout(&l, n, block, double_quant);
+    memset(buf, 0, l.words * 4);
+    buf[Q4_W_FLAGS] = double_quant ? Q4_FLAG_NESTED : 0;
+    buf[Q4_W_LOG2_BLOCK] = l.log2_block;
+    buf[Q4_W_NUMEL] = (uint32_t)n;
+    if (n > UINT32_MAX)
+        vkt_fatal("quant4: a weight of %zu elements (at most 2^32 - 1)", n);
+    buf[Q4_W_ABSMAX] = l.absmax, buf[Q4_W_DATA] = l.data, buf[Q4_W_NESTED] = l.nested, buf[Q4_W_CODE8] = l.code8;
+    for (int i = 0; i < 16; i++)
+        buf[Q4_CODE_WORD + i] = u32(nf4_code[i]);
+    float *absmax = vkt_malloc(l.blocks * sizeof *absmax, "quant4 absmax");
+    for (size_t b = 0; b < l.blocks; b++) {
+        size_t e0 = b * block, e1 = e0 + block < n ? e0 + block : n;
+        float m = 0.0f;
+        for (size_t e = e0; e < e1; e++)
+            m = fmaxf(m, fabsf(x[e]));
+        absmax[b] = m;
+        float r = 1.0f / m; /* inf for a block of zeros: its elements take the code's 0 */
+        for (size_t e = e0; e < e1; e++) {
+            uint32_t q = m > 0.0f ? nf4_index(x[e] * r) : 7;
+            size_t byte = e / 2;
+            uint32_t shift = 8 * (uint32_t)(byte % 4) + (e % 2 ? 0 : 4);
+            buf[l.data + byte / 4] |= q << shift;
+        }
+    }
+    if (!double_quant) {
+        for (size_t b = 0; b < l.blocks; b++)
+            buf[l.absmax + b] = u32(absmax[b]);
+    } else {
+        float *code8 = (float *)(buf + l.code8);
+        q4_dynamic_code(code8);
+        double sum = 0.0;
+        for (size_t b = 0; b < l.blocks; b++)
+            sum += absmax[b];
+        float offset = (float)(sum / (double)l.blocks);
+        buf[Q4_W_OFFSET] = u32(offset);
+        for (size_t nb = 0; nb < l.nested_blocks; nb++) {
+            size_t b0 = nb * Q4_NESTED_BLOCK, b1 = b0 + Q4_NESTED_BLOCK < l.blocks ? b0 + Q4_NESTED_BLOCK : l.blocks;
+            float m = 0.0f;
+            for (size_t b = b0; b < b1; b++)
+                m = fmaxf(m, fabsf(absmax[b] - offset));
+            buf[l.nested + nb] = u32(m);
+            float r = 1.0f / m;
+            for (size_t b = b0; b < b1; b++)
+                set_byte(buf + l.absmax, b, m > 0.0f ? code8_index(code8, (absmax[b] - offset) * r) : 127);
+        }
+    }
+    free(absmax);
+}
+
+float q4_absmax(const uint32_t *buf, size_t b)
+{
+    if (!(buf[Q4_W_FLAGS] & Q4_FLAG_NESTED))
+        return f32(buf[buf[Q4_W_ABSMAX] + b]);
+    uint32_t q8 = (buf[buf[Q4_W_ABSMAX] + b / 4] >> (8 * (b % 4))) & 0xffu;
+    float a = f32(buf[buf[Q4_W_CODE8] + q8]) * f32(buf[buf[Q4_W_NESTED] + b / Q4_NESTED_BLOCK]);
+    return a + f32(buf[Q4_W_OFFSET]);
+}
+
+float q4_value(const uint32_t *buf, size_t e)
+{
+    uint32_t w = buf[buf[Q4_W_DATA] + e / 8];
+    uint32_t q = (w >> ((((uint32_t)e ^ 1u) & 7u) << 2)) & 15u;
+    float v = f32(buf[Q4_CODE_WORD + q]) * q4_absmax(buf, e >> buf[Q4_W_LOG2_BLOCK]);
+    if (buf[Q4_W_FLAGS] & Q4_FLAG_BF16) {
+        uint16_t h;
+        vkt_bf16_round(&h, &v, 1);
+        vkt_bf16_widen(&v, &h, 1);
+    }
+    return v;
+}
+
+void q4_dequantize(float *out, const uint32_t *buf)
+{
+    size_t n = buf[Q4_W_NUMEL];
+    for (size_t e = 0; e < n; e++)
+        out[e] = q4_value(buf, e);
+}
