@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The README's table of device memory per rank, as `vktrain train --dry-run`
 # prints it, for a Llama-3.2-1B-shaped and a SmolLM-135M-shaped llama, a
-# Qwen3-0.6B-shaped one and a Gemma-3-270M-shaped one
+# Qwen3-0.6B-shaped one, a Gemma-3-270M-shaped one and a Llama-3.1-8B-shaped one
 # (random weights: the plan depends on the shapes only), each with
 #   full fine-tuning; full with dist.zero: 1 on 4 ranks (mpirun -np 4);
-#   LoRA (rank 16 on all seven linear layers); LoRA with model.base_dtype: bf16.
+#   LoRA (rank 16 on all seven linear layers); LoRA with model.base_dtype: bf16;
+#   LoRA with model.base_dtype: nf4, with model.nf4_double_quant too, and
+#   the latter with model.activation_checkpointing.
 # batch_size and max_seq_len are those printed in the table's heading.
 # Prints the Markdown table; nothing is allocated or written but a scratch
 # folder.
@@ -25,6 +27,7 @@ echo "the quick brown fox jumps over the lazy dog" > "$work/corpus.txt"
 # name|model keys (flow YAML)
 shapes=(
   "Llama-3.2-1B|arch: llama, dim: 2048, n_layers: 16, n_heads: 32, n_kv_heads: 8, hidden_dim: 8192, vocab_size: 128256, tie_embeddings: true, rope_theta: 500000.0"
+  "Llama-3.1-8B|arch: llama, dim: 4096, n_layers: 32, n_heads: 32, n_kv_heads: 8, hidden_dim: 14336, vocab_size: 128256, tie_embeddings: false, rope_theta: 500000.0"
   "SmolLM-135M|arch: llama, dim: 576, n_layers: 30, n_heads: 9, n_kv_heads: 3, hidden_dim: 1536, vocab_size: 49152, tie_embeddings: true"
   "Qwen3-0.6B|arch: llama, dim: 1024, n_layers: 28, n_heads: 16, n_kv_heads: 8, head_dim: 128, qk_norm: true, hidden_dim: 3072, vocab_size: 151936, tie_embeddings: true, rope_theta: 1000000.0"
   "Gemma-3-270M|arch: llama, dim: 640, n_layers: 18, n_heads: 4, n_kv_heads: 1, head_dim: 256, qk_norm: true, hidden_dim: 2048, vocab_size: 262144, tie_embeddings: true, rope_theta: 1000000.0, rope_local_base_freq: 10000.0, norm_offset: true, post_norms: true, scale_embeddings: true, mlp_activation: gelu_pytorch_tanh, query_pre_attn_scalar: 256, sliding_window: 512, layer_types: [$(for i in $(seq 1 18); do [ $((i % 6)) = 0 ] && printf full_attention || printf sliding_attention; [ "$i" -lt 18 ] && printf ', '; done)]"
@@ -35,6 +38,9 @@ modes=(
   "full, dist.zero: 1 on 4 ranks|4|dist.zero=1"
   "LoRA r16, all linear layers|1|$lora"
   "LoRA r16, base_dtype: bf16|1|$lora model.base_dtype=bf16"
+  "LoRA r16, base_dtype: nf4|1|$lora model.base_dtype=nf4"
+  "LoRA r16, nf4, double quant|1|$lora model.base_dtype=nf4 model.nf4_double_quant=true"
+  "LoRA r16, nf4, double quant, checkpointing|1|$lora model.base_dtype=nf4 model.nf4_double_quant=true model.activation_checkpointing=true"
 )
 
 # One dry run: the plan's figures as "parameters|gradients|optimizer|activations|workspace|total".
@@ -56,7 +62,7 @@ plan() {
              v["activations"], v["workspace"], v["total"] }' <<<"$out"
 }
 
-echo "Device memory per rank from \`vktrain train --dry-run\`, batch_size $batch x max_seq_len $seq (fp32 activations, no activation checkpointing)"
+echo "Device memory per rank from \`vktrain train --dry-run\`, batch_size $batch x max_seq_len $seq (fp32 activations, no activation checkpointing unless said)"
 echo
 echo "| model | run | parameters | gradients | optimizer state | activations | workspace | total |"
 echo "|---|---|---|---|---|---|---|---|"

@@ -95,6 +95,7 @@ static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x
         x[i] = f[i];
     struct gpu_buffer *b = gpu_buffer_create(g, bytes, name);
     gpu_buffer_set_dtype(b, GPU_DTYPE_Q4);
+    gpu_buffer_set_q4_flags(b, w[Q4_W_FLAGS]);
     gpu_upload(g, b, 0, w, bytes);
     free(w), free(f);
     return b;

@@ -154,6 +154,10 @@ entry resume-and-overwrite 1 "resume and overwrite" "Two keys that exclude each 
   train resume=true overwrite=true
 entry base-dtype-without-lora 1 "model.base_dtype: bf16 stores frozen weights, and only LoRA freezes them" \
   "A bf16 base without LoRA: only frozen weights may be stored in bf16." train model.base_dtype=bf16
+entry nf4-without-lora 1 "model.base_dtype: nf4 stores frozen weights, and only LoRA freezes them" \
+  "An NF4 base without LoRA: only frozen weights may be quantized." train model.base_dtype=nf4
+entry double-quant-without-nf4 1 "model.nf4_double_quant: quantizes the scales of an NF4 base" \
+  "model.nf4_double_quant without an NF4 base." train lora.rank=4 model.nf4_double_quant=true
 entry reproducible-batch-size 1 "batch_size: 6 is not a power of two" \
   "precision: reproducible with a batch size that is not a power of two (docs/reproducible.md)." \
   train precision=reproducible batch_size=6

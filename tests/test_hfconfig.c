@@ -297,6 +297,13 @@ static void test_errors(void)
 {
     expect_error("{\"model_type\": \"llama\", " LLAMA_REST "}", "missing required key 'hidden_size'", NULL);
     expect_error("{\"model_type\": \"gemma3\", \"hidden_size\": 64, " LLAMA_REST "}", "'text_config'", "language model");
+    /* quantized checkpoints: a bitsandbytes 4-bit one named as such, other methods by name */
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {\"quant_method\": "
+                 "\"bitsandbytes\", \"load_in_4bit\": true, \"bnb_4bit_quant_type\": \"nf4\"}, " LLAMA_REST "}",
+                 "bitsandbytes 4-bit checkpoint", "model.base_dtype: nf4");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {\"quant_method\": "
+                 "\"gptq\", \"bits\": 4}, " LLAMA_REST "}",
+                 "quant_method 'gptq'", "not supported");
     expect_error("{\"model_type\": \"gemma2\", \"hidden_size\": 64, \"attn_logit_softcapping\": -1, " LLAMA_REST "}",
                  "'attn_logit_softcapping'", "positive number or null");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": \"64\", " LLAMA_REST "}", "'hidden_size'",

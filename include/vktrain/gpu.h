@@ -209,6 +209,10 @@ const char *gpu_buffer_name(const struct gpu_buffer *b);
 enum gpu_dtype { GPU_DTYPE_F32, GPU_DTYPE_BF16, GPU_DTYPE_Q4 }; /* Q4: include/vktrain/quant4.h's layout */
 void gpu_buffer_set_dtype(struct gpu_buffer *b, enum gpu_dtype t);
 enum gpu_dtype gpu_buffer_dtype(const struct gpu_buffer *b);
+/* A GPU_DTYPE_Q4 buffer's header flags (Q4_FLAG_*), which the kernels
+ * that read it are specialized for: set them with what is uploaded. */
+void gpu_buffer_set_q4_flags(struct gpu_buffer *b, uint32_t flags);
+uint32_t gpu_buffer_q4_flags(const struct gpu_buffer *b);
 
 /* Device memory. Buffers are sub-allocated from a few large blocks per
  * memory type (src/gpu/gpu_alloc.c). Each buffer belongs to the category in

@@ -2,7 +2,10 @@
 // or a bitsandbytes folder) in the layout of include/vktrain/quant4.h:
 // one buffer of 32-bit words, a header, the code, the absmax values and
 // the nibbles. The includer defines Q4_WORD(i), word i of the buffer, and
-// calls q4_init() once before any other function here. An element's value
+// calls q4_init() once before any other function here, and defines
+// Q4_SPEC, the id of the specialization constant Q4_FLAGS: the header's
+// flags, as compile-time facts (branches on a value read from the buffer
+// cost llvmpipe both sides, a fetch each: 30% of the kernel's time). An element's value
 // is exactly code[q] · absmax in fp32 (`precise`: no contraction), absmax
 // code8[q8] · nested + offset with double quantization (two roundings),
 // then rounded to bf16 where the header's flag says, as the host's
@@ -13,13 +16,13 @@
 // selects on its 4 bits (15 selects): on llvmpipe a per-lane index into a
 // table is a gather per element, slower than the selects.
 
-uint q4_flags, q4_shift, q4_abs, q4_data, q4_nested, q4_code8;
+layout(constant_id = Q4_SPEC) const uint Q4_FLAGS = 0u;
+uint q4_shift, q4_abs, q4_data, q4_nested, q4_code8;
 float q4_offset;
 float q4_c[16];
 
 void q4_init()
 {
-    q4_flags = Q4_WORD(0u);
     q4_shift = Q4_WORD(1u);
     q4_abs = Q4_WORD(3u);
     q4_data = Q4_WORD(4u);
@@ -42,7 +45,7 @@ float q4_code(uint q)
 // The absmax of block b.
 float q4_absmax(uint b)
 {
-    if ((q4_flags & 1u) == 0u)
+    if ((Q4_FLAGS & 1u) == 0u)
         return uintBitsToFloat(Q4_WORD(q4_abs + b));
     uint q8 = (Q4_WORD(q4_abs + (b >> 2u)) >> ((b & 3u) << 3u)) & 0xffu;
     precise float a = uintBitsToFloat(Q4_WORD(q4_code8 + q8)) * uintBitsToFloat(Q4_WORD(q4_nested + (b >> 8u)));
@@ -54,7 +57,7 @@ float q4_absmax(uint b)
 // header asks for it.
 float q4_round(float v)
 {
-    if ((q4_flags & 2u) == 0u)
+    if ((Q4_FLAGS & 2u) == 0u)
         return v;
     uint u = floatBitsToUint(v);
     return uintBitsToFloat((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u);

@@ -83,6 +83,7 @@ layout(binding = 0) uniform samplerBuffer A;
 #if Q4_B
 layout(binding = 1) uniform usamplerBuffer B;
 #define Q4_WORD(i) texelFetch(B, int(i)).x
+#define Q4_SPEC 2
 #include "quant4.glsl"
 #define B_INIT() q4_init()
 #elif BF16_B

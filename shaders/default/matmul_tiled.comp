@@ -133,6 +133,7 @@ float fetch_a(uint i) { return A[i]; }
 #if B_Q4
 layout(std430, binding = 1) readonly buffer BB { uint B[]; };
 #define Q4_WORD(i) B[i]
+#define Q4_SPEC 4
 #include "quant4.glsl"
 vec4 fetch_b4(uint i) { return q4_value4(i); }
 float fetch_b(uint i) { return q4_value(i); }

@@ -510,6 +510,23 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
         vkt_error(err, errlen, "%s: not a JSON object", path);
         goto done;
     }
+    /* a quantized checkpoint: its tensors are not the weights */
+    json_t *qc = json_object_get(root, "quantization_config");
+    if (qc && !json_is_null(qc)) {
+        json_t *method = json_object_get(qc, "quant_method"), *four = json_object_get(qc, "load_in_4bit");
+        const char *m = json_is_string(method) ? json_string_value(method) : "(no quant_method)";
+        if (!strcmp(m, "bitsandbytes") && json_is_true(four))
+            vkt_error(err, errlen,
+                      "%s: a bitsandbytes 4-bit checkpoint (quantization_config): such folders are not read yet; "
+                      "load the full-precision model and set model.base_dtype: nf4 (with a lora section)",
+                      path);
+        else
+            vkt_error(err, errlen,
+                      "%s: quantization_config with quant_method '%s'%s is not supported (a full-precision folder "
+                      "is, and model.base_dtype: nf4 quantizes it)",
+                      path, m, !strcmp(m, "bitsandbytes") ? " in 8 bits" : "");
+        goto done;
+    }
     /* a multimodal Gemma 3: its text model, as the gemma3_text it holds */
     json_t *mt = json_object_get(root, "model_type"), *text = json_object_get(root, "text_config");
     if (json_is_string(mt) && !strcmp(json_string_value(mt), "gemma3")) {

@@ -63,6 +63,7 @@ struct gpu_buffer {
     void *mapped;           /* non-NULL when host-visible */
     VkBufferView views[GPU_BIND_KINDS]; /* whole-buffer texel views by kind, made on first use */
     enum gpu_dtype dtype;
+    uint32_t q4_flags;      /* GPU_DTYPE_Q4: its header's flags (quant4.h), the kernels' specialization */
     char name[64];
     struct gpu_buffer *stack; /* precision: reproducible: a gradient's stack over samples (gpu_buffer_set_stack) */
     uint32_t written_epoch; /* barrier epoch of the last write / read */

@@ -159,6 +159,8 @@ const void *gpu_buffer_host(const struct gpu_buffer *b) { return b->mapped; }
 const char *gpu_buffer_name(const struct gpu_buffer *b) { return b->name; }
 void gpu_buffer_set_dtype(struct gpu_buffer *b, enum gpu_dtype t) { b->dtype = t; }
 enum gpu_dtype gpu_buffer_dtype(const struct gpu_buffer *b) { return b->dtype; }
+void gpu_buffer_set_q4_flags(struct gpu_buffer *b, uint32_t flags) { b->q4_flags = flags; }
+uint32_t gpu_buffer_q4_flags(const struct gpu_buffer *b) { return b->q4_flags; }
 
 void gpu_buffer_set_stack(struct gpu_buffer *b, struct gpu_buffer *stack)
 {

@@ -56,6 +56,8 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
     p->w = gpu_buffer_create(m->g, bytes, p->name);
     if (p->bf16 || p->q4)
         gpu_buffer_set_dtype(p->w, p->q4 ? GPU_DTYPE_Q4 : GPU_DTYPE_BF16);
+    if (p->q4)
+        gpu_buffer_set_q4_flags(p->w, m->c.base_nf4_double ? Q4_FLAG_NESTED : 0);
     gpu_memory_category(m->g, GPU_MEM_GRADIENTS);
     p->grad = m->max_rows && trained ? gpu_buffer_create(m->g, p->numel * sizeof(float), p->name) : NULL;
     gpu_memory_category(m->g, was);

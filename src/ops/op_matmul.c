@@ -460,8 +460,8 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             .n_bindings = fuse ? 4 : 3,
             .bindings = {tk[0], tk[1], img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE, GPU_BIND_TEXEL_F32},
             .push_size = sizeof(struct matmul_push_texel),
-            .n_spec = 2,
-            .spec = {split, 0},
+            .n_spec = q4 ? 3 : 2,
+            .spec = {split, 0, q4 ? gpu_buffer_q4_flags(b) : 0}, /* Q4_FLAGS: quant4.glsl */
         };
         /* ACCUMULATE (spec constant 1): the block adds into the output,
          * as every block past the first along the reduction does */
@@ -496,8 +496,8 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             .n_bindings = 3,
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
-            .n_spec = 4,
-            .spec = {tc.wg, tc.tile, tc.tv, tc.warp_tiles},
+            .n_spec = q4 ? 5 : 4,
+            .spec = {tc.wg, tc.tile, tc.tv, tc.warp_tiles, q4 ? gpu_buffer_q4_flags(b) : 0},
         };
         k = gpu_kernel_get(g, &d);
     }
