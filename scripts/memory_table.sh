@@ -30,7 +30,7 @@ shapes=(
   "Llama-3.1-8B|arch: llama, dim: 4096, n_layers: 32, n_heads: 32, n_kv_heads: 8, hidden_dim: 14336, vocab_size: 128256, tie_embeddings: false, rope_theta: 500000.0"
   "SmolLM-135M|arch: llama, dim: 576, n_layers: 30, n_heads: 9, n_kv_heads: 3, hidden_dim: 1536, vocab_size: 49152, tie_embeddings: true"
   "Qwen3-0.6B|arch: llama, dim: 1024, n_layers: 28, n_heads: 16, n_kv_heads: 8, head_dim: 128, qk_norm: true, hidden_dim: 3072, vocab_size: 151936, tie_embeddings: true, rope_theta: 1000000.0"
-  "Gemma-3-270M|arch: llama, dim: 640, n_layers: 18, n_heads: 4, n_kv_heads: 1, head_dim: 256, qk_norm: true, hidden_dim: 2048, vocab_size: 262144, tie_embeddings: true, rope_theta: 1000000.0, rope_local_base_freq: 10000.0, norm_offset: true, post_norms: true, scale_embeddings: true, mlp_activation: gelu_pytorch_tanh, query_pre_attn_scalar: 256, sliding_window: 512, layer_types: [$(for i in $(seq 1 18); do [ $((i % 6)) = 0 ] && printf full_attention || printf sliding_attention; [ "$i" -lt 18 ] && printf ', '; done)]"
+  "Gemma-3-270M|arch: llama, dim: 640, n_layers: 18, n_heads: 4, n_kv_heads: 1, head_dim: 256, qk_norm: true, hidden_dim: 2048, vocab_size: 262144, tie_embeddings: true, rope_theta: 1000000.0, rope_local_base_freq: 10000.0, norm_offset: true, post_norms: true, scale_embeddings: true, mlp_activation: gelu_pytorch_tanh, query_pre_attn_scalar: 256, sliding_window: 512, layer_types: [$(for i in $(seq 1 18); do [ $((i % 6)) = 0 ] && printf full_attention || printf sliding_attention; if [ "$i" -lt 18 ]; then printf ', '; fi; done)]"
 )
 lora="lora.rank=16 lora.alpha=32 lora.targets=[q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj]"
 modes=(
@@ -77,6 +77,9 @@ batch_size: $batch
 YAML
   for mode in "${modes[@]}"; do
     IFS='|' read -r label np keys <<<"$mode"
+    # the 8B shape's full fine-tuning on 4 ranks exceeds a small host, and a
+    # rank's refusal can end the job before rank 0 prints its plan
+    [ "$name" = Llama-3.1-8B ] && [ "$np" -gt 1 ] && continue
     # shellcheck disable=SC2086 # keys are separate key=value words
     IFS='|' read -r p gr o a w t <<<"$(plan "$recipe" "$np" $keys)"
     echo "| $name | $label | $p | $gr | $o | $a | $w | $t |"
