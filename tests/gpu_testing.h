@@ -78,6 +78,15 @@ static inline struct gpu_buffer *buffer_bf16_from_doubles(struct gpu *g, double 
     return b;
 }
 
+/* How many of n floats differ from their counterparts in their bits. */
+static inline size_t floats_differing(const float *a, const float *b, size_t n)
+{
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += memcmp(&a[i], &b[i], sizeof *a) != 0;
+    return differ;
+}
+
 /* x (n values, rounded to floats) quantized to 4 bits (NF4, blocks of
  * `block`, double_quant as model.nf4_double_quant) in a GPU_DTYPE_Q4
  * buffer; x becomes the dequantized values, what the kernels read. */

@@ -4,7 +4,8 @@
  * are not multiples of any tile (1 included), accumulating or not, the
  * first input and the output 1 float into their buffers, products split
  * into blocks by a small storage binding limit and by llvmpipe's loop
- * bound, and tn in parts of its reduction (split-k).
+ * bound, and tn in parts of its reduction (split-k); nt and nn with a
+ * 4-bit weight, bit for bit the kernel's on the dequantized weight.
  *
  * The reference multiplies, in double, the operands rounded to the type
  * (to nearest even) as the kernel must round them, so the kernel's only
@@ -60,6 +61,24 @@ static double *random_doubles(size_t n)
     return x;
 }
 
+/* The profile (when timed) shows the kernel of the loads' variant that
+ * the product needs: vec4 where an operand's rows and first element are
+ * whole vec4 (a4: A's; B's rows are K floats), "bvec4" where B's alone
+ * are; `extra` ends its name ("_q4": a 4-bit weight). */
+static void check_ran(struct gpu *g, int timed, enum gpu_matmul_inputs t, enum matmul_layout l, int M, int N, int K,
+                      int a4, const char *extra)
+{
+    int b4 = K % 4 == 0;
+    char kernel[56];
+    snprintf(kernel, sizeof kernel, "matmul_coopmat_%s_%s_%s%s", matmul_layout_name[l], type_name[t],
+             a4 && b4 ? "vec4"
+             : b4     ? "bvec4"
+                      : "scalar",
+             extra);
+    CHECK(!timed || profile_dispatches(g, kernel) > 0, "matmul_%s %s M=%d N=%d K=%d: no %s dispatch in the profile",
+          matmul_layout_name[l], type_name[t], M, N, K, kernel);
+}
+
 /* One product on 16-bit inputs t against both references; `splits`: the
  * split-k sums the profile must show (-1: not checked). */
 static void coop_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layout l, int M, int N, int K,
@@ -97,17 +116,8 @@ static void coop_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layou
               "matmul_%s %s M=%d N=%d K=%d: error %.3g against the fp32 product, not above 10x %.3g: were the "
               "inputs rounded?",
               matmul_layout_name[l], type_name[t], M, N, K, err32, bound);
-    /* the loads' variant: vec4 where an operand's rows and first element
-     * are whole vec4 (A's rows are K floats in nt, N in nn and tn; B's K;
-     * A starts `lead` floats in), "bvec4" where B's alone are */
-    int a4 = (l == NT ? K : N) % 4 == 0 && lead % 4 == 0, b4 = K % 4 == 0;
-    char kernel[48];
-    snprintf(kernel, sizeof kernel, "matmul_coopmat_%s_%s_%s", matmul_layout_name[l], type_name[t],
-             a4 && b4 ? "vec4"
-             : b4     ? "bvec4"
-                      : "scalar");
-    CHECK(!timed || profile_dispatches(g, kernel) > 0, "matmul_%s %s M=%d N=%d K=%d: no %s dispatch in the profile",
-          matmul_layout_name[l], type_name[t], M, N, K, kernel);
+    /* A's rows are K floats in nt, N in nn and tn; it starts `lead` floats in */
+    check_ran(g, timed, t, l, M, N, K, (l == NT ? K : N) % 4 == 0 && lead % 4 == 0, "");
     if (splits >= 0)
         CHECK(!timed || profile_dispatches(g, "matmul_splitk_sum") == (uint64_t)splits,
               "matmul_%s %s M=%d N=%d K=%d: %llu split-k sums, expected %d", matmul_layout_name[l], type_name[t], M, N,
@@ -117,6 +127,38 @@ static void coop_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layou
     gpu_buffer_destroy(g, bb);
     gpu_buffer_destroy(g, bc);
     free(a), free(b), free(c0), free(ref16), free(ref32);
+}
+
+/* nt or nn on 16-bit inputs t with a 4-bit weight (model.base_dtype nf4;
+ * double_quant as model.nf4_double_quant): bit for bit the same kernel's
+ * outputs on the dequantized fp32 weight, and its q4 variant in the
+ * profile. */
+static void coop_q4_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layout l, int M, int N, int K,
+                         int double_quant)
+{
+    size_t na = (size_t)M * (l == NT ? K : N), nb = (size_t)N * K, nc = l == NT ? (size_t)M * N : (size_t)M * K;
+    double *a = random_doubles(na), *b = random_doubles(nb), *c0 = random_doubles(nc);
+    struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a");
+    struct gpu_buffer *bq = buffer_q4_from_doubles(g, b, nb, K % 64 ? 32 : 64, double_quant, "b (4-bit)");
+    struct gpu_buffer *bf = buffer_from_doubles(g, b, nb, "b (dequantized)"); /* b holds the dequantized values */
+    struct gpu_buffer *cq = buffer_from_doubles(g, c0, nc, "c"), *cf = buffer_from_doubles(g, c0, nc, "c");
+    int timed = gpu_profile_start(g);
+    matmul_run(g, l, ba, bq, cq, M, N, K, 1, 0);
+    gpu_profile_stop(g);
+    matmul_run(g, l, ba, bf, cf, M, N, K, 1, 0);
+    float *got = vkt_malloc(nc * sizeof *got, "q4 output"), *want = vkt_malloc(nc * sizeof *want, "fp32 output");
+    gpu_download(g, cq, 0, got, nc * sizeof *got);
+    gpu_download(g, cf, 0, want, nc * sizeof *want);
+    size_t differ = floats_differing(got, want, nc);
+    CHECK(differ == 0,
+          "matmul_%s %s M=%d N=%d K=%d, NF4 weight%s: %zu of %zu outputs differ from the kernel's on the dequantized "
+          "weight (bitwise expected)",
+          matmul_layout_name[l], type_name[t], M, N, K, double_quant ? " (double quant)" : "", differ, nc);
+    check_ran(g, timed, t, l, M, N, K, (l == NT ? K : N) % 4 == 0, "_q4");
+    free(got), free(want);
+    gpu_buffer_destroy(g, ba), gpu_buffer_destroy(g, bq), gpu_buffer_destroy(g, bf);
+    gpu_buffer_destroy(g, cq), gpu_buffer_destroy(g, cf);
+    free(a), free(b), free(c0);
 }
 
 /* The three layouts at M x N x K (accumulating, lead 1) with the
@@ -144,6 +186,12 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
         for (int l = 0; l < 3; l++)
             for (int acc = 0; acc < 2; acc++)
                 coop_case(g, t, (enum matmul_layout)l, shapes[s][0], shapes[s][1], shapes[s][2], acc, (size_t)acc, -1);
+    /* a 4-bit weight in nt and nn: vec4, B-only vec4 and scalar loads,
+     * blocks across rows (K = 3, 65, 68), more than 256 blocks */
+    static const int q4_shapes[][3] = {{7, 5, 3}, {129, 33, 65}, {130, 37, 68}, {33, 17, 12}, {40, 300, 256}};
+    for (size_t s = 0; s < sizeof q4_shapes / sizeof q4_shapes[0]; s++)
+        for (int l = 0; l < 2; l++)
+            coop_q4_case(g, t, (enum matmul_layout)l, q4_shapes[s][0], q4_shapes[s][1], q4_shapes[s][2], (int)s % 2);
     /* accumulating into an output on 16 bytes (lead 4): the workgroups
      * inside the block load C and store by coopMatStore, the edges stage */
     for (int l = 0; l < 3; l++)

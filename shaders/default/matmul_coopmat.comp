@@ -9,6 +9,12 @@
 // variant: tn_f16_vec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=1 -DB_VEC4=1
 // variant: tn_f16_bvec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=1
 // variant: tn_f16_scalar -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=0
+// variant: nt_f16_vec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0 -DA_VEC4=1 -DB_VEC4=1 -DB_Q4=1
+// variant: nt_f16_bvec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=1 -DB_Q4=1
+// variant: nt_f16_scalar_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=0 -DB_Q4=1
+// variant: nn_f16_vec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=1 -DB_VEC4=1 -DB_Q4=1
+// variant: nn_f16_bvec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=1 -DB_Q4=1
+// variant: nn_f16_scalar_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=0 -DA_VEC4=0 -DB_VEC4=0 -DB_Q4=1
 // needs: coopmat_bf16
 // variant: nt_bf16_vec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1
 // variant: nt_bf16_bvec4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1
@@ -19,6 +25,12 @@
 // variant: tn_bf16_vec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1
 // variant: tn_bf16_bvec4 -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1
 // variant: tn_bf16_scalar -DA_KMAJOR=0 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=0
+// variant: nt_bf16_vec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1 -DB_Q4=1
+// variant: nt_bf16_bvec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1 -DB_Q4=1
+// variant: nt_bf16_scalar_q4 -DA_KMAJOR=1 -DB_KMAJOR=1 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=0 -DB_Q4=1
+// variant: nn_bf16_vec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=1 -DB_VEC4=1 -DB_Q4=1
+// variant: nn_bf16_bvec4_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=1 -DB_Q4=1
+// variant: nn_bf16_scalar_q4 -DA_KMAJOR=1 -DB_KMAJOR=0 -DELT_BF16=1 -DA_VEC4=0 -DB_VEC4=0 -DB_Q4=1
 // C[M,N] (+)= A·B on cooperative matrices (VK_KHR_cooperative_matrix):
 // the fp32 operands are rounded to 16-bit floats (f16, or bf16 where the
 // device has VK_KHR_shader_bfloat16) as their tiles go to shared memory,
@@ -114,7 +126,19 @@ layout(std430, binding = 0) readonly buffer BA { vec4 A4[]; };
 #else
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
 #endif
-#if B_VEC4
+// B_Q4 (nt, nn): B is a 4-bit weight (shaders/common/quant4.glsl; its
+// whole buffer bound, the block's base an element index into it), its
+// values those of the dequantized fp32 weight, then rounded to the 16-bit
+// type as every operand is: the bits of this kernel on that fp32 weight.
+#ifndef B_Q4
+#define B_Q4 0
+#endif
+#if B_Q4
+layout(std430, binding = 1) readonly buffer BB { uint B[]; };
+#define Q4_WORD(i) B[i]
+#define Q4_SPEC 7
+#include "quant4.glsl"
+#elif B_VEC4
 layout(std430, binding = 1) readonly buffer BB { vec4 B4[]; };
 #else
 layout(std430, binding = 1) readonly buffer BB { float B[]; };
@@ -142,7 +166,12 @@ vec4 fetch(bool is_a, uint at, uint n)
             if (j < n) v[j] = A[at + j];
 #endif
     } else {
-#if B_VEC4
+#if B_Q4 && B_VEC4
+        if (n > 0u) v = q4_value4(at);
+#elif B_Q4
+        [[unroll]] for (uint j = 0u; j < 4u; j++)
+            if (j < n) v[j] = q4_value(at + j);
+#elif B_VEC4
         if (n > 0u) v = B4[at >> 2u];
 #else
         [[unroll]] for (uint j = 0u; j < 4u; j++)
@@ -217,6 +246,9 @@ void multiply(uint buf, uint sm, uint sn, inout coopmat<float, gl_ScopeSubgroup,
 
 void main()
 {
+#if B_Q4
+    q4_init();
+#endif
     uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     uint k_begin = gl_WorkGroupID.z * p.kpart;
     uint k_end = min(p.K, k_begin + p.kpart);

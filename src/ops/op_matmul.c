@@ -25,9 +25,9 @@
  * kernels compute on the same weights rounded to bf16. It may also be a
  * 4-bit weight (GPU_DTYPE_Q4, include/vktrain/quant4.h), bound whole (its
  * header and scales lead its nibbles) and read by the "q4" variants of
- * the texel and tiled kernels: the fp32 kernels' bits on the dequantized
- * weight. The cooperative-matrix kernels do not read one yet: a 4-bit
- * weight keeps the texel or tiled kernels, as a bf16 one does.
+ * the texel, tiled and cooperative-matrix kernels: the bits of those
+ * kernels on the dequantized fp32 weight (a bf16 weight keeps the texel
+ * or tiled kernels under f16 or bf16 matmul inputs).
  *
  * On the texel family a tn into a weight gradient of at least 512 x 512
  * (the LM head's included) runs as a transpose of dY into the gpu's matmul
@@ -189,6 +189,18 @@ static const struct matmul_variant {
     {MATMUL_COOPMAT, TN, "vec4", "bf16", 0, SHADER_matmul_coopmat_tn_bf16_vec4},
     {MATMUL_COOPMAT, TN, "bvec4", "bf16", 0, SHADER_matmul_coopmat_tn_bf16_bvec4},
     {MATMUL_COOPMAT, TN, "scalar", "bf16", 0, SHADER_matmul_coopmat_tn_bf16_scalar},
+    {MATMUL_COOPMAT, NT, "vec4", "f16_q4", 0, SHADER_matmul_coopmat_nt_f16_vec4_q4},
+    {MATMUL_COOPMAT, NT, "bvec4", "f16_q4", 0, SHADER_matmul_coopmat_nt_f16_bvec4_q4},
+    {MATMUL_COOPMAT, NT, "scalar", "f16_q4", 0, SHADER_matmul_coopmat_nt_f16_scalar_q4},
+    {MATMUL_COOPMAT, NN, "vec4", "f16_q4", 0, SHADER_matmul_coopmat_nn_f16_vec4_q4},
+    {MATMUL_COOPMAT, NN, "bvec4", "f16_q4", 0, SHADER_matmul_coopmat_nn_f16_bvec4_q4},
+    {MATMUL_COOPMAT, NN, "scalar", "f16_q4", 0, SHADER_matmul_coopmat_nn_f16_scalar_q4},
+    {MATMUL_COOPMAT, NT, "vec4", "bf16_q4", 0, SHADER_matmul_coopmat_nt_bf16_vec4_q4},
+    {MATMUL_COOPMAT, NT, "bvec4", "bf16_q4", 0, SHADER_matmul_coopmat_nt_bf16_bvec4_q4},
+    {MATMUL_COOPMAT, NT, "scalar", "bf16_q4", 0, SHADER_matmul_coopmat_nt_bf16_scalar_q4},
+    {MATMUL_COOPMAT, NN, "vec4", "bf16_q4", 0, SHADER_matmul_coopmat_nn_bf16_vec4_q4},
+    {MATMUL_COOPMAT, NN, "bvec4", "bf16_q4", 0, SHADER_matmul_coopmat_nn_bf16_bvec4_q4},
+    {MATMUL_COOPMAT, NN, "scalar", "bf16_q4", 0, SHADER_matmul_coopmat_nn_bf16_scalar_q4},
     {MATMUL_TEXEL, NN, "vec4", "", 0, SHADER_matmul_nn_vec4},
     {MATMUL_TEXEL, NN, "shift", "", 0, SHADER_matmul_nn_shift},
     {MATMUL_TEXEL, NN, "scalar", "", 0, SHADER_matmul_nn_scalar},
@@ -343,15 +355,15 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
         a4 = a_whole % 4 == 0 && o[0].ld % 4 == 0 && o[0].off % 4 == 0;
     int shift = b4 && !a4 && l != NT, aligned = (a4 && b4) || shift;
     enum gpu_binding_kind tf = aligned ? GPU_BIND_TEXEL_VEC4 : GPU_BIND_TEXEL_F32;
-    enum gpu_binding_kind tk[2] = {tf, q4     ? GPU_BIND_TEXEL_U32
-                                       : !bf16 ? tf
+    enum gpu_binding_kind tk[2] = {tf, q4        ? GPU_BIND_TEXEL_U32
+                                       : !bf16   ? tf
                                        : aligned ? GPU_BIND_TEXEL_BF16X4
                                                  : GPU_BIND_TEXEL_BF16};
     size_t tlimit[2] = {gpu_texel_limit(g, tk[0]), gpu_texel_limit(g, q4 ? tf : tk[1])};
     /* f16 or bf16 inputs: the cooperative-matrix kernel (fp32 operands
      * only), in the tiled kernel's place and with its interface */
     const uint32_t *cshape = inputs == GPU_MATMUL_BF16 ? info->coopmat_bf16 : info->coopmat_f16;
-    int coop = inputs != GPU_MATMUL_FP32 && !bf16 && !q4;
+    int coop = inputs != GPU_MATMUL_FP32 && !bf16;
     int texel = !coop && gpu_kernel_class(g) == GPU_KERNELS_TEXEL && end[0] <= tlimit[0] && end[1] <= tlimit[1] &&
                 (!bf16 || info->texel_bf16);
     if (q4 && (texel ? gpu_buffer_size(b) > gpu_texel_limit(g, GPU_BIND_TEXEL_U32)
@@ -472,15 +484,20 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
             k_acc = gpu_kernel_get(g, &d);
         }
     } else if (coop) {
-        enum shader_id shader = matmul_shader(MATMUL_COOPMAT, l, loads, inputs == GPU_MATMUL_BF16 ? "bf16" : "f16", 0);
+        enum shader_id shader = matmul_shader(MATMUL_COOPMAT, l, loads,
+                                              inputs == GPU_MATMUL_BF16 ? (q4 ? "bf16_q4" : "bf16")
+                                              : q4                      ? "f16_q4"
+                                                                        : "f16",
+                                              0);
         struct gpu_kernel_desc d = {
             .shader = shader,
             .n_bindings = 3,
             .bindings = {GPU_BIND_STORAGE, GPU_BIND_STORAGE, GPU_BIND_STORAGE},
             .push_size = sizeof(struct matmul_push_tiled),
-            .n_spec = 7,
-            /* DIRECT: outputs stored by coopMatStore where on 16 bytes */
-            .spec = {cc.wg, cshape[0], cshape[1], cshape[2], cc.rm_rn[0], cc.rm_rn[1], align % 16 == 0},
+            .n_spec = q4 ? 8 : 7,
+            /* DIRECT: outputs stored by coopMatStore where on 16 bytes; Q4_FLAGS */
+            .spec = {cc.wg, cshape[0], cshape[1], cshape[2], cc.rm_rn[0], cc.rm_rn[1], align % 16 == 0,
+                     q4 ? gpu_buffer_q4_flags(b) : 0},
             .full_subgroups = 1,
         };
         k = gpu_kernel_get(g, &d);
@@ -528,10 +545,9 @@ static int matmul(struct gpu *g, enum layout l, struct gpu_buffer *a, struct gpu
                     p.N = (uint32_t)(l == NT ? n[COL] : l == NN ? n[RED] : n[ROW]);
                     p.K = (uint32_t)(l == NT ? n[RED] : n[COL]);
                     for (int i = 0; i < 2; i++)
-                        args[i] = (struct gpu_arg){.buf = bufs[i],
-                                                   .range = (i == 1 && q4) || gpu_buffer_size(bufs[i]) <= tlimit[i]
-                                                                ? 0
-                                                                : end[i]};
+                        args[i] = (struct gpu_arg){
+                            .buf = bufs[i],
+                            .range = (i == 1 && q4) || gpu_buffer_size(bufs[i]) <= tlimit[i] ? 0 : end[i]};
                     args[2] = img ? image_arg(g, c, &o[2], s, n, &p.c0)
                                   : storage_arg(c, 1, &o[2], s, n, align, elem[2], &p.c0);
                     gpu_dispatch(g, acc ? k_acc : k, args, &p, gx, gy, 1);

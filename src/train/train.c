@@ -307,14 +307,15 @@ static void banner(struct trainer *t)
     printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv)%s, hidden %u, vocab %u, context %u%s\n",
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, heads,
            mc->hidden_dim, mc->vocab_size, mc->max_seq_len, window);
+    const char *base = mc->base_nf4 && mc->base_nf4_double
+                           ? " (its layers' matrices in NF4 with 8-bit scales, the embeddings in bf16)"
+                       : mc->base_nf4  ? " (its layers' matrices in NF4, the embeddings in bf16)"
+                       : mc->base_bf16 ? " (its matrices in bf16)"
+                                       : "";
     if (mc->lora_rank)
         printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen%s\n", mc->lora_rank,
                (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,
-               100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model),
-               mc->base_nf4    ? (mc->base_nf4_double ? " (its layers' matrices in NF4 with 8-bit scales, the embeddings in bf16)"
-                                                  : " (its layers' matrices in NF4, the embeddings in bf16)")
-               : mc->base_bf16 ? " (its matrices in bf16)"
-                               : "");
+               100.0 * (double)model_trained_numel(t->model) / (double)model_numel(t->model), base);
     printf("  batch: %lld sequences per step (W=%d x A=%d x B=%d), up to %lld tokens; %lld steps%s\n", (long long)G,
            t->dist->world, cfg->gradient_accumulation_steps, cfg->batch_size, (long long)G * cfg->model.max_seq_len,
            (long long)t->total_steps, t->step ? " (resumed)" : "");
