@@ -167,7 +167,7 @@ void gpu_set_reproducible(struct gpu *g, int on);
  * made without them (gpu_options.matmul_inputs) or this build has not
  * their kernels (gpu_coopmat_missing says which, NULL: none). A
  * frozen bf16 weight (model.base_dtype) and the reproducible mode keep
- * their kernels. */
+ * their kernels; a 4-bit weight has cooperative-matrix variants. */
 const char *gpu_coopmat_missing(const struct gpu *g, enum gpu_matmul_inputs t);
 /* Whether this build embeds the cooperative-matrix kernels for t (its
  * glslc could compile them: cmake/Shaders.cmake). */
