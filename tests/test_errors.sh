@@ -68,6 +68,8 @@ h = json.loads(json.dumps(header)); del h["model.norm.weight"]
 folder("st_missing", h, data)
 h = json.loads(json.dumps(header)); h["model.norm.weight"]["shape"] = [4, 8]
 folder("st_shape", h, data)
+t = header["model.layers.0.mlp.up_proj.weight"]; at = t["data_offsets"][0] + 4 * 5
+folder("st_nan", header, data[:at] + struct.pack("<f", float("nan")) + data[at + 4:])
 os.makedirs("cfg_json", exist_ok=True); open("cfg_json/config.json", "w").write('{"model_type": "llama",\n "hidden_size": 32,,}\n')
 os.makedirs("cfg_type", exist_ok=True)
 c = json.load(open("trained/config.json")); c["model_type"] = "bert"; json.dump(c, open("cfg_type/config.json", "w"))
@@ -212,6 +214,8 @@ entry safetensors-missing-tensor 1 "tensor 'model.norm.weight' is missing" "A te
   train model.init_from=st_missing
 entry safetensors-shape 1 "tensor 'model.norm.weight' has shape [4, 8], the model needs [32]" \
   "A tensor of another shape." train model.init_from=st_shape
+entry nf4-nonfinite-weight 1 "model.layers.0.mlp.up_proj.weight: element 5 is nan; model.base_dtype nf4 quantizes finite weights only" \
+  "A non-finite weight in a base to quantize." train model.init_from=st_nan model.base_dtype=nf4 lora.rank=4 output_dir=nan_out
 
 section "tokenizer.json" "A Hugging Face tokenizer (tokenizer.type: hf), read with the recipe."
 entry tokenizer-missing 1 "nowhere.json" "A tokenizer.path that does not exist." \

@@ -618,6 +618,11 @@ static void init_random(struct model *m, uint64_t seed, int adapters_only)
 void model_param_upload(struct model *m, struct model_param *p, const float *host)
 {
     if (p->q4) {
+        /* a NaN would take a code value silently (it compares false) */
+        for (size_t i = 0; i < p->numel; i++)
+            if (!isfinite(host[i]))
+                vkt_fatal("%s: element %zu is %g; model.base_dtype nf4 quantizes finite weights only", p->hf, i,
+                          (double)host[i]);
         size_t bytes = gpu_buffer_size(p->w);
         uint32_t *w = vkt_malloc(bytes, p->name);
         q4_quantize(w, host, p->numel, Q4_NF4, NF4_BLOCK, m->c.base_nf4_double);

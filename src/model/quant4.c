@@ -162,9 +162,9 @@ void q4_quantize(uint32_t *buf, const float *x, size_t n, enum q4_type t, uint32
     memset(buf, 0, l.words * 4);
     buf[Q4_W_FLAGS] = double_quant ? Q4_FLAG_NESTED : 0;
     buf[Q4_W_LOG2_BLOCK] = l.log2_block;
-    buf[Q4_W_NUMEL] = (uint32_t)n;
     if (n > UINT32_MAX)
         vkt_fatal("quant4: a weight of %zu elements (at most 2^32 - 1)", n);
+    buf[Q4_W_NUMEL] = (uint32_t)n;
     buf[Q4_W_ABSMAX] = l.absmax, buf[Q4_W_DATA] = l.data, buf[Q4_W_NESTED] = l.nested, buf[Q4_W_CODE8] = l.code8;
     for (int i = 0; i < 16; i++)
         buf[Q4_CODE_WORD + i] = u32(nf4_code[i]);
