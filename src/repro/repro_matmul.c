@@ -71,9 +71,10 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     for (int i = 0; i < 3; i++)
         if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32)
             vkt_fatal("repro_matmul_%s: '%s' holds %s values; the reproducible mode takes fp32 operands only "
-                      "(model.base_dtype bf16 or nf4 is not supported with precision: reproducible)",
+                      "(model.base_dtype: %s is not supported with precision: reproducible)",
                       layout_name(layout), gpu_buffer_name(bufs[i]),
-                      gpu_buffer_dtype(bufs[i]) == GPU_DTYPE_BF16 ? "bf16" : "4-bit");
+                      gpu_buffer_dtype(bufs[i]) == GPU_DTYPE_BF16 ? "bf16" : "4-bit",
+                      gpu_buffer_dtype(bufs[i]) == GPU_DTYPE_BF16 ? "bf16" : "nf4");
     size_t a_bytes = (size_t)p.M * p.K * 4, b_bytes = (size_t)p.K * p.N * 4, c_bytes = (size_t)p.M * p.N * 4;
     size_t o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
     if (gpu_buffer_size(a) < o[0] * 4 + a_bytes || gpu_buffer_size(b) < o[1] * 4 + b_bytes ||
