@@ -98,7 +98,7 @@ static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x
         f[i] = (float)x[i];
     size_t bytes = q4_bytes(n, block, double_quant);
     uint32_t *w = vkt_malloc(bytes, name);
-    q4_quantize(w, f, n, Q4_NF4, block, double_quant);
+    q4_quantize(w, f, n, block, double_quant);
     q4_dequantize(f, w);
     for (size_t i = 0; i < n; i++)
         x[i] = f[i];

@@ -1,4 +1,4 @@
-/* quant4: frozen weights in 4 bits (QLoRA's NF4 and bitsandbytes' FP4),
+/* quant4: frozen weights in 4 bits (QLoRA's NF4),
  * in the one buffer layout every matmul kernel reads (shaders/common/
  * quant4.glsl) and the host writes here.
  *
@@ -7,11 +7,13 @@
  * folder says otherwise); each block keeps its largest magnitude, absmax,
  * and each element a 4-bit index q into a code of 16 values, two per
  * byte, the even element in the high nibble (bitsandbytes' packing). An
- * element's value is exactly code[q] · absmax in fp32, then rounded to
- * bf16 where the buffer says so (a bitsandbytes folder whose compute dtype
- * is bfloat16). With double quantization (bitsandbytes'
- * compress_statistics) the absmax values are themselves stored in 8 bits:
+ * element's value is exactly code[q] · absmax in fp32. With double
+ * quantization (bitsandbytes' compress_statistics) the absmax values are
+ * themselves stored in 8 bits:
  * absmax = code8[q8] · nested[b / 256] + offset, two fp32 roundings.
+ *
+ * (The code and the flags are in the buffer so that bitsandbytes' FP4
+ * code and a compute dtype's rounding can come with its folders.)
  *
  * The buffer, in 32-bit words:
  *   [0] flags (Q4_FLAG_*)      [1] log2(block)         [2] n
@@ -28,9 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum q4_type { Q4_NF4, Q4_FP4 };
 #define Q4_FLAG_NESTED 1u
-#define Q4_FLAG_BF16 2u
 #define Q4_CODE_WORD 16u
 #define Q4_NESTED_BLOCK 256u
 enum { Q4_W_FLAGS, Q4_W_LOG2_BLOCK, Q4_W_NUMEL, Q4_W_ABSMAX, Q4_W_DATA, Q4_W_NESTED, Q4_W_OFFSET, Q4_W_CODE8 };
@@ -47,10 +47,6 @@ struct q4_layout {
 void q4_layout(struct q4_layout *l, size_t n, uint32_t block, int double_quant);
 size_t q4_bytes(size_t n, uint32_t block, int double_quant);
 
-/* The 16 values of a code: NF4 (bitsandbytes' NormalFloat4 quantiles of
- * N(0, 1) scaled to [-1, 1]) or FP4 (bitsandbytes' e2m1 with its sign bit,
- * values / 12). */
-const float *q4_code(enum q4_type t);
 /* bitsandbytes' signed 8-bit dynamic code (create_dynamic_map), sorted;
  * its float32 linspace rounded from the real values (a torch build's own
  * linspace may differ in the last bit of a few entries: a folder's stored
@@ -65,11 +61,8 @@ void q4_dynamic_code(float code[256]);
  * values less their mean (offset), in blocks of 256 scaled by their
  * largest magnitude, to the nearest code8 value as bitsandbytes' binary
  * search picks it. */
-void q4_quantize(uint32_t *buf, const float *x, size_t n, enum q4_type t, uint32_t block, int double_quant);
+void q4_quantize(uint32_t *buf, const float *x, size_t n, uint32_t block, int double_quant);
 /* Every element's value (n of them) as the kernels compute it. */
 void q4_dequantize(float *out, const uint32_t *buf);
-/* Element e's absmax and value. */
-float q4_absmax(const uint32_t *buf, size_t block_index);
-float q4_value(const uint32_t *buf, size_t e);
 
 #endif

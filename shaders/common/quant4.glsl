@@ -1,16 +1,15 @@
-// quant4: the values of a 4-bit weight (NF4 or FP4, model.base_dtype nf4
-// or a bitsandbytes folder) in the layout of include/vktrain/quant4.h:
-// one buffer of 32-bit words, a header, the code, the absmax values and
-// the nibbles. The includer defines Q4_WORD(i), word i of the buffer, and
-// calls q4_init() once before any other function here, and defines
-// Q4_SPEC, the id of the specialization constant Q4_FLAGS: the header's
-// flags, as compile-time facts (branches on a value read from the buffer
-// cost llvmpipe both sides, a fetch each: 30% of the kernel's time). An element's value
-// is exactly code[q] · absmax in fp32 (`precise`: no contraction), absmax
-// code8[q8] · nested + offset with double quantization (two roundings),
-// then rounded to bf16 where the header's flag says, as the host's
-// q4_value computes it: a kernel on a 4-bit weight gives the bits of the
-// fp32 kernel on the dequantized weight.
+// quant4: the values of a 4-bit weight (NF4, model.base_dtype nf4) in the
+// layout of include/vktrain/quant4.h: one buffer of 32-bit words, a
+// header, the code, the absmax values and the nibbles. The includer
+// defines Q4_WORD(i), word i of the buffer, and Q4_SPEC, the id of the
+// specialization constant Q4_FLAGS (the header's flags as compile-time
+// facts: a branch on a value read from the buffer costs llvmpipe both
+// sides, a fetch each, 30% of the kernel's time), and calls q4_init() once
+// before any other function here. An element's value is exactly
+// code[q] · absmax in fp32 (`precise`: no contraction), absmax
+// code8[q8] · nested + offset with double quantization (two roundings), as
+// the host's q4_value computes it: a kernel on a 4-bit weight gives the
+// bits of the fp32 kernel on the dequantized weight.
 //
 // The code is held in 16 registers and an index picked by a tree of
 // selects on its 4 bits (15 selects): on llvmpipe a per-lane index into a
@@ -53,20 +52,10 @@ float q4_absmax(uint b)
     return s;
 }
 
-// v rounded to bf16 (nearest even; the values are finite) where the
-// header asks for it.
-float q4_round(float v)
-{
-    if ((Q4_FLAGS & 2u) == 0u)
-        return v;
-    uint u = floatBitsToUint(v);
-    return uintBitsToFloat((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u);
-}
-
 float q4_scaled(uint q, float absmax)
 {
     precise float v = q4_code(q) * absmax;
-    return q4_round(v);
+    return v;
 }
 
 // Element e.

@@ -625,7 +625,7 @@ void model_param_upload(struct model *m, struct model_param *p, const float *hos
                           (double)host[i]);
         size_t bytes = gpu_buffer_size(p->w);
         uint32_t *w = vkt_malloc(bytes, p->name);
-        q4_quantize(w, host, p->numel, Q4_NF4, NF4_BLOCK, m->c.base_nf4_double);
+        q4_quantize(w, host, p->numel, NF4_BLOCK, m->c.base_nf4_double);
         gpu_upload(m->g, p->w, 0, w, bytes);
         free(w);
         return;

@@ -7,8 +7,8 @@
 
 #include "vktrain/util.h"
 
-/* NF4: bitsandbytes' table (QLoRA's NormalFloat4). FP4: its e2m1 values
- * {0, 0.0625, 8, 12, 4, 6, 2, 3} / 12, the sign in bit 3, in index order. */
+/* NF4: bitsandbytes' table (QLoRA's NormalFloat4: quantiles of N(0, 1)
+ * scaled to [-1, 1]). */
 static const float nf4_code[16] = {-1.0f,
                                    -0.6961928009986877f,
                                    -0.5250730514526367f,
@@ -25,17 +25,6 @@ static const float nf4_code[16] = {-1.0f,
                                    0.5626170039176941f,
                                    0.7229568362236023f,
                                    1.0f};
-static float fp4_code[16];
-
-const float *q4_code(enum q4_type t)
-{
-    if (t == Q4_NF4)
-        return nf4_code;
-    static const float e2m1[8] = {0.0f, 0.0625f, 8.0f, 12.0f, 4.0f, 6.0f, 2.0f, 3.0f};
-    for (int i = 0; i < 16; i++)
-        fp4_code[i] = (i & 8 ? -e2m1[i & 7] : e2m1[i & 7]) / 12.0f;
-    return fp4_code;
-}
 
 void q4_dynamic_code(float code[256])
 {
@@ -115,12 +104,12 @@ static uint32_t u32(float f)
 /* Compiled with -ffp-contract=off (CMakeLists.txt): a product and a sum
  * stay two roundings, as in the kernels' `precise` code. */
 
-/* The 4-bit index of x (already scaled by 1 / absmax): the midpoints of
- * the sorted NF4 code in fp32, x on one taking the lower index. */
-static uint32_t nf4_index(float x)
+/* The 4-bit index of x (already scaled by 1 / absmax) against mid, the
+ * fp32 midpoints of the sorted NF4 code: x on one takes the lower index. */
+static uint32_t nf4_index(const float *mid, float x)
 {
     uint32_t q = 0;
-    while (q < 15 && x > (nf4_code[q] + nf4_code[q + 1]) / 2.0f)
+    while (q < 15 && x > mid[q])
         q++;
     return q;
 }
@@ -153,10 +142,11 @@ static void set_byte(uint32_t *w, size_t i, uint32_t v)
     w[i / 4] = (w[i / 4] & ~(0xffu << (8 * (i % 4)))) | (v << (8 * (i % 4)));
 }
 
-void q4_quantize(uint32_t *buf, const float *x, size_t n, enum q4_type t, uint32_t block, int double_quant)
+void q4_quantize(uint32_t *buf, const float *x, size_t n, uint32_t block, int double_quant)
 {
-    if (t != Q4_NF4)
-        vkt_fatal("quant4: only NF4 is quantized here (FP4 weights are read from bitsandbytes folders)");
+    float mid[15];
+    for (int i = 0; i < 15; i++)
+        mid[i] = (nf4_code[i] + nf4_code[i + 1]) / 2.0f;
     struct q4_layout l;
     q4_layout(&l, n, block, double_quant);
     memset(buf, 0, l.words * 4);
@@ -177,7 +167,7 @@ void q4_quantize(uint32_t *buf, const float *x, size_t n, enum q4_type t, uint32
         absmax[b] = m;
         float r = 1.0f / m; /* inf for a block of zeros: its elements take the code's 0 */
         for (size_t e = e0; e < e1; e++) {
-            uint32_t q = m > 0.0f ? nf4_index(x[e] * r) : 7;
+            uint32_t q = m > 0.0f ? nf4_index(mid, x[e] * r) : 7;
             size_t byte = e / 2;
             uint32_t shift = 8 * (uint32_t)(byte % 4) + (e % 2 ? 0 : 4);
             buf[l.data + byte / 4] |= q << shift;
@@ -208,7 +198,7 @@ void q4_quantize(uint32_t *buf, const float *x, size_t n, enum q4_type t, uint32
     free(absmax);
 }
 
-float q4_absmax(const uint32_t *buf, size_t b)
+static float q4_absmax(const uint32_t *buf, size_t b)
 {
     if (!(buf[Q4_W_FLAGS] & Q4_FLAG_NESTED))
         return f32(buf[buf[Q4_W_ABSMAX] + b]);
@@ -217,17 +207,11 @@ float q4_absmax(const uint32_t *buf, size_t b)
     return a + f32(buf[Q4_W_OFFSET]);
 }
 
-float q4_value(const uint32_t *buf, size_t e)
+static float q4_value(const uint32_t *buf, size_t e)
 {
     uint32_t w = buf[buf[Q4_W_DATA] + e / 8];
     uint32_t q = (w >> ((((uint32_t)e ^ 1u) & 7u) << 2)) & 15u;
-    float v = f32(buf[Q4_CODE_WORD + q]) * q4_absmax(buf, e >> buf[Q4_W_LOG2_BLOCK]);
-    if (buf[Q4_W_FLAGS] & Q4_FLAG_BF16) {
-        uint16_t h;
-        vkt_bf16_round(&h, &v, 1);
-        vkt_bf16_widen(&v, &h, 1);
-    }
-    return v;
+    return f32(buf[Q4_CODE_WORD + q]) * q4_absmax(buf, e >> buf[Q4_W_LOG2_BLOCK]);
 }
 
 void q4_dequantize(float *out, const uint32_t *buf)
