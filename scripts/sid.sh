@@ -11,9 +11,10 @@
 #   scripts/sid.sh root           print the tree's folder (exit 1, naming the fix, if absent)
 #   scripts/sid.sh run PROG ARG.. run PROG on the tree's C library, lavapipe and
 #                                 validation layer (its glslc: run "$(scripts/sid.sh root)/usr/bin/glslc")
-#   scripts/sid.sh torch          add the tree's python3-torch and a venv of transformers (the
-#                                 oracle of the model families that Debian 12's torch cannot run,
-#                                 test_hf_families; root)
+#   scripts/sid.sh torch          add the tree's python3-torch and a venv of transformers and
+#                                 bitsandbytes (the oracle of the model families and of the 4-bit
+#                                 folders that Debian 12's torch cannot run, test_hf_families and
+#                                 test_bnb_folders; root)
 #   scripts/sid.sh python ARG..   that venv's python in the tree (chroot: paths are the tree's)
 # The folder: $VKTRAIN_SID, else ~/.cache/vktrain-sid.
 set -euo pipefail
@@ -30,12 +31,15 @@ need() {
 
 # The oracle's pins: a transformers with Qwen3, Gemma 3 and SmolLM3 (its
 # wheels and their dependencies' from PyPI, downloaded by the system's pip
-# for the tree's Python and installed offline there).
+# for the tree's Python and installed offline there), and bitsandbytes
+# (CPU kernels) with accelerate, which transformers needs to quantize with
+# it (their own wheels only: torch and the rest are the tree's).
 transformers_pin=transformers==4.57.1
+bnb_pins="bitsandbytes==0.50.2 accelerate==1.16.0"
 venv=/opt/vktrain-hf
 has_torch() {
   present && [ -x "$dir$venv/bin/python" ] &&
-    [ "$(cat "$dir$venv/pin" 2>/dev/null)" = "$transformers_pin" ]
+    [ "$(cat "$dir$venv/pin" 2>/dev/null)" = "$transformers_pin $bnb_pins" ]
 }
 
 case "${1:-}" in
@@ -60,7 +64,7 @@ case "${1:-}" in
     need
     has_torch && exit 0
     [ "$(id -u)" -eq 0 ] || { echo "sid: installing into the tree needs root" >&2; exit 1; }
-    echo "vktrain: python3-torch and $transformers_pin into $dir (the oracle of the newer model families)"
+    echo "vktrain: python3-torch, $transformers_pin and $bnb_pins into $dir (the oracle of the newer model families and the 4-bit folders)"
     cp /etc/resolv.conf "$dir/etc/resolv.conf"
     # the system's apt settings of the archive's dates (a mirror whose
     # Release files the system accepts)
@@ -77,12 +81,18 @@ case "${1:-}" in
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
       --platform linux_x86_64 -d "$wheels" "$transformers_pin" >> "$dir.log" 2>&1 ||
       { echo "sid: pip download of $transformers_pin failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    /usr/bin/python3 -m pip download -q --only-binary=:all: --no-deps --implementation cp --python-version "$pyver" \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --platform linux_x86_64 -d "$wheels/nodeps" $bnb_pins >> "$dir.log" 2>&1 ||
+      { echo "sid: pip download of $bnb_pins failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
     # numpy: the tree's, which its torch was built with, not a wheel's
     chroot "$dir" /bin/sh -c "python3 -m venv --system-site-packages $venv &&
-      $venv/bin/pip install -q --no-index --find-links /tmp/vktrain-wheels $transformers_pin" >> "$dir.log" 2>&1 ||
-      { echo "sid: installing $transformers_pin in the tree failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
+      $venv/bin/pip install -q --no-index --find-links /tmp/vktrain-wheels $transformers_pin &&
+      $venv/bin/pip install -q --no-index --no-deps /tmp/vktrain-wheels/nodeps/*.whl" >> "$dir.log" 2>&1 ||
+      { echo "sid: installing $transformers_pin $bnb_pins in the tree failed (log: $dir.log)" >&2; tail -5 "$dir.log" >&2; exit 1; }
     rm -rf "$wheels"
-    echo "$transformers_pin" > "$dir$venv/pin"
+    echo "$transformers_pin $bnb_pins" > "$dir$venv/pin"
     ;;
   fetch)
     present && exit 0

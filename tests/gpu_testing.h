@@ -89,9 +89,12 @@ static inline size_t floats_differing(const float *a, const float *b, size_t n)
 
 /* x (n values, rounded to floats) quantized to 4 bits (NF4, blocks of
  * `block`, double_quant as model.nf4_double_quant) in a GPU_DTYPE_Q4
- * buffer; x becomes the dequantized values, what the kernels read. */
+ * buffer; with code Q4_FP4 the indices then read FP4's code, and round
+ * (Q4_FLAG_BF16 or Q4_FLAG_F16) rounds the values, as a bitsandbytes
+ * folder's may; x becomes the dequantized values, what the kernels read. */
 static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x, size_t n, uint32_t block,
-                                                        int double_quant, const char *name)
+                                                        int double_quant, enum q4_code code, uint32_t round,
+                                                        const char *name)
 {
     float *f = vkt_malloc(n * sizeof *f, name);
     for (size_t i = 0; i < n; i++)
@@ -99,6 +102,8 @@ static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x
     size_t bytes = q4_bytes(n, block, double_quant);
     uint32_t *w = vkt_malloc(bytes, name);
     q4_quantize(w, f, n, block, double_quant);
+    memcpy(w + Q4_CODE_WORD, q4_code(code), 16 * sizeof(float));
+    w[Q4_W_FLAGS] |= round;
     q4_dequantize(f, w);
     for (size_t i = 0; i < n; i++)
         x[i] = f[i];

@@ -32,12 +32,11 @@ other orders, AdamW's rounding over 4 steps)."""
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 
 from shard_testing import fine_tune
+from sid_oracle import Oracle, check, failures, tree_root
 
 SRC = os.environ["SRC"]
 VKTRAIN = os.environ["VKTRAIN"]
@@ -51,13 +50,6 @@ FAMILIES = {"qwen3": [("without its q/k norms", "no_qk_norm")],
             "gemma3_mm": [("with the global RoPE base on the local layers too", "one_rope_base")],
             "phi3_partial": [("without the window", "no_window"),
                              ("with RoPE over whole heads (no partial rotary, no longrope)", "full_rotary")]}
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok: " if ok else "FAIL: ") + name + (f"  ({detail})" if detail else ""))
-    if not ok:
-        failures.append(name)
 
 
 def safetensors_names(folder):
@@ -70,39 +62,6 @@ def safetensors_names(folder):
                 n = struct.unpack("<Q", fp.read(8))[0]
                 names += [k for k in json.loads(fp.read(n)) if k != "__metadata__"]
     return names
-
-
-def tree_root():
-    return subprocess.run([os.path.join(SRC, "scripts", "sid.sh"), "root"], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-class Oracle:
-    """hf_oracle.py in the tree: requests over a work folder inside it."""
-
-    def __init__(self, root):
-        self.root = root
-        self.host = tempfile.mkdtemp(prefix="vktrain-hf-", dir=os.path.join(root, "tmp"))
-        self.inside = "/" + os.path.relpath(self.host, root)
-        shutil.copy(os.path.join(SRC, "tests", "hf_oracle.py"), self.host)
-
-    def path(self, name):
-        """(host path, path in the tree) of a file of the work folder."""
-        return os.path.join(self.host, name), self.inside + "/" + name
-
-    def ask(self, requests):
-        with open(os.path.join(self.host, "requests.json"), "w") as f:
-            json.dump(requests, f)
-        r = subprocess.run([os.path.join(SRC, "scripts", "sid.sh"), "python", self.inside + "/hf_oracle.py",
-                            self.inside + "/requests.json", self.inside + "/results.json"],
-                           capture_output=True, text=True)
-        if r.returncode:
-            print(r.stdout[-3000:], r.stderr[-3000:])
-            raise SystemExit(f"FAIL: the oracle exited {r.returncode}")
-        return json.load(open(os.path.join(self.host, "results.json")))
-
-    def close(self):
-        shutil.rmtree(self.host, ignore_errors=True)
 
 
 def run_family(oracle, arch, seed):

@@ -11,6 +11,7 @@ a newer transformers, for the families 4.44.2 lacks):
 REQUESTS.json is a list of {"op": ..., ...}; RESULTS.json gets one result
 per request, in order (the ops: build, loss, greedy, encode, below)."""
 import json
+import os
 import sys
 
 import torch
@@ -150,6 +151,57 @@ def build_family(arch, d, seed):
             "transformers": __import__("transformers").__version__, "torch": torch.__version__}
 
 
+# ---- bitsandbytes 4-bit folders (test_bnb_folders) ----
+
+def bnb_build(req):
+    """A tiny random llama (untied, vocab 320, hidden 128, MLP 192, 2 layers, 4 heads of 32,
+    2 kv heads) or gpt2 (tied, n_embd 128, 2 layers, 4 heads), every parameter random,
+    saved in req["src"] (float32); then quantized by transformers with bitsandbytes
+    (req's quant_type, double_quant, and dtype: the dtype it loads in, the quantized
+    weights dequantize to) and saved in req["dst"]; and bitsandbytes' own
+    dequantization of each 4-bit weight of the folder as transformers loads it back
+    (float32, the Linear4bit's (out, in)) with the folder's other parameters (widened
+    to float32), in req["dequant"]; "n": how many are 4-bit. With req["plain"] (llama):
+    those values as a full-precision folder there, and a tokenizer in it and in req["dst"]."""
+    import bitsandbytes
+    import bitsandbytes.functional as F
+    from safetensors.torch import save_file
+    from transformers import BitsAndBytesConfig, GPT2Config, LlamaConfig
+    if req["arch"] == "llama":
+        cfg = LlamaConfig(vocab_size=MODEL_VOCAB, hidden_size=128, intermediate_size=192, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                          tie_word_embeddings=False, rope_theta=1000.0)
+    else:
+        cfg = GPT2Config(vocab_size=MODEL_VOCAB, n_embd=128, n_layer=2, n_head=4, n_positions=64)
+    torch.manual_seed(req["seed"])
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    randomize(model, torch.Generator().manual_seed(req["seed"]))
+    model.save_pretrained(req["src"])
+    dtype = getattr(torch, req["dtype"])
+    q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=req["quant_type"],
+                           bnb_4bit_use_double_quant=req["double_quant"], bnb_4bit_compute_dtype=torch.float32)
+    AutoModelForCausalLM.from_pretrained(req["src"], quantization_config=q, dtype=dtype).save_pretrained(req["dst"])
+    back = load(req["dst"])
+    out, n = {}, 0
+    for name, mod in back.named_modules():
+        if isinstance(mod, bitsandbytes.nn.Linear4bit):
+            w = mod.weight
+            out[name + ".weight"] = F.dequantize_4bit(w.data, w.quant_state).float().contiguous()
+            n += 1
+    for name, p in back.named_parameters():  # the rest as the folder holds it (bf16, f16 or f32)
+        out.setdefault(name, p.detach().float().contiguous())
+    save_file(out, req["dequant"])
+    if "plain" in req:  # llama: the same values in a full-precision folder; a tokenizer in both folders
+        import shutil
+        os.makedirs(req["plain"], exist_ok=True)
+        shutil.copy(os.path.join(req["src"], "config.json"), req["plain"])
+        save_file(out, os.path.join(req["plain"], "model.safetensors"), metadata={"format": "pt"})
+        make_tokenizer(req["plain"])
+        make_tokenizer(req["dst"])
+    return {"bitsandbytes": bitsandbytes.__version__, "transformers": __import__("transformers").__version__,
+            "torch": torch.__version__, "n": n}
+
+
 def control_model(folder, control):
     """The folder's model with one feature taken out (the controls)."""
     if control == "full_rotary":  # RoPE over whole heads (and so without the per-pair factors)
@@ -179,8 +231,19 @@ def serve(request):
     op = request["op"]
     if op == "build":
         return build_family(request["arch"], request["dir"], request["seed"])
+    if op == "bnb_build":
+        return bnb_build(request)
     if op == "loss":
-        return loss_of(control_model(request["dir"], request.get("control")), request["windows"])
+        model = control_model(request["dir"], request.get("control"))
+        if "weights" in request:  # these tensors in place of the folder's (bitsandbytes' dequantized weights)
+            from safetensors.torch import load_file
+            from transformers.pytorch_utils import Conv1D
+            params = dict(model.named_parameters())
+            with torch.no_grad():
+                for name, w in load_file(request["weights"]).items():
+                    conv = isinstance(model.get_submodule(name.rsplit(".", 1)[0]), Conv1D)  # gpt2's: (in, out)
+                    params[name].copy_(w.T if conv else w)
+        return loss_of(model, request["windows"])
     if op == "greedy":
         want, margin, n = greedy(request["dir"], request["prompt"], request["n"])
         return {"want": want.hex(), "margin": margin, "n": n}

@@ -30,6 +30,7 @@
 #
 # name                         labels (comma-separated)          timeout
 set(VKTRAIN_SUITE
+  test_bnb_folders             model,parity                      300
   test_chat_template           parity                            120
   test_cli                     unit                              60
   test_config                  unit,sanitize                     60

@@ -297,10 +297,18 @@ static void test_errors(void)
 {
     expect_error("{\"model_type\": \"llama\", " LLAMA_REST "}", "missing required key 'hidden_size'", NULL);
     expect_error("{\"model_type\": \"gemma3\", \"hidden_size\": 64, " LLAMA_REST "}", "'text_config'", "language model");
-    /* quantized checkpoints: a bitsandbytes 4-bit one named as such, other methods by name */
+    /* quantized checkpoints: bitsandbytes in 4 bits is read (test_quantized), other settings and methods are
+     * refused by name */
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {\"quant_method\": "
-                 "\"bitsandbytes\", \"load_in_4bit\": true, \"bnb_4bit_quant_type\": \"nf4\"}, " LLAMA_REST "}",
-                 "bitsandbytes 4-bit checkpoint", "model.base_dtype: nf4");
+                 "\"bitsandbytes\", \"load_in_8bit\": true}, " LLAMA_REST "}",
+                 "quant_method 'bitsandbytes' in 8 bits", "not supported");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {\"quant_method\": "
+                 "\"bitsandbytes\", \"load_in_4bit\": true, \"bnb_4bit_quant_type\": \"int4\"}, " LLAMA_REST "}",
+                 "bnb_4bit_quant_type 'int4'", "nf4 and fp4");
+    expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {\"quant_method\": "
+                 "\"bitsandbytes\", \"load_in_4bit\": true, \"bnb_4bit_quant_storage\": \"bfloat16\"}, " LLAMA_REST
+                 "}",
+                 "bnb_4bit_quant_storage 'bfloat16'", "only uint8");
     expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {\"quant_method\": "
                  "\"gptq\", \"bits\": 4}, " LLAMA_REST "}",
                  "quant_method 'gptq'", "not supported");
@@ -384,9 +392,35 @@ static void test_errors(void)
     CHECK_MSG(err, "cannot create");
 }
 
+/* A bitsandbytes 4-bit folder's quantization_config, as transformers 4.57
+ * writes it: its quant type and double quantization read; an unset type
+ * is transformers' default, fp4. */
+static void test_quantized(void)
+{
+    struct hf_config c;
+    CHECK(read_text("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {"
+                    "\"_load_in_4bit\": true, \"bnb_4bit_compute_dtype\": \"bfloat16\", \"bnb_4bit_quant_storage\": "
+                    "\"uint8\", \"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true, "
+                    "\"llm_int8_skip_modules\": null, \"load_in_4bit\": true, \"load_in_8bit\": false, "
+                    "\"quant_method\": \"bitsandbytes\"}, " LLAMA_REST "}",
+                    &c) == 0,
+          "bitsandbytes nf4: %s", err);
+    CHECK(c.bnb4 == HF_BNB_NF4 && c.bnb4_double == 1, "bitsandbytes nf4: read as %d, double %d", c.bnb4,
+          c.bnb4_double);
+    CHECK(read_text("{\"model_type\": \"llama\", \"hidden_size\": 64, \"quantization_config\": {"
+                    "\"load_in_4bit\": true, \"quant_method\": \"bitsandbytes\"}, " LLAMA_REST "}",
+                    &c) == 0,
+          "bitsandbytes default: %s", err);
+    CHECK(c.bnb4 == HF_BNB_FP4 && c.bnb4_double == 0, "bitsandbytes default: read as %d, double %d", c.bnb4,
+          c.bnb4_double);
+    CHECK(read_text("{\"model_type\": \"llama\", \"hidden_size\": 64, " LLAMA_REST "}", &c) == 0 && !c.bnb4,
+          "no quantization_config: full precision");
+}
+
 int main(void)
 {
     test_tmpdir();
+    test_quantized();
     test_round_trips();
     test_published();
     test_families();

@@ -40,8 +40,16 @@ static float *download_at(struct gpu *g, struct gpu_buffer *b, size_t lead, size
  * buffer; with `same_order` (no limits that split the reduction, which
  * may split at other places for a 2-byte weight) the result must also
  * equal, bit for bit, the fp32 kernel's on the rounded weight. */
-enum weight { W_FP32, W_BF16, W_NF4, W_NF4_DQ }; /* the weight b's storage in matmul_case */
-static const char *const weight_name[] = {"", " (bf16 weight)", " (NF4 weight)", " (NF4 weight, double quant)"};
+/* the weight b's storage in matmul_case; the last two as bitsandbytes
+ * folders may hold them: FP4 rounded to bf16, NF4 with double quant
+ * rounded to f16 (its values scaled by 1e-4: f16's subnormals too) */
+enum weight { W_FP32, W_BF16, W_NF4, W_NF4_DQ, W_FP4_BF16, W_NF4_DQ_F16 };
+static const char *const weight_name[] = {"",
+                                          " (bf16 weight)",
+                                          " (NF4 weight)",
+                                          " (NF4 weight, double quant)",
+                                          " (FP4 weight, bf16 values)",
+                                          " (NF4 weight, double quant, f16 values)"};
 
 static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K, int accumulate, size_t lead, int wt,
                         int same_order)
@@ -56,9 +64,17 @@ static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K
     /* NF4: blocks of 64, or of 32 (blocks that straddle the rows of W
      * where K is not a multiple of them) */
     uint32_t block = (K % 64 == 0 || (M + N) % 2) ? 64 : 32;
+    if (wt == W_NF4_DQ_F16)
+        for (size_t i = 0; i < nb; i++)
+            b[i] *= 1e-4;
     struct gpu_buffer *bb = wt == W_BF16   ? buffer_bf16_from_doubles(g, b, nb, "b")
                             : wt == W_FP32 ? buffer_from_doubles(g, b, nb, "b")
-                                           : buffer_q4_from_doubles(g, b, nb, block, wt == W_NF4_DQ, "b");
+                                           : buffer_q4_from_doubles(g, b, nb, block, wt == W_NF4_DQ || wt == W_NF4_DQ_F16,
+                                                                    wt == W_FP4_BF16 ? Q4_FP4 : Q4_NF4,
+                                                                    wt == W_FP4_BF16     ? Q4_FLAG_BF16
+                                                                    : wt == W_NF4_DQ_F16 ? Q4_FLAG_F16
+                                                                                         : 0,
+                                                                    "b");
     double *ref = vkt_calloc(nc, sizeof *ref, "reference");
     if (accumulate)
         memcpy(ref, c0, nc * sizeof *ref);
@@ -548,20 +564,22 @@ int main(void)
          * dequantized weight and bit for bit against the fp32 kernel on
          * it, also under limits that split the product (it is cut as its
          * fp32 self is); shapes with blocks across rows (K = 3, 65, 68),
-         * vec4, scalar and shift views, and more than 256 blocks. */
+         * vec4, scalar and shift views, and more than 256 blocks; FP4's
+         * code and the bf16 and f16 roundings of bitsandbytes folders. */
         struct ref_rng before_q4 = rng; /* the cases after keep their data (test_matmul_bias' 1e-10 bound) */
         static const int q4_shapes[][3] = {{1, 1, 1},    {7, 5, 3},      {129, 33, 65}, {130, 37, 68},
                                            {33, 18, 20}, {40, 300, 256}, {61, 300, 128}};
         for (size_t s = 0; s < sizeof q4_shapes / sizeof q4_shapes[0]; s++)
             for (int l = 0; l < 2; l++)
-                for (int wt = W_NF4; wt <= W_NF4_DQ; wt++)
+                for (int wt = W_NF4; wt <= W_NF4_DQ_F16; wt++)
                     matmul_case(g, (enum matmul_layout)l, q4_shapes[s][0], q4_shapes[s][1], q4_shapes[s][2], l, 0, wt,
                                 1);
         static const char *q4_limits[] = {"storage_range=20000", "texel_elements=4096"};
         for (size_t li = 0; li < sizeof q4_limits / sizeof q4_limits[0]; li++) {
             gpu_set_limits(g, q4_limits[li]);
             for (int l = 0; l < 2; l++)
-                matmul_case(g, (enum matmul_layout)l, 61, 300, 68, 1, 0, W_NF4_DQ, 1);
+                for (int wt = W_NF4_DQ; wt <= W_NF4_DQ_F16; wt += W_NF4_DQ_F16 - W_NF4_DQ)
+                    matmul_case(g, (enum matmul_layout)l, 61, 300, 68, 1, 0, wt, 1);
             gpu_set_limits(g, NULL);
         }
         rng = before_q4;

@@ -61,8 +61,8 @@ static void test_round_trip(void)
     for (int i = 0; i < 6; i++)
         e[i] = (float)(i * i) * 1e-30f;
     struct st_tensor t[] = {
-        {"model.layers.0.w", 1, {3}, a}, {"b", 2, {2, 5}, b},       {"c", 1, {1}, c},
-        {"scalar", 0, {0}, d},           {"e", 4, {2, 1, 3, 1}, e}, {"empty", 2, {0, 4}, NULL},
+        {"model.layers.0.w", 1, {3}, a, NULL}, {"b", 2, {2, 5}, b, NULL},       {"c", 1, {1}, c, NULL},
+        {"scalar", 0, {0}, d, NULL},           {"e", 4, {2, 1, 3, 1}, e, NULL}, {"empty", 2, {0, 4}, NULL, NULL},
     };
     int n = (int)(sizeof t / sizeof t[0]);
     char path[512];
@@ -235,7 +235,7 @@ static void test_header_errors(void)
 static void test_write_errors(void)
 {
     float x[2] = {1, 2};
-    struct st_tensor t[] = {{"w", 1, {2}, x}, {"w", 1, {2}, x}};
+    struct st_tensor t[] = {{"w", 1, {2}, x, NULL}, {"w", 1, {2}, x, NULL}};
     char path[512], tmp[600];
     snprintf(path, sizeof path, "%s/w.safetensors", test_dir);
     CHECK(st_write(path, t, 2, NULL, err, sizeof err) == -1, "wrote duplicate names");

@@ -77,7 +77,14 @@ struct hf_config {
      * under language_model. (model.language_model. in later transformers)
      * and the vision tower's are not read. */
     int multimodal;
+    /* A bitsandbytes 4-bit folder (quantization_config, load_in_4bit): its
+     * layers' linear weights are stored quantized (HF_BNB_NF4 or
+     * HF_BNB_FP4, bnb4_double: with 8-bit absmax values), as uint8
+     * tensors with their quantization state beside them. 0: full
+     * precision. */
+    int bnb4, bnb4_double;
 };
+enum { HF_BNB_NF4 = 1, HF_BNB_FP4 = 2 };
 
 /* Returns 0 or -1 with a message naming path and the key. */
 int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errlen);

@@ -76,6 +76,12 @@ struct model_config {
      * from what is uploaded; base_nf4_double: with 8-bit absmax values.
      * The embeddings and an untied LM head are bf16 then. */
     int base_nf4, base_nf4_double;
+    /* model.init_from is a bitsandbytes 4-bit folder (HF_BNB_NF4 or
+     * HF_BNB_FP4; model_config_read sets base_nf4 and base_nf4_double from
+     * it): the layers' matrices are uploaded as the folder stores them
+     * (model_load), not quantized here, and are frozen even without LoRA
+     * (generate). */
+    int base_bnb4;
     /* llama family: each head's width (0: dim / n_heads); q_proj is
      * (n_heads x head_dim, dim), o_proj (dim, n_heads x head_dim). */
     uint32_t head_dim;

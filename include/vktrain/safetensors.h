@@ -22,7 +22,8 @@ struct st_tensor {
     char name[ST_NAME_MAX];
     int ndim; /* 0..ST_MAX_DIMS; 0 is a scalar */
     int64_t shape[ST_MAX_DIMS];
-    float *data; /* numel floats; owned by st_file on read */
+    float *data;    /* numel floats; owned by st_file on read */
+    uint8_t *bytes; /* instead, a U8 tensor's numel bytes (st_read_u8); NULL otherwise */
 };
 
 struct st_file {
@@ -37,6 +38,9 @@ int64_t st_numel(const struct st_tensor *t);
 /* Reads path into out (zeroed first). F32, F16, BF16 become f32; any other
  * dtype is an error naming the tensor and the dtype. Returns 0 or -1. */
 int st_read(const char *path, struct st_file *out, char *err, size_t errlen);
+/* The same, U8 tensors kept as bytes (st_tensor.bytes, data NULL): a
+ * bitsandbytes folder's packed weights and quantization states. */
+int st_read_u8(const char *path, struct st_file *out, char *err, size_t errlen);
 /* The tensor called name, or NULL. */
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
 void st_free(struct st_file *f);

@@ -1,4 +1,6 @@
 #version 450
+// variant: f32 -DQ4_B=0
+// variant: q4 -DQ4_B=1
 // repro_matmul_tiled: the reproducible matmul for GPUs (the tiled family):
 // 64x64 outputs per workgroup of 16x16 invocations, each invocation 4x4
 // of them (rows ty + 16r, columns tx + 16c: neighbouring invocations read
@@ -7,13 +9,25 @@
 // tile contributes its k in order, and a short last tile only its real k
 // (no zero padding). Each shared value read serves four products, where
 // one output per invocation read two per product (an H200 ran that at a
-// sixth of the default matmul's speed).
+// sixth of the default matmul's speed). Q4_B: B is a 4-bit weight bound
+// whole as words (as in repro_matmul_texel.comp), dequantized as it is
+// staged.
 #include "repro_matmul.glsl"
 #define TM 64u
 #define TK 16u
 layout(local_size_x = 16, local_size_y = 16) in;
 layout(std430, binding = 0) readonly buffer BA { float A[]; };
+#if Q4_B
+layout(std430, binding = 1) readonly buffer BB { uint BQ[]; };
+#define Q4_WORD(i) BQ[i]
+#define Q4_SPEC 0
+#define Q4_UNROLL
+#include "quant4.glsl"
+#define LOAD_B(e) q4_value(e)
+#else
 layout(std430, binding = 1) readonly buffer BB { float B[]; };
+#define LOAD_B(e) B[e]
+#endif
 shared float As[TK][TM + 1u]; // +1: a load along k stores down a column
 shared float Bs[TK][TM + 1u];
 
@@ -21,6 +35,9 @@ void main()
 {
     uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, id = ty * 16u + tx;
     uint i0 = gl_WorkGroupID.y * TM, j0 = gl_WorkGroupID.x * TM;
+#if Q4_B
+    q4_init();
+#endif
     precise float acc[4][4];
     for (uint r = 0u; r < 4u; r++)
         for (uint c = 0u; c < 4u; c++) {
@@ -38,7 +55,7 @@ void main()
             As[ak][ar] = i < p.M && ka < p.K ? A[p.a0 + i * p.sai + ka * p.sak] : 0.0f;
             uint bc = b_along_j ? l % TM : l / TK, bk = b_along_j ? l / TM : l % TK;
             uint j = j0 + bc, kb = k0 + bk;
-            Bs[bk][bc] = kb < p.K && j < p.N ? B[p.b0 + kb * p.sbk + j * p.sbj] : 0.0f;
+            Bs[bk][bc] = kb < p.K && j < p.N ? LOAD_B(p.b0 + kb * p.sbk + j * p.sbj) : 0.0f;
         }
         barrier();
         uint kn = min(TK, p.K - k0);

@@ -324,6 +324,12 @@ static int check_sizes(struct config_ctx *ctx)
         return config_fail(ctx, K("model.init_from"), "model.init_from: %s", msg);
     if (model_config_check(&mc, (uint32_t)cfg->batch_size, msg, sizeof msg))
         return config_fail(ctx, cfg->model.init_from ? K("model.init_from") : -1, "model: %s", msg);
+    if (mc.base_bnb4 && !cfg->lora.rank)
+        return config_fail(ctx, K("model.init_from"),
+                           "model.init_from: %s is a bitsandbytes 4-bit checkpoint (quantization_config): its base "
+                           "is quantized and frozen, so only LoRA trains over it: add a lora section (or start from "
+                           "the full-precision folder)",
+                           cfg->model.init_from);
     int64_t seqs = (int64_t)cfg->gradient_accumulation_steps * cfg->batch_size, tokens;
     if (__builtin_mul_overflow(seqs, (int64_t)cfg->model.max_seq_len, &tokens) || tokens > (int64_t)1 << 40)
         return config_fail(ctx, K("gradient_accumulation_steps"),

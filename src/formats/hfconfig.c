@@ -495,6 +495,37 @@ static const struct family *family_of(const char *path, json_t *root, char *err,
     return NULL;
 }
 
+/* quantization_config: bitsandbytes in 4 bits (transformers'
+ * BitsAndBytesConfig with load_in_4bit), NF4 or FP4, with or without
+ * double quantization, its packed weights in uint8; anything else is an
+ * error naming it. */
+static int bnb4_read(const char *path, json_t *qc, struct hf_config *c, char *err, size_t errlen)
+{
+    json_t *method = json_object_get(qc, "quant_method"), *four = json_object_get(qc, "load_in_4bit");
+    const char *m = json_is_string(method) ? json_string_value(method) : "(no quant_method)";
+    if (!json_is_object(qc) || strcmp(m, "bitsandbytes") || !json_is_true(four))
+        return vkt_error(err, errlen,
+                         "%s: quantization_config with quant_method '%s'%s is not supported (bitsandbytes in 4 bits "
+                         "is; so is a full-precision folder, which model.base_dtype: nf4 quantizes)",
+                         path, m, !strcmp(m, "bitsandbytes") ? " in 8 bits" : "");
+    json_t *type = json_object_get(qc, "bnb_4bit_quant_type"), *dq = json_object_get(qc, "bnb_4bit_use_double_quant"),
+           *storage = json_object_get(qc, "bnb_4bit_quant_storage");
+    const char *t = json_is_string(type) ? json_string_value(type) : type ? "(not a string)" : "fp4";
+    if (strcmp(t, "nf4") && strcmp(t, "fp4"))
+        return vkt_error(err, errlen, "%s: quantization_config.bnb_4bit_quant_type '%s' (nf4 and fp4 are read)", path,
+                         t);
+    if (dq && !json_is_boolean(dq))
+        return vkt_error(err, errlen, "%s: quantization_config.bnb_4bit_use_double_quant is not true or false", path);
+    if (storage && !json_is_null(storage) &&
+        (!json_is_string(storage) || strcmp(json_string_value(storage), "uint8")))
+        return vkt_error(err, errlen,
+                         "%s: quantization_config.bnb_4bit_quant_storage '%s': only uint8 (the default) is read", path,
+                         json_is_string(storage) ? json_string_value(storage) : "(not a string)");
+    c->bnb4 = strcmp(t, "nf4") ? HF_BNB_FP4 : HF_BNB_NF4;
+    c->bnb4_double = json_is_true(dq);
+    return 0;
+}
+
 int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
@@ -510,23 +541,11 @@ int hf_config_read(const char *path, struct hf_config *c, char *err, size_t errl
         vkt_error(err, errlen, "%s: not a JSON object", path);
         goto done;
     }
-    /* a quantized checkpoint: its tensors are not the weights */
+    /* a quantized checkpoint: bitsandbytes' 4-bit (its layers' weights
+     * stored as NF4 or FP4, model_io reads them); any other is refused */
     json_t *qc = json_object_get(root, "quantization_config");
-    if (qc && !json_is_null(qc)) {
-        json_t *method = json_object_get(qc, "quant_method"), *four = json_object_get(qc, "load_in_4bit");
-        const char *m = json_is_string(method) ? json_string_value(method) : "(no quant_method)";
-        if (!strcmp(m, "bitsandbytes") && json_is_true(four))
-            vkt_error(err, errlen,
-                      "%s: a bitsandbytes 4-bit checkpoint (quantization_config): such folders are not read yet; "
-                      "load the full-precision model and set model.base_dtype: nf4 (with a lora section)",
-                      path);
-        else
-            vkt_error(err, errlen,
-                      "%s: quantization_config with quant_method '%s'%s is not supported (a full-precision folder "
-                      "is, and model.base_dtype: nf4 quantizes it)",
-                      path, m, !strcmp(m, "bitsandbytes") ? " in 8 bits" : "");
+    if (qc && !json_is_null(qc) && bnb4_read(path, qc, c, err, errlen))
         goto done;
-    }
     /* a multimodal Gemma 3: its text model, as the gemma3_text it holds */
     json_t *mt = json_object_get(root, "model_type"), *text = json_object_get(root, "text_config");
     if (json_is_string(mt) && !strcmp(json_string_value(mt), "gemma3")) {
@@ -774,6 +793,8 @@ int hf_config_write_from(const char *path, const char *source, const struct hf_c
         json_object_set_new(root, "architectures", json_pack("[s]", "Gemma3ForCausalLM"));
         json_object_set_new(root, "model_type", json_string("gemma3_text"));
     }
+    /* what is written is full precision (a merged, dequantized base) */
+    json_object_del(root, "quantization_config");
     put_tokens_and_dtype(root, c);
     int rc = dump_atomic(path, root, 17, err, errlen);
     json_decref(root);

@@ -54,7 +54,7 @@ static float f16_to_f32(uint16_t h)
 
 /* ---- reading ---- */
 
-enum st_dtype { DT_F32, DT_F16, DT_BF16, DT_OTHER };
+enum st_dtype { DT_F32, DT_F16, DT_BF16, DT_U8, DT_OTHER };
 
 /* Every dtype the format defines, with its size in bytes. */
 static const struct {
@@ -71,8 +71,8 @@ struct entry {
     uint64_t begin, end;
 };
 
-static int entry_parse(const char *path, const char *name, json_t *v, uint64_t data_size, struct entry *e, char *err,
-                       size_t errlen)
+static int entry_parse(const char *path, const char *name, json_t *v, uint64_t data_size, int u8, struct entry *e,
+                       char *err, size_t errlen)
 {
     if (strlen(name) >= ST_NAME_MAX)
         return vkt_error(err, errlen, "%s: tensor '%.60s...': name longer than %d bytes", path, name, ST_NAME_MAX - 1);
@@ -93,13 +93,13 @@ static int entry_parse(const char *path, const char *name, json_t *v, uint64_t d
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
         if (!strcmp(dt, dtypes[i].name)) {
             esize = dtypes[i].size;
-            e->dt = i < 3 ? (enum st_dtype)i : DT_OTHER;
+            e->dt = i < 3 ? (enum st_dtype)i : u8 && !strcmp(dt, "U8") ? DT_U8 : DT_OTHER;
         }
     if (!esize)
         return vkt_error(err, errlen, "%s: tensor '%s': unknown dtype '%s'", path, name, dt);
     if (e->dt == DT_OTHER)
-        return vkt_error(err, errlen, "%s: tensor '%s': unsupported dtype '%s' (F32, F16 and BF16 are read)", path, name,
-                    dt);
+        return vkt_error(err, errlen, "%s: tensor '%s': unsupported dtype '%s' (F32, F16 and BF16 are read%s)", path,
+                         name, dt, u8 ? ", and U8" : "");
 
     size_t nd = json_array_size(js);
     if (nd > ST_MAX_DIMS)
@@ -158,6 +158,12 @@ static int read_tensor(FILE *f, const char *path, uint64_t data_start, const str
     t->ndim = e->ndim;
     memcpy(t->shape, e->shape, sizeof t->shape);
     size_t n = (size_t)st_numel(t), bytes = (size_t)(e->end - e->begin);
+    if (e->dt == DT_U8) { /* kept as bytes */
+        t->bytes = vkt_malloc(n ? n : 1, "safetensors bytes");
+        if (n && (fseeko(f, (off_t)(data_start + e->begin), SEEK_SET) || fread(t->bytes, 1, n, f) != n))
+            return vkt_error(err, errlen, "%s: tensor '%s': short read", path, e->name);
+        return 0;
+    }
     t->data = vkt_malloc(n ? n * sizeof(float) : 1, "safetensors tensor");
     if (!n)
         return 0;
@@ -179,8 +185,8 @@ static int read_tensor(FILE *f, const char *path, uint64_t data_start, const str
 }
 
 /* Parses and validates the header; fills entries sorted by offset. */
-static int header_parse(const char *path, json_t *root, uint64_t data_size, struct st_file *out, struct entry **entries,
-                        int *n, char *err, size_t errlen)
+static int header_parse(const char *path, json_t *root, uint64_t data_size, int u8, struct st_file *out,
+                        struct entry **entries, int *n, char *err, size_t errlen)
 {
     if (!json_is_object(root))
         return vkt_error(err, errlen, "%s: header is not a JSON object", path);
@@ -195,7 +201,7 @@ static int header_parse(const char *path, json_t *root, uint64_t data_size, stru
             out->metadata_json = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
             continue;
         }
-        if (entry_parse(path, k, v, data_size, &(*entries)[*n], err, errlen))
+        if (entry_parse(path, k, v, data_size, u8, &(*entries)[*n], err, errlen))
             return -1;
         ++*n;
     }
@@ -216,7 +222,7 @@ static int header_parse(const char *path, json_t *root, uint64_t data_size, stru
     return 0;
 }
 
-int st_read(const char *path, struct st_file *out, char *err, size_t errlen)
+static int read_file(const char *path, int u8, struct st_file *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!host_is_le())
@@ -257,7 +263,7 @@ int st_read(const char *path, struct st_file *out, char *err, size_t errlen)
         vkt_error(err, errlen, "%s: header is not valid JSON: %s (at byte %d)", path, jerr.text, jerr.position);
         goto done;
     }
-    if (header_parse(path, root, fsize - 8 - hlen, out, &entries, &n, err, errlen))
+    if (header_parse(path, root, fsize - 8 - hlen, u8, out, &entries, &n, err, errlen))
         goto done;
     out->t = vkt_calloc((size_t)n + 1, sizeof *out->t, "safetensors tensors");
     for (out->n = 0; out->n < n; out->n++)
@@ -276,6 +282,16 @@ done:
     return rc;
 }
 
+int st_read(const char *path, struct st_file *out, char *err, size_t errlen)
+{
+    return read_file(path, 0, out, err, errlen);
+}
+
+int st_read_u8(const char *path, struct st_file *out, char *err, size_t errlen)
+{
+    return read_file(path, 1, out, err, errlen);
+}
+
 const struct st_tensor *st_find(const struct st_file *f, const char *name)
 {
     for (int i = 0; i < f->n; i++)
@@ -286,8 +302,10 @@ const struct st_tensor *st_find(const struct st_file *f, const char *name)
 
 void st_free(struct st_file *f)
 {
-    for (int i = 0; i < f->n; i++)
+    for (int i = 0; i < f->n; i++) {
         free(f->t[i].data);
+        free(f->t[i].bytes);
+    }
     free(f->t);
     free(f->metadata_json);
     memset(f, 0, sizeof *f);

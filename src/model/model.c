@@ -14,7 +14,6 @@
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
-#define NF4_BLOCK 64u /* model.base_dtype nf4: bitsandbytes' and QLoRA's block */
 
 static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
                      ...) VKT_PRINTF(6, 7);
@@ -47,7 +46,10 @@ static int add_param(struct model *m, int transposed, enum model_init init, uint
      * tiled matmul and the storage embedding kernel read them. */
     /* base_dtype nf4: the frozen matrices of the layers (stages 1 ..
      * n_layers) in NF4, the embeddings and an untied head in bf16. */
-    p->q4 = m->c.base_nf4 && !trained && p->ndim == 2 && p->stage >= 1 && p->stage <= (int)m->c.n_layers;
+    /* A bitsandbytes folder's: frozen, LoRA or not (generate reads it). */
+    p->q4 = m->c.base_nf4 && (!trained || (m->c.base_bnb4 && !p->adapter)) && p->ndim == 2 && p->stage >= 1 &&
+            p->stage <= (int)m->c.n_layers;
+    trained = trained && !p->q4;
     p->bf16 = m->c.base_bf16 && !trained && p->ndim == 2 && !p->q4;
     enum gpu_mem_category was = gpu_memory_category(m->g, GPU_MEM_PARAMETERS);
     size_t bytes = p->q4     ? q4_bytes(p->numel, NF4_BLOCK, m->c.base_nf4_double)

@@ -7,6 +7,7 @@
 #include "vktrain/ops.h"
 
 #define MODEL_MAX_PARAMS 1024
+#define NF4_BLOCK 64u /* model.base_dtype nf4: bitsandbytes' and QLoRA's block (and transformers' folders') */
 
 /* The linear layers LoRA may adapt (llama: q k v o gate up down; gpt2:
  * qkv = c_attn, o = attn.c_proj, up = c_fc, down = mlp.c_proj). */
@@ -212,5 +213,28 @@ static inline int model_rope_long(const struct model *m, uint32_t last)
 {
     return m->c.rope_scaling.type == OP_ROPE_LONGROPE && last + 1 > m->c.rope_scaling.original_max;
 }
+
+/* How many parameters from k on make up tensor k's hf of the files: 1, or
+ * the parts of a fused one (consecutive in the table). */
+int model_fused_parts(const struct model *m, int k);
+
+/* model_bnb.c: a bitsandbytes 4-bit folder's layer matrices, uploaded as
+ * stored. The loader holds a weight's tensors until all have come (a
+ * shard boundary may cut them). */
+struct bnb_loader;
+struct st_tensor;
+struct bnb_loader *bnb_loader_new(struct model *m);
+/* With name a part of a weight's quantization state (W.absmax,
+ * W.quant_state.bitsandbytes__nf4, ...): W into base, and the part's
+ * number (>= 0); -1 for any other name. */
+int bnb_part_of(const char *name, char *base, size_t cap);
+/* Takes tensor t of the file path (its buffers move to the loader): the
+ * packed weight of p (part -1) or a part of its state; uploads p (its
+ * fused parts) once complete, marking them in found. -1 with the
+ * message. */
+int bnb_take(struct bnb_loader *L, struct model_param *p, int part, struct st_tensor *t, const char *path, int *found,
+             char *err, size_t errlen);
+/* -1 naming the first weight with a tensor missing; frees L either way. */
+int bnb_finish(struct bnb_loader *L, char *err, size_t errlen);
 
 #endif

@@ -34,7 +34,7 @@ _Static_assert(sizeof((struct hf_config *)0)->rope_short == sizeof((struct op_ro
 
 /* How many parameters from k on make up tensor k's hf of the files: 1, or
  * the parts of a fused one (consecutive in the table). */
-static int fused_parts(const struct model *m, int k)
+int model_fused_parts(const struct model *m, int k)
 {
     int n = 1;
     while (k + n < m->n_params && m->params[k + n].hf_row0 && !strcmp(m->params[k + n].hf, m->params[k].hf))
@@ -106,7 +106,7 @@ static int adapter_of(const struct model *m, int i, int *a, int *b);
 static void save_fill(void *ctx, int i, float *buf)
 {
     struct save_fill *s = ctx;
-    int k = s->param[s->first + i], n = fused_parts(s->m, k), ia, ib;
+    int k = s->param[s->first + i], n = model_fused_parts(s->m, k), ia, ib;
     for (int q = k; q < k + n; q++) { /* a fused tensor: each part's rows */
         struct model_param *p = &s->m->params[q];
         float *host = p->hf_transposed ? s->tmp : buf + (size_t)p->hf_row0 * p->shape[1];
@@ -294,7 +294,7 @@ int model_adapter_save(struct model *m, const char *dir, const char *base, char 
         s->ndim = 2;
         s->shape[0] = p->hf_rows, s->shape[1] = p->shape[1];
         s->data = vkt_malloc((size_t)p->hf_rows * p->shape[1] * sizeof(float), p->hf);
-        for (int q = i; q < i + fused_parts(m, i); q++)
+        for (int q = i; q < i + model_fused_parts(m, i); q++)
             model_param_download(m, &m->params[q], s->data + (size_t)m->params[q].hf_row0 * p->shape[1]);
     }
     for (int k = 0; k < c->lora_n_targets; k++)
@@ -346,7 +346,7 @@ int model_adapter_load(struct model *m, const char *dir, char *err, size_t errle
         else if (found[p - m->params])
             rc = vkt_error(err, errlen, "%s: tensor '%s' is stored twice", path, t->name);
         else
-            for (int q = (int)(p - m->params), n = fused_parts(m, q), e = q + n; q < e; q++) {
+            for (int q = (int)(p - m->params), n = model_fused_parts(m, q), e = q + n; q < e; q++) {
                 model_param_upload(m, &m->params[q], t->data + (size_t)m->params[q].hf_row0 * p->shape[1]);
                 found[q] = 1;
             }
@@ -393,23 +393,35 @@ static const char *text_model_name(const char *name, char *buf, size_t cap)
 
 /* Loads the tensors of one safetensors file, marking the parameters found;
  * multimodal: the folder is a multimodal Gemma 3's (text_model_name). */
-static int load_file(struct model *m, const char *path, int multimodal, int *found, char *err, size_t errlen)
+static int load_file(struct model *m, const char *path, int multimodal, struct bnb_loader *bnb, int *found, char *err,
+                     size_t errlen)
 {
     struct st_file f;
-    if (st_read(path, &f, err, errlen))
+    if (bnb ? st_read_u8(path, &f, err, errlen) : st_read(path, &f, err, errlen))
         return -1;
     int rc = 0;
     for (int i = 0; i < f.n && !rc; i++) {
-        const struct st_tensor *t = &f.t[i];
+        struct st_tensor *t = &f.t[i];
         const char *name = t->name;
-        char text_name[512];
+        char text_name[512], base[ST_NAME_MAX];
         if (m->c.arch == MODEL_GPT2 && !strncmp(name, "transformer.", 12))
             name += 12;
         if (multimodal && !(name = text_model_name(name, text_name, sizeof text_name)))
             continue;
-        struct model_param *p = model_param_find_hf(m, name);
+        int part = bnb ? bnb_part_of(name, base, sizeof base) : -1;
+        struct model_param *p = model_param_find_hf(m, part >= 0 ? base : name);
         if (p && p->adapter)
             p = NULL;
+        if (p && (p->q4 || part >= 0) && bnb) { /* a bitsandbytes weight or a part of its state */
+            rc = bnb_take(bnb, p, part, t, path, found, err, errlen);
+            continue;
+        }
+        if (t->bytes) {
+            snprintf(err, errlen, "%s: tensor '%s' is U8: only a layer's matrix is stored so in a bitsandbytes 4-bit "
+                     "folder", path, t->name);
+            rc = -1;
+            break;
+        }
         if (!p) {
             /* a tied head stored explicitly is ignored: the embedding is the head */
             if (ignored_buffer(name) || (m->c.tie_embeddings && !strcmp(name, "lm_head.weight")))
@@ -441,7 +453,7 @@ static int load_file(struct model *m, const char *path, int multimodal, int *fou
             free(tmp);
             found[p - m->params] = 1;
         } else { /* a fused tensor: each part's rows */
-            for (int q = (int)(p - m->params), e = q + fused_parts(m, q); q < e; q++) {
+            for (int q = (int)(p - m->params), e = q + model_fused_parts(m, q); q < e; q++) {
                 model_param_upload(m, &m->params[q], t->data + (size_t)m->params[q].hf_row0 * p->shape[1]);
                 found[q] = 1;
             }
@@ -498,6 +510,7 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
     vkt_path(cfg_path, sizeof cfg_path, "%s/config.json", dir);
     if (access(cfg_path, F_OK) == 0 && !hf_config_read(cfg_path, &h, cfg_err, sizeof cfg_err))
         multimodal = h.multimodal;
+    struct bnb_loader *bnb = m->c.base_bnb4 ? bnb_loader_new(m) : NULL;
     if (access(index, F_OK) == 0) {
         char **files;
         int n;
@@ -505,13 +518,16 @@ int model_load(struct model *m, const char *dir, char *err, size_t errlen)
         for (int i = 0; i < n; i++) {
             vkt_path(path, sizeof path, "%s/%s", dir, files[i]);
             if (!rc)
-                rc = load_file(m, path, multimodal, found, err, errlen);
+                rc = load_file(m, path, multimodal, bnb, found, err, errlen);
             free(files[i]);
         }
         free(files);
     } else {
-        rc = load_file(m, path, multimodal, found, err, errlen);
+        rc = load_file(m, path, multimodal, bnb, found, err, errlen);
     }
+    char ignored[8];
+    if (bnb && bnb_finish(bnb, rc ? ignored : err, rc ? sizeof ignored : errlen))
+        rc = -1;
     for (int i = 0; i < m->n_params && !rc; i++)
         if (!found[i] && !m->params[i].adapter) {
             snprintf(err, errlen, "%s: tensor '%s' is missing", access(index, F_OK) ? path : index, m->params[i].hf);
@@ -550,6 +566,7 @@ int model_config_read(const char *dir, struct model_config *c, char *err, size_t
                                                .attention = h.rope_attention};
     memcpy(c->rope_scaling.short_factor, h.rope_short, sizeof h.rope_short);
     memcpy(c->rope_scaling.long_factor, h.rope_long, sizeof h.rope_long);
+    c->base_bnb4 = h.bnb4, c->base_nf4 = h.bnb4 != 0, c->base_nf4_double = h.bnb4_double;
     c->init_std = 0.02f;
     char why[512];
     if (model_config_check(c, 0, why, sizeof why))

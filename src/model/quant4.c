@@ -8,7 +8,11 @@
 #include "vktrain/util.h"
 
 /* NF4: bitsandbytes' table (QLoRA's NormalFloat4: quantiles of N(0, 1)
- * scaled to [-1, 1]). */
+ * scaled to [-1, 1]). FP4: the constants of its CUDA kernel's decoding
+ * tree, in index order. */
+static const float fp4_code[16] = {0.0f,         5.208333333e-03f,  0.66666667f,  1.0f,        0.33333333f, 0.5f,
+                                   0.16666667f,  0.25f,             -0.0f,        -5.208333333e-03f, -0.66666667f,
+                                   -1.0f,        -0.33333333f,      -0.5f,        -0.16666667f, -0.25f};
 static const float nf4_code[16] = {-1.0f,
                                    -0.6961928009986877f,
                                    -0.5250730514526367f,
@@ -25,6 +29,11 @@ static const float nf4_code[16] = {-1.0f,
                                    0.5626170039176941f,
                                    0.7229568362236023f,
                                    1.0f};
+
+const float *q4_code(enum q4_code c)
+{
+    return c == Q4_FP4 ? fp4_code : nf4_code;
+}
 
 void q4_dynamic_code(float code[256])
 {
@@ -142,22 +151,50 @@ static void set_byte(uint32_t *w, size_t i, uint32_t v)
     w[i / 4] = (w[i / 4] & ~(0xffu << (8 * (i % 4)))) | (v << (8 * (i % 4)));
 }
 
-void q4_quantize(uint32_t *buf, const float *x, size_t n, uint32_t block, int double_quant)
+/* Zeroes buf and writes its header and code; returns its layout. */
+static struct q4_layout header(uint32_t *buf, size_t n, uint32_t block, int double_quant, uint32_t flags,
+                               const float *code)
 {
-    float mid[15];
-    for (int i = 0; i < 15; i++)
-        mid[i] = (nf4_code[i] + nf4_code[i + 1]) / 2.0f;
     struct q4_layout l;
     q4_layout(&l, n, block, double_quant);
     memset(buf, 0, l.words * 4);
-    buf[Q4_W_FLAGS] = double_quant ? Q4_FLAG_NESTED : 0;
+    buf[Q4_W_FLAGS] = flags | (double_quant ? Q4_FLAG_NESTED : 0);
     buf[Q4_W_LOG2_BLOCK] = l.log2_block;
     if (n > UINT32_MAX)
         vkt_fatal("quant4: a weight of %zu elements (at most 2^32 - 1)", n);
     buf[Q4_W_NUMEL] = (uint32_t)n;
     buf[Q4_W_ABSMAX] = l.absmax, buf[Q4_W_DATA] = l.data, buf[Q4_W_NESTED] = l.nested, buf[Q4_W_CODE8] = l.code8;
     for (int i = 0; i < 16; i++)
-        buf[Q4_CODE_WORD + i] = u32(nf4_code[i]);
+        buf[Q4_CODE_WORD + i] = u32(code[i]);
+    return l;
+}
+
+void q4_from_bnb(uint32_t *buf, const struct q4_bnb *w, size_t e0, size_t n)
+{
+    int nested = w->absmax8 != NULL;
+    size_t b0 = e0 / w->block;
+    if (e0 % w->block || (nested && b0 % Q4_NESTED_BLOCK))
+        vkt_fatal("quant4: a part from element %zu is not on a block boundary", e0);
+    struct q4_layout l = header(buf, n, w->block, nested, w->round, q4_code(w->code));
+    memcpy(buf + l.data, w->packed + e0 / 2, (n + 1) / 2);
+    if (n % 2) /* the last byte's low nibble is the next part's */
+        ((uint8_t *)(buf + l.data))[n / 2] &= 0xf0;
+    if (!nested) {
+        memcpy(buf + l.absmax, w->absmax + b0, l.blocks * sizeof(float));
+        return;
+    }
+    memcpy(buf + l.code8, w->code8, 256 * sizeof(float));
+    memcpy(buf + l.nested, w->nested + b0 / Q4_NESTED_BLOCK, l.nested_blocks * sizeof(float));
+    memcpy(buf + l.absmax, w->absmax8 + b0, l.blocks);
+    buf[Q4_W_OFFSET] = u32(w->offset);
+}
+
+void q4_quantize(uint32_t *buf, const float *x, size_t n, uint32_t block, int double_quant)
+{
+    float mid[15];
+    for (int i = 0; i < 15; i++)
+        mid[i] = (nf4_code[i] + nf4_code[i + 1]) / 2.0f;
+    struct q4_layout l = header(buf, n, block, double_quant, 0, nf4_code);
     float *absmax = vkt_malloc(l.blocks * sizeof *absmax, "quant4 absmax");
     for (size_t b = 0; b < l.blocks; b++) {
         size_t e0 = b * block, e1 = e0 + block < n ? e0 + block : n;
@@ -207,11 +244,30 @@ static float q4_absmax(const uint32_t *buf, size_t b)
     return a + f32(buf[Q4_W_OFFSET]);
 }
 
+/* v (finite) rounded to f16, nearest even, as an fp32: below 2^-14 to a
+ * multiple of 2^-24 (f16's subnormals; products by powers of two are
+ * exact), else to 11 significant bits, past 65504 to infinity. */
+static float round_f16(float v)
+{
+    float a = fabsf(v);
+    if (a < 0x1p-14f)
+        return copysignf(nearbyintf(a * 0x1p24f) * 0x1p-24f, v);
+    uint32_t u = u32(v);
+    u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+    return fabsf(f32(u)) > 65504.0f ? copysignf(INFINITY, v) : f32(u);
+}
+
 static float q4_value(const uint32_t *buf, size_t e)
 {
     uint32_t w = buf[buf[Q4_W_DATA] + e / 8];
     uint32_t q = (w >> ((((uint32_t)e ^ 1u) & 7u) << 2)) & 15u;
-    return f32(buf[Q4_CODE_WORD + q]) * q4_absmax(buf, e >> buf[Q4_W_LOG2_BLOCK]);
+    float v = f32(buf[Q4_CODE_WORD + q]) * q4_absmax(buf, e >> buf[Q4_W_LOG2_BLOCK]);
+    if (buf[Q4_W_FLAGS] & Q4_FLAG_BF16) {
+        uint16_t h;
+        vkt_bf16_round(&h, &v, 1);
+        vkt_bf16_widen(&v, &h, 1);
+    }
+    return buf[Q4_W_FLAGS] & Q4_FLAG_F16 ? round_f16(v) : v;
 }
 
 void q4_dequantize(float *out, const uint32_t *buf)

@@ -68,16 +68,24 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
 {
     struct product p = product_of(layout, M, N, K);
     struct gpu_buffer *bufs[3] = {a, b, c};
+    /* q4: a 4-bit weight as B of nt or nn (include/vktrain/quant4.h), bound
+     * whole, read by the texel and tiled kernels' q4 variants: the value
+     * of an element is the same product on every device, so the bits are
+     * those of the fp32 weight it dequantizes to */
+    int q4 = gpu_buffer_dtype(b) == GPU_DTYPE_Q4 && layout != REPRO_TN;
     for (int i = 0; i < 3; i++)
-        if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32)
-            vkt_fatal("repro_matmul_%s: '%s' holds %s values; the reproducible mode takes fp32 operands only "
-                      "(model.base_dtype: %s is not supported with precision: reproducible)",
+        if (gpu_buffer_dtype(bufs[i]) != GPU_DTYPE_F32 && !(i == 1 && q4))
+            vkt_fatal("repro_matmul_%s: '%s' holds %s values; the reproducible mode takes fp32 operands only, "
+                      "and a 4-bit weight as nt's and nn's B (model.base_dtype: %s is not supported with "
+                      "precision: reproducible)",
                       layout_name(layout), gpu_buffer_name(bufs[i]),
                       gpu_buffer_dtype(bufs[i]) == GPU_DTYPE_BF16 ? "bf16" : "4-bit",
                       gpu_buffer_dtype(bufs[i]) == GPU_DTYPE_BF16 ? "bf16" : "nf4");
     size_t a_bytes = (size_t)p.M * p.K * 4, b_bytes = (size_t)p.K * p.N * 4, c_bytes = (size_t)p.M * p.N * 4;
     size_t o[3] = {off ? off[0] : 0, off ? off[1] : 0, off ? off[2] : 0};
-    if (gpu_buffer_size(a) < o[0] * 4 + a_bytes || gpu_buffer_size(b) < o[1] * 4 + b_bytes ||
+    /* a 4-bit weight: its own layout, o[1] an element: at least the nibbles */
+    size_t b_need = q4 ? (o[1] + (size_t)p.K * p.N + 1) / 2 : o[1] * 4 + b_bytes;
+    if (gpu_buffer_size(a) < o[0] * 4 + a_bytes || gpu_buffer_size(b) < b_need ||
         gpu_buffer_size(c) < o[2] * 4 + c_bytes)
         vkt_fatal("repro_matmul_%s %ux%ux%u: buffers '%s', '%s', '%s' hold %zu, %zu, %zu bytes; the shape needs "
                   "%zu, %zu, %zu from float %zu, %zu, %zu",
@@ -90,13 +98,13 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
     /* vec4: the texel family's RGBA32F kernel, where every row of A and B
      * that runs along a vec4 (and the reduction, where it does) is whole
      * texels from a texel boundary (see repro_matmul_vec4.comp). */
-    int vec4 = texel && o[0] % 4 == 0 && o[1] % 4 == 0 &&
+    int vec4 = texel && !q4 && o[0] % 4 == 0 && o[1] % 4 == 0 &&
                (layout == REPRO_NT   ? p.K % 4 == 0 && p.sai % 4 == 0 && p.sbj % 4 == 0
                 : layout == REPRO_NN ? p.K % 4 == 0 && p.sai % 4 == 0 && p.sbk % 4 == 0
                                      : p.sak % 4 == 0 && p.sbk % 4 == 0);
     /* shift: the same kernel reading A at any float offset (nn and tn
      * with B whole texels: the LM head's dlogits, rows of V floats). */
-    int shift = texel && !vec4 && layout != REPRO_NT && o[1] % 4 == 0 && p.sbk % 4 == 0;
+    int shift = texel && !q4 && !vec4 && layout != REPRO_NT && o[1] % 4 == 0 && p.sbk % 4 == 0;
     enum gpu_binding_kind in_kind;
     size_t limit, out_limit, in_align, out_align, rows, chunk, b_row = (size_t)(p.N - 1) * p.sbj + 1;
     for (;;) {
@@ -135,7 +143,9 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             chunk = (loops - loops / 16) / 17 * 16;
         if (rows && (in_floats - a_rows) / p.sak + 1 < chunk)
             chunk = (in_floats - a_rows) / p.sak + 1;
-        if (in_floats < b_row)
+        if (q4) /* bound whole: no range of B to fit */
+            ;
+        else if (in_floats < b_row)
             chunk = 0;
         else if ((in_floats - b_row) / p.sbk + 1 < chunk)
             chunk = (in_floats - b_row) / p.sbk + 1;
@@ -154,6 +164,10 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
         }
         break;
     }
+    enum gpu_binding_kind b_kind = q4 ? (texel ? GPU_BIND_TEXEL_U32 : GPU_BIND_STORAGE) : in_kind;
+    if (q4 && gpu_buffer_size(b) > gpu_binding_limit(g, b_kind))
+        vkt_fatal("repro_matmul_%s %ux%ux%u: the 4-bit weight '%s' (%zu bytes) is over one binding (%zu bytes)",
+                  layout_name(layout), M, N, K, gpu_buffer_name(b), gpu_buffer_size(b), gpu_binding_limit(g, b_kind));
     if (rows == 0 || chunk == 0)
         vkt_fatal("repro_matmul_%s %ux%ux%u: a row of the output '%s' or of the operands '%s', '%s' is over one "
                   "binding (%zu bytes for inputs, %zu for the output)",
@@ -225,14 +239,16 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
                          : img    ? img_shader[layout]
                          : vec4   ? vec4_shader[layout]
                          : shift  ? shift_shader[layout]
-                         : texel  ? SHADER_repro_matmul_texel
-                                  : SHADER_repro_matmul_tiled;
+                         : texel  ? (q4 ? SHADER_repro_matmul_texel_q4 : SHADER_repro_matmul_texel_f32)
+                         : q4     ? SHADER_repro_matmul_tiled_q4
+                                  : SHADER_repro_matmul_tiled_f32;
     struct gpu_kernel_desc d = {.shader = shader,
                                 .n_bindings = segments || bias ? 4 : 3,
-                                .bindings = {in_kind, in_kind, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE,
+                                .bindings = {in_kind, b_kind, img ? GPU_BIND_IMAGE_VEC4 : GPU_BIND_STORAGE,
                                              bias ? GPU_BIND_TEXEL_F32 : GPU_BIND_IMAGE_VEC4},
                                 .push_size = segments ? 15 * 4 : 11 * 4};
-    d.n_spec = img; /* img: ACCUMULATE, 0 and 1 */
+    d.n_spec = img || q4; /* img: ACCUMULATE, 0 and 1; q4: Q4_FLAGS (quant4.glsl) */
+    d.spec[0] = q4 ? gpu_buffer_q4_flags(b) : 0;
     struct gpu_kernel *kernel = gpu_kernel_get(g, &d), *kernel_acc = kernel, *kernel_pairs = NULL;
     if (img) {
         d.spec[0] = 1;
@@ -262,8 +278,13 @@ static int matmul_at(struct gpu *g, enum repro_layout layout, struct gpu_buffer 
             uint32_t kn = (uint32_t)(p.K - k0 < chunk ? p.K - k0 : chunk);
             args[0] = operand_arg(g, in_kind, a, 0, o[0] + i0 * p.sai + k0 * p.sak,
                                   ((mi - 1) * (size_t)p.sai + (kn - 1) * (size_t)p.sak + 1) * 4, &base[0]);
-            args[1] =
-                operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4, &base[1]);
+            if (q4) {
+                args[1] = (struct gpu_arg){b, 0, 0, gpu_buffer_size(b)};
+                base[1] = (uint32_t)(o[1] + k0 * p.sbk); /* an element index */
+            } else {
+                args[1] = operand_arg(g, in_kind, b, 0, o[1] + k0 * p.sbk, ((kn - 1) * (size_t)p.sbk + b_row) * 4,
+                                      &base[1]);
+            }
             uint32_t push[15] = {
                 mi, p.N, kn, accumulate || k0 > 0 ? 1u : 0u, p.sai, p.sak, p.sbk, p.sbj, base[0], base[1], base[2], 0,
                 0,  0,   0};

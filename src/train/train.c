@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "train_internal.h"
+#include "vktrain/hfconfig.h"
 #include "vktrain/ops.h"
 #include "vktrain/ops_optim.h"
 #include "vktrain/schedule.h"
@@ -45,8 +46,10 @@ static struct model_config model_config_of(const struct config *cfg)
     mc.lora_dropout = (float)cfg->lora.dropout;
     mc.lora_n_targets = cfg->lora.n_targets, mc.lora_targets = (const char *const *)cfg->lora.targets;
     mc.base_bf16 = cfg->model.base_dtype != BASE_FP32; /* nf4: the embeddings and an untied head in bf16 */
-    mc.base_nf4 = cfg->model.base_dtype == BASE_NF4;
-    mc.base_nf4_double = cfg->model.nf4_double_quant;
+    if (!mc.base_bnb4) { /* a bitsandbytes folder's quantization is its own */
+        mc.base_nf4 = cfg->model.base_dtype == BASE_NF4;
+        mc.base_nf4_double = cfg->model.nf4_double_quant;
+    }
     return mc;
 }
 
@@ -307,11 +310,17 @@ static void banner(struct trainer *t)
     printf("  model: %.2fM parameters, dim %u, %u layers, %u heads (%u kv)%s, hidden %u, vocab %u, context %u%s\n",
            (double)model_numel(t->model) / 1e6, mc->dim, mc->n_layers, mc->n_heads, mc->n_kv_heads, heads,
            mc->hidden_dim, mc->vocab_size, mc->max_seq_len, window);
-    const char *base = mc->base_nf4 && mc->base_nf4_double
-                           ? " (its layers' matrices in NF4 with 8-bit scales, the embeddings in bf16)"
-                       : mc->base_nf4  ? " (its layers' matrices in NF4, the embeddings in bf16)"
-                       : mc->base_bf16 ? " (its matrices in bf16)"
-                                       : "";
+    char base[160] = "";
+    const char *emb = mc->base_bf16 ? "bf16" : "fp32";
+    if (mc->base_bnb4)
+        snprintf(base, sizeof base, " (its layers' matrices as the folder stores them: bitsandbytes %s%s; the "
+                 "embeddings in %s)", mc->base_bnb4 == HF_BNB_FP4 ? "FP4" : "NF4",
+                 mc->base_nf4_double ? " with 8-bit scales" : "", emb);
+    else if (mc->base_nf4)
+        snprintf(base, sizeof base, " (its layers' matrices in NF4%s, the embeddings in bf16)",
+                 mc->base_nf4_double ? " with 8-bit scales" : "");
+    else if (mc->base_bf16)
+        snprintf(base, sizeof base, " (its matrices in bf16)");
     if (mc->lora_rank)
         printf("  lora: rank %u, alpha %g, %.3fM trained parameters (%.2f%%), the base frozen%s\n", mc->lora_rank,
                (double)mc->lora_alpha, (double)model_trained_numel(t->model) / 1e6,
