@@ -33,9 +33,9 @@ need() {
 # wheels and their dependencies' from PyPI, downloaded by the system's pip
 # for the tree's Python and installed offline there), and bitsandbytes
 # (CPU kernels) with accelerate, which transformers needs to quantize with
-# it (their own wheels only: torch and the rest are the tree's).
+# it, and PEFT (their own wheels only: torch and the rest are the tree's).
 transformers_pin=transformers==4.57.1
-bnb_pins="bitsandbytes==0.50.2 accelerate==1.16.0"
+bnb_pins="bitsandbytes==0.50.2 accelerate==1.16.0 peft==0.17.1"
 venv=/opt/vktrain-hf
 has_torch() {
   present && [ -x "$dir$venv/bin/python" ] &&

@@ -2,9 +2,9 @@
 folder transformers saved with BitsAndBytesConfig(load_in_4bit=True)),
 against bitsandbytes itself, run by test_bnb_folders.sh.
 
-The oracle, tests/hf_oracle.py's bnb_build, runs inside the Debian unstable
-tree of scripts/sid.sh (its python3-torch, transformers 4.57.1 and the
-bitsandbytes of sid.sh's pins, on the CPU): it makes a tiny random model,
+The oracle, tests/hf_oracle.py's bnb_build and peft_compare, runs inside
+the Debian unstable tree of scripts/sid.sh (its python3-torch and sid.sh's
+pins: transformers 4.57.1, bitsandbytes 0.50.2 on the CPU, PEFT 0.17.1): it makes a tiny random model,
 has transformers quantize and save it, loads the folder back and writes
 bitsandbytes' own dequantization of each 4-bit weight. Per case (llama and
 gpt2; NF4 and FP4; with and without double quantization; quantized from
@@ -24,6 +24,14 @@ float32, bfloat16 and float16, the dtype the weights dequantize to):
   control:  the full-precision source's loss differs by > 1e-4 (the
             quantization is not a no-op), so the check above has teeth;
   files:    the merged folder's config.json has no quantization_config;
+  PEFT:     PEFT 0.17.1 with vktrain's adapter folder over the
+            full-precision source with bitsandbytes' dequantized weights
+            gives the merged folder's logits within 1e-4 of the largest
+            (100x closer than without the adapter); over the 4-bit folder
+            itself (transformers' Linear4bit layers) the adapter loads and
+            the logits come within twice the distance of bitsandbytes' CPU
+            forward from its own dequantized weights (it repacks them to
+            bf16 at the first forward: some 1e-2 of the largest logit);
   generate: (the first case) `vktrain generate --temperature 0` from the
             4-bit folder prints what it prints from a full-precision folder
             of bitsandbytes' dequantized weights, byte for byte (the 4-bit
@@ -150,6 +158,15 @@ def run_case(oracle, i, arch, qt, dq, dtype):
               f"bitsandbytes' dequantized weights", gen[0].returncode == 0 and gen[0].stdout == gen[1].stdout and
               len(gen[0].stdout) > len("the quick brown\n"), f"{gen[0].stdout!r} {gen[1].stdout!r} "
               f"{gen[0].stderr[-300:]!r}")
+    out_in = oracle.path(name + "-out")[1]
+    pc = oracle.ask([{"op": "peft_compare", "base": dst_in, "src": src_in, "dequant": deq_in, "adapter": out_in,
+                      "merged": out_in + "/merged", "windows": [w[:T] for w in windows]}])[0]
+    check(f"{tag}: PEFT {pc['peft']} with vktrain's adapter over bitsandbytes' dequantized base gives vktrain's "
+          f"merged folder's logits", pc["diff"] < 1e-4 * pc["scale"] and pc["control"] > 100 * pc["diff"],
+          f"max |diff| {pc['diff']:.2e}, max |logit| {pc['scale']:.2f}, without the adapter {pc['control']:.2e}")
+    check(f"{tag}: PEFT with the adapter over the 4-bit folder itself (Linear4bit) gives them as closely as "
+          f"bitsandbytes' CPU forward gives its own dequantized base's", pc["diff_4bit"] < 2 * pc["noise_4bit"] +
+          1e-4 * pc["scale"], f"max |diff| {pc['diff_4bit']:.2e}, the 4-bit forward's own {pc['noise_4bit']:.2e}")
     cfg_out = json.load(open(os.path.join(out, "merged", "config.json")))
     check(f"{tag}: the merged folder is full precision (no quantization_config)", "quantization_config" not in cfg_out)
     return dst, name

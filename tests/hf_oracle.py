@@ -202,6 +202,43 @@ def bnb_build(req):
             "torch": torch.__version__, "n": n}
 
 
+def with_weights(model, path):
+    """model with the tensors of the safetensors file path in place of its own (gpt2's Conv1D
+    weights given as (out, in))."""
+    from safetensors.torch import load_file
+    from transformers.pytorch_utils import Conv1D
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, w in load_file(path).items():
+            conv = isinstance(model.get_submodule(name.rsplit(".", 1)[0]), Conv1D)
+            params[name].copy_(w.T if conv else w)
+    return model
+
+
+def peft_compare(req):
+    """vktrain's adapter folder req["adapter"] in PEFT, against vktrain's merged folder
+    req["merged"] on req["windows"]: over the full-precision source req["src"] with
+    bitsandbytes' dequantized weights req["dequant"] in place ("diff"), and over the 4-bit
+    folder req["base"] as transformers loads it, with bitsandbytes' Linear4bit ("diff_4bit");
+    the largest |logit|; how far the 4-bit folder's own forward is from its dequantized
+    weights' ("noise_4bit"), and the difference without the adapter ("control")."""
+    from peft import PeftModel
+    x = torch.tensor(req["windows"], dtype=torch.long)
+    with torch.no_grad():
+        merged = load(req["merged"])(input_ids=x).logits
+        dequant = with_weights(load(req["src"]), req["dequant"])
+        plain = dequant(input_ids=x).logits
+        adapted = PeftModel.from_pretrained(dequant, req["adapter"])(input_ids=x).logits
+        base = load(req["base"])
+        own = base(input_ids=x).logits
+        # its CPU device map would have PEFT size memory from /proc, which the tree's chroot lacks
+        base.hf_device_map = None
+        adapted4 = PeftModel.from_pretrained(base, req["adapter"])(input_ids=x).logits
+    return {"diff": (adapted - merged).abs().max().item(), "diff_4bit": (adapted4 - merged).abs().max().item(),
+            "scale": merged.abs().max().item(), "noise_4bit": (own - plain).abs().max().item(),
+            "control": (plain - merged).abs().max().item(), "peft": __import__("peft").__version__}
+
+
 def control_model(folder, control):
     """The folder's model with one feature taken out (the controls)."""
     if control == "full_rotary":  # RoPE over whole heads (and so without the per-pair factors)
@@ -233,16 +270,12 @@ def serve(request):
         return build_family(request["arch"], request["dir"], request["seed"])
     if op == "bnb_build":
         return bnb_build(request)
+    if op == "peft_compare":
+        return peft_compare(request)
     if op == "loss":
         model = control_model(request["dir"], request.get("control"))
         if "weights" in request:  # these tensors in place of the folder's (bitsandbytes' dequantized weights)
-            from safetensors.torch import load_file
-            from transformers.pytorch_utils import Conv1D
-            params = dict(model.named_parameters())
-            with torch.no_grad():
-                for name, w in load_file(request["weights"]).items():
-                    conv = isinstance(model.get_submodule(name.rsplit(".", 1)[0]), Conv1D)  # gpt2's: (in, out)
-                    params[name].copy_(w.T if conv else w)
+            model = with_weights(model, request["weights"])
         return loss_of(model, request["windows"])
     if op == "greedy":
         want, margin, n = greedy(request["dir"], request["prompt"], request["n"])
