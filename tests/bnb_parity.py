@@ -12,7 +12,9 @@ float32, bfloat16 and float16, the dtype the weights dequantize to):
   values:   vktrain's merged folder (lora.merge_on_save) holds, for every
             layer matrix without an adapter, bitsandbytes' dequantized
             weight bit for bit (equal floats), so the 4-bit tensors were
-            read as bitsandbytes reads them;
+            read as bitsandbytes reads them (one case sharded, a weight's
+            absmax, state and code moved to shards before and after its
+            own: a shard boundary inside a weight's tensors);
   loss:     vktrain's step-1 loss (the adapters' B is 0, so the base's)
             equals transformers' loss of the full-precision source with
             bitsandbytes' dequantized weights and the folder's other
@@ -73,17 +75,54 @@ def st_load(path):
     return out
 
 
-def st_drop(path, name):
-    """Rewrites the safetensors file without tensor name (the header's
-    offsets kept: a hole is allowed)."""
+def st_raw(path):
+    """A safetensors file's tensors: {name: (dtype, shape, bytes)}, in file order."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header, data = json.loads(f.read(n)), f.read()
-    del header[name]
+    header.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])}
+
+
+def st_write_raw(path, tensors):
+    header, at = {"__metadata__": {"format": "pt"}}, 0
+    for k, (dtype, shape, data) in tensors.items():
+        header[k] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(data)]}
+        at += len(data)
     h = json.dumps(header).encode()
     h += b" " * (-len(h) % 8)
     with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + data)
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(t[2] for t in tensors.values()))
+
+
+def st_drop(path, name):
+    """Rewrites the safetensors file without tensor name."""
+    tensors = st_raw(path)
+    del tensors[name]
+    st_write_raw(path, tensors)
+
+
+def st_move(folder, names, to):
+    """Moves tensors of a sharded folder into its shard file `to` (its index updated): a
+    weight apart from parts of its state, which transformers itself keeps together."""
+    index_path = os.path.join(folder, "model.safetensors.index.json")
+    index = json.load(open(index_path))
+    for name in names:
+        src = index["weight_map"][name]
+        a, b = st_raw(os.path.join(folder, src)), st_raw(os.path.join(folder, to))
+        b[name] = a.pop(name)
+        st_write_raw(os.path.join(folder, src), a)
+        st_write_raw(os.path.join(folder, to), b)
+        index["weight_map"][name] = to
+    json.dump(index, open(index_path, "w"))
+
+
+def split_states(folder):
+    """Whether some 4-bit weight of a sharded folder has a part of its state in another file."""
+    files = json.load(open(os.path.join(folder, "model.safetensors.index.json")))["weight_map"]
+    return any(files.get(k + ".weight") not in (None, f) for k, f in
+               ((name.split(".weight.")[0], f) for name, f in files.items() if ".weight." in name))
 
 
 def recipe(work, name, src, out, extra=""):
@@ -113,6 +152,8 @@ def run_case(oracle, i, arch, qt, dq, dtype):
              "double_quant": dq, "dtype": dtype, "seed": 40 + i}
     if i == 0:
         build["plain"] = plain_in
+    if i == 1:  # shards of a few modules
+        build["max_shard_size"] = "40KB"
     built, hf_bnb, hf_src = oracle.ask([
         build,
         {"op": "loss", "dir": src_in, "windows": windows, "weights": deq_in},
@@ -127,6 +168,13 @@ def run_case(oracle, i, arch, qt, dq, dtype):
         print(r.stdout[-3000:], r.stderr[-3000:])
         check(f"{tag}: vktrain trains LoRA over the folder", False)
         return
+    if i == 1:  # a weight's state before it and after it in other files
+        shards = sorted(f for f in os.listdir(dst) if f.endswith(".safetensors"))
+        w = "model.layers.0.mlp.up_proj.weight"
+        st_move(dst, [w + ".absmax", w + ".quant_state.bitsandbytes__fp4"], shards[0])
+        st_move(dst, [w + ".quant_map"], shards[-1])
+        check(f"{tag}: the folder is sharded, a weight apart from parts of its state", len(shards) > 3 and
+              split_states(dst), f"{len(shards)} shards")
     check(f"{tag}: vktrain reads the 4-bit weights as stored",
           f"as the folder stores them: bitsandbytes {qt.upper()}" in r.stdout, r.stdout[:600])
     metrics = [json.loads(line) for line in open(os.path.join(out, "metrics.jsonl"))]

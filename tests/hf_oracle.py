@@ -158,7 +158,7 @@ def bnb_build(req):
     2 kv heads) or gpt2 (tied, n_embd 128, 2 layers, 4 heads), every parameter random,
     saved in req["src"] (float32); then quantized by transformers with bitsandbytes
     (req's quant_type, double_quant, and dtype: the dtype it loads in, the quantized
-    weights dequantize to) and saved in req["dst"]; and bitsandbytes' own
+    weights dequantize to) and saved in req["dst"] (in shards of req["max_shard_size"]); and bitsandbytes' own
     dequantization of each 4-bit weight of the folder as transformers loads it back
     (float32, the Linear4bit's (out, in)) with the folder's other parameters (widened
     to float32), in req["dequant"]; "n": how many are 4-bit. With req["plain"] (llama):
@@ -180,7 +180,8 @@ def bnb_build(req):
     dtype = getattr(torch, req["dtype"])
     q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=req["quant_type"],
                            bnb_4bit_use_double_quant=req["double_quant"], bnb_4bit_compute_dtype=torch.float32)
-    AutoModelForCausalLM.from_pretrained(req["src"], quantization_config=q, dtype=dtype).save_pretrained(req["dst"])
+    AutoModelForCausalLM.from_pretrained(req["src"], quantization_config=q, dtype=dtype).save_pretrained(
+        req["dst"], max_shard_size=req.get("max_shard_size", "5GB"))
     back = load(req["dst"])
     out, n = {}, 0
     for name, mod in back.named_modules():
