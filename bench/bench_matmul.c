@@ -14,7 +14,10 @@
  * that path, op_matmul_tn_scratch); the layout "tnk" times the tn kernel,
  * "ntb" nt with a bias added as the outputs are stored (op_matmul_nt_bias)
  * and "ntp" nt followed by the bias pass (op_bias_add), the path it spares
- * (their GFLOP/s count the product's operations alone).
+ * (their GFLOP/s count the product's operations alone); "ntw" and "nnw"
+ * nt and nn with the weight as a frozen base stores it, single calls
+ * alternated over fp32, bf16, NF4 and NF4 with double quantization
+ * (model.base_dtype), the best call of each and the ratios to bf16.
  * Prints one line per layout, named by kernel family (VKTRAIN_KERNELS
  * picks it); scripts/bench_matmul.sh runs both families and puts numpy
  * beside them.
@@ -27,6 +30,7 @@
 
 #include "vktrain/gpu.h"
 #include "vktrain/ops.h"
+#include "vktrain/quant4.h"
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
@@ -64,6 +68,51 @@ static void nt_then_bias(struct gpu *g, struct gpu_buffer *x, struct gpu_buffer 
 
 typedef void (*matmul_fn)(struct gpu *, struct gpu_buffer *, struct gpu_buffer *, struct gpu_buffer *, uint32_t,
                           uint32_t, uint32_t, int);
+
+/* "ntw", "nnw": fn with W (N x K, from host) in the four storages of a
+ * frozen base, single calls alternated, the best of reps each. */
+static void weights_compare(struct gpu *g, matmul_fn fn, const char *name, const char *family, struct gpu_buffer *a,
+                            struct gpu_buffer *c, const float *host, uint32_t M, uint32_t N, uint32_t K, int reps)
+{
+    size_t n = (size_t)N * K;
+    struct gpu_buffer *w[4];
+    w[0] = gpu_buffer_create(g, n * 4, "w fp32");
+    gpu_upload(g, w[0], 0, host, n * 4);
+    uint16_t *h = vkt_malloc(n * 2 + 4, "bf16 weight");
+    vkt_bf16_round(h, host, n);
+    w[1] = gpu_buffer_create(g, (n * 2 + 3) / 4 * 4, "w bf16");
+    gpu_buffer_set_dtype(w[1], GPU_DTYPE_BF16);
+    gpu_upload(g, w[1], 0, h, n * 2);
+    free(h);
+    for (int dq = 0; dq < 2; dq++) {
+        size_t bytes = q4_bytes(n, 64, dq);
+        uint32_t *q = vkt_malloc(bytes, "4-bit weight");
+        q4_quantize(q, host, n, 64, dq);
+        w[2 + dq] = gpu_buffer_create(g, bytes, dq ? "w nf4 dq" : "w nf4");
+        gpu_buffer_set_dtype(w[2 + dq], GPU_DTYPE_Q4);
+        gpu_buffer_set_q4_flags(w[2 + dq], q[Q4_W_FLAGS]);
+        gpu_upload(g, w[2 + dq], 0, q, bytes);
+        free(q);
+    }
+    double best[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) /* compiles each kernel */
+        fn(g, a, w[i], c, M, N, K, 0);
+    gpu_submit(g);
+    for (int r = 0; r < 4 * reps; r++) {
+        struct bench_clock clock = bench_begin(g);
+        fn(g, a, w[r % 4], c, M, N, K, 0);
+        double ms = bench_end(g, clock);
+        if (r < 4 || ms < best[r % 4])
+            best[r % 4] = ms;
+    }
+    double flop = 2.0 * M * N * K * 1e-6;
+    printf("vktrain %-5s %-18s GFLOP/s fp32 %.2f, bf16 %.2f, nf4 %.2f, nf4 dq %.2f; nf4 / bf16 %.3f, nf4 dq / bf16 "
+           "%.3f\n",
+           family, name, flop / best[0], flop / best[1], flop / best[2], flop / best[3], best[1] / best[2],
+           best[1] / best[3]);
+    for (int i = 0; i < 4; i++)
+        gpu_buffer_destroy(g, w[i]);
+}
 
 int main(int argc, char **argv)
 {
@@ -116,6 +165,10 @@ int main(int argc, char **argv)
                                                                     : "tiled";
     printf("device: %s (%s kernels%s), M=%u N=%u K=%u, %d reps\n", gpu_info(g)->name, family,
            samples ? ", reproducible" : "", M, N, K, reps);
+    static const char *wkeys[] = {"ntw", "nnw"};
+    for (int l = 0; l < 2; l++)
+        if (names_key(layouts, wkeys[l]))
+            weights_compare(g, fns[l], names[l], family, a, c, host, M, N, K, reps);
     for (int l = 0; l < 6; l++) {
         if (!names_key(layouts, keys[l]))
             continue;

@@ -6,7 +6,8 @@
 # model.base_dtype bf16 and nf4 (and nf4 with model.nf4_double_quant)
 # ROUNDS times. Prints each run's tokens/s over its timed steps (after the
 # warm-up, which compiles the shaders) and the ratios nf4/bf16 of the means
-# and of the fastest steps (bursts of other work only slow steps down).
+# and of the fastest steps (bursts of other work only slow steps down);
+# then the frozen-weight matmuls alone, nt and nn, per storage.
 #
 #   scripts/bench_qlora.sh [steps [warmup [rounds]]]   (defaults: 4, 2, 2)
 # Environment: BENCH_BUILD (default build; built when it is the default).
@@ -64,3 +65,7 @@ done
 for kind in nf4 nf4dq; do
   /usr/bin/python3 -c "print('%-6s / bf16: %.2fx of the mean tokens/s, %.2fx of the fastest step' % ('$kind', ${mean[$kind]} / ${mean[bf16]}, ${best[$kind]} / ${best[bf16]}))"
 done
+# the matmuls that read the frozen weights, at the recipe's gate/up shape
+# (rows 4 x 128, dim 512, hidden 1536): single calls alternated over the
+# weight's storages in one process (bench/bench_matmul.c, "ntw", "nnw")
+LP_NUM_THREADS=${LP_NUM_THREADS:-2} "$build/bench/bench_matmul" 512 1536 512 20 ntw,nnw | grep '^vktrain'
