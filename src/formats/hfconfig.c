@@ -507,7 +507,10 @@ static int bnb4_read(const char *path, json_t *qc, struct hf_config *c, char *er
         return vkt_error(err, errlen,
                          "%s: quantization_config with quant_method '%s'%s is not supported (bitsandbytes in 4 bits "
                          "is; so is a full-precision folder, which model.base_dtype: nf4 quantizes)",
-                         path, m, !strcmp(m, "bitsandbytes") ? " in 8 bits" : "");
+                         path, m,
+                         strcmp(m, "bitsandbytes")                             ? ""
+                         : json_is_true(json_object_get(qc, "load_in_8bit")) ? " in 8 bits"
+                                                                              : " without load_in_4bit");
     json_t *type = json_object_get(qc, "bnb_4bit_quant_type"), *dq = json_object_get(qc, "bnb_4bit_use_double_quant"),
            *storage = json_object_get(qc, "bnb_4bit_quant_storage");
     const char *t = json_is_string(type) ? json_string_value(type) : type ? "(not a string)" : "fp4";
