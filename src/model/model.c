@@ -14,7 +14,6 @@
 #include "vktrain/repro.h"
 #include "vktrain/util.h"
 
-
 static int add_param(struct model *m, int transposed, enum model_init init, uint32_t d0, uint32_t d1, const char *fmt,
                      ...) VKT_PRINTF(6, 7);
 
