@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's table of device memory per rank, as `vktrain train --dry-run`
+# docs/training.md's table of device memory per rank (README shows a few rows), as `vktrain train --dry-run`
 # prints it, for a Llama-3.2-1B-shaped and a SmolLM-135M-shaped llama, a
 # Qwen3-0.6B-shaped one, a Gemma-3-270M-shaped one and a Llama-3.1-8B-shaped one
 # (random weights: the plan depends on the shapes only), each with
