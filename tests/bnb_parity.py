@@ -61,20 +61,6 @@ UNADAPTED = {"llama": ("self_attn.k_proj", "self_attn.o_proj", "mlp.gate_proj", 
              "gpt2": ("attn.c_proj", "mlp.c_fc", "mlp.c_proj")}
 
 
-def st_load(path):
-    """A safetensors file's F32 tensors as numpy arrays."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header, data = json.loads(f.read(n)), f.read()
-    out = {}
-    for k, v in header.items():
-        if k != "__metadata__":
-            assert v["dtype"] == "F32", (k, v["dtype"])
-            b, e = v["data_offsets"]
-            out[k] = np.frombuffer(data[b:e], np.float32).reshape(v["shape"])
-    return out
-
-
 def st_raw(path):
     """A safetensors file's tensors: {name: (dtype, shape, bytes)}, in file order."""
     with open(path, "rb") as f:
@@ -83,6 +69,15 @@ def st_raw(path):
     header.pop("__metadata__", None)
     return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
             for k, v in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0])}
+
+
+def st_load(path):
+    """A safetensors file's F32 tensors as numpy arrays."""
+    out = {}
+    for k, (dtype, shape, data) in st_raw(path).items():
+        assert dtype == "F32", (k, dtype)
+        out[k] = np.frombuffer(data, np.float32).reshape(shape)
+    return out
 
 
 def st_write_raw(path, tensors):

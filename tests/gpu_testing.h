@@ -87,23 +87,34 @@ static inline size_t floats_differing(const float *a, const float *b, size_t n)
     return differ;
 }
 
-/* x (n values, rounded to floats) quantized to 4 bits (NF4, blocks of
- * `block`, double_quant as model.nf4_double_quant) in a GPU_DTYPE_Q4
- * buffer; with code Q4_FP4 the indices then read FP4's code, and round
- * (Q4_FLAG_BF16 or Q4_FLAG_F16) rounds the values, as a bitsandbytes
- * folder's may; x becomes the dequantized values, what the kernels read. */
-static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x, size_t n, uint32_t block,
-                                                        int double_quant, enum q4_code code, uint32_t round,
-                                                        const char *name)
+/* The 4-bit weights the tests cover: NF4 (model.base_dtype nf4), with
+ * double quantization, and as bitsandbytes folders may hold them: FP4
+ * values rounded to bf16, NF4 with double quantization rounded to f16. */
+enum q4_variant { Q4V_NF4, Q4V_NF4_DQ, Q4V_FP4_BF16, Q4V_NF4_DQ_F16, Q4V_N };
+static inline const char *q4_variant_name(enum q4_variant v)
 {
+    static const char *const names[Q4V_N] = {"NF4", "NF4, double quant", "FP4, bf16 values",
+                                             "NF4, double quant, f16 values"};
+    return names[v];
+}
+
+/* x (n values, rounded to floats) quantized to 4 bits (NF4, blocks of
+ * `block`, with double quantization in the _DQ variants) in a
+ * GPU_DTYPE_Q4 buffer; Q4V_FP4_BF16's indices then read FP4's code and
+ * its values, and Q4V_NF4_DQ_F16's, are rounded as the variant says; x
+ * becomes the dequantized values, what the kernels read. */
+static inline struct gpu_buffer *buffer_q4_from_doubles(struct gpu *g, double *x, size_t n, uint32_t block,
+                                                        enum q4_variant v, const char *name)
+{
+    int double_quant = v == Q4V_NF4_DQ || v == Q4V_NF4_DQ_F16;
     float *f = vkt_malloc(n * sizeof *f, name);
     for (size_t i = 0; i < n; i++)
         f[i] = (float)x[i];
     size_t bytes = q4_bytes(n, block, double_quant);
     uint32_t *w = vkt_malloc(bytes, name);
     q4_quantize(w, f, n, block, double_quant);
-    memcpy(w + Q4_CODE_WORD, q4_code(code), 16 * sizeof(float));
-    w[Q4_W_FLAGS] |= round;
+    memcpy(w + Q4_CODE_WORD, q4_code(v == Q4V_FP4_BF16 ? Q4_FP4 : Q4_NF4), 16 * sizeof(float));
+    w[Q4_W_FLAGS] |= v == Q4V_FP4_BF16 ? Q4_FLAG_BF16 : v == Q4V_NF4_DQ_F16 ? Q4_FLAG_F16 : 0;
     q4_dequantize(f, w);
     for (size_t i = 0; i < n; i++)
         x[i] = f[i];

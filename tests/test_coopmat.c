@@ -129,23 +129,16 @@ static void coop_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layou
     free(a), free(b), free(c0), free(ref16), free(ref32);
 }
 
-/* nt or nn on 16-bit inputs t with a 4-bit weight (model.base_dtype nf4;
- * variant 0: NF4, 1: with double quantization, 2: FP4 values rounded to
- * bf16, 3: NF4 with double quantization rounded to f16, as bitsandbytes
- * folders may hold them): bit for bit the same kernel's outputs on the
+/* nt or nn on 16-bit inputs t with a 4-bit weight (each variant of
+ * gpu_testing.h's): bit for bit the same kernel's outputs on the
  * dequantized fp32 weight, and its q4 variant in the profile. */
 static void coop_q4_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_layout l, int M, int N, int K,
-                         int variant)
+                         enum q4_variant variant)
 {
-    static const char *const variant_name[] = {"NF4", "NF4, double quant", "FP4, bf16 values",
-                                               "NF4, double quant, f16 values"};
-    int double_quant = variant % 2;
     size_t na = (size_t)M * (l == NT ? K : N), nb = (size_t)N * K, nc = l == NT ? (size_t)M * N : (size_t)M * K;
     double *a = random_doubles(na), *b = random_doubles(nb), *c0 = random_doubles(nc);
     struct gpu_buffer *ba = buffer_from_doubles(g, a, na, "a");
-    struct gpu_buffer *bq = buffer_q4_from_doubles(g, b, nb, K % 64 ? 32 : 64, double_quant, variant == 2 ? Q4_FP4 : Q4_NF4,
-                                                   variant == 2 ? Q4_FLAG_BF16 : variant == 3 ? Q4_FLAG_F16 : 0,
-                                                   "b (4-bit)");
+    struct gpu_buffer *bq = buffer_q4_from_doubles(g, b, nb, K % 64 ? 32 : 64, variant, "b (4-bit)");
     struct gpu_buffer *bf = buffer_from_doubles(g, b, nb, "b (dequantized)"); /* b holds the dequantized values */
     struct gpu_buffer *cq = buffer_from_doubles(g, c0, nc, "c"), *cf = buffer_from_doubles(g, c0, nc, "c");
     int timed = gpu_profile_start(g);
@@ -159,7 +152,7 @@ static void coop_q4_case(struct gpu *g, enum gpu_matmul_inputs t, enum matmul_la
     CHECK(differ == 0,
           "matmul_%s %s M=%d N=%d K=%d, 4-bit weight (%s): %zu of %zu outputs differ from the kernel's on the "
           "dequantized weight (bitwise expected)",
-          matmul_layout_name[l], type_name[t], M, N, K, variant_name[variant], differ, nc);
+          matmul_layout_name[l], type_name[t], M, N, K, q4_variant_name(variant), differ, nc);
     check_ran(g, timed, t, l, M, N, K, (l == NT ? K : N) % 4 == 0, "_q4");
     free(got), free(want);
     gpu_buffer_destroy(g, ba), gpu_buffer_destroy(g, bq), gpu_buffer_destroy(g, bf);
@@ -198,7 +191,7 @@ static void test_type(struct gpu *g, enum gpu_matmul_inputs t)
     static const int q4_shapes[][3] = {{7, 5, 3}, {129, 33, 65}, {130, 37, 68}, {33, 17, 12}, {40, 300, 256}};
     for (size_t s = 0; s < sizeof q4_shapes / sizeof q4_shapes[0]; s++)
         for (int l = 0; l < 2; l++)
-            coop_q4_case(g, t, (enum matmul_layout)l, q4_shapes[s][0], q4_shapes[s][1], q4_shapes[s][2], (int)s % 4);
+            coop_q4_case(g, t, (enum matmul_layout)l, q4_shapes[s][0], q4_shapes[s][1], q4_shapes[s][2], (enum q4_variant)(s % Q4V_N));
     /* accumulating into an output on 16 bytes (lead 4): the workgroups
      * inside the block load C and store by coopMatStore, the edges stage */
     for (int l = 0; l < 3; l++)

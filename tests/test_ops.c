@@ -44,6 +44,7 @@ static float *download_at(struct gpu *g, struct gpu_buffer *b, size_t lead, size
  * folders may hold them: FP4 rounded to bf16, NF4 with double quant
  * rounded to f16 (its values scaled by 1e-4: f16's subnormals too) */
 enum weight { W_FP32, W_BF16, W_NF4, W_NF4_DQ, W_FP4_BF16, W_NF4_DQ_F16 };
+_Static_assert(W_NF4_DQ_F16 - W_NF4 == Q4V_NF4_DQ_F16, "the 4-bit weights in q4_variant's order");
 static const char *const weight_name[] = {"",
                                           " (bf16 weight)",
                                           " (NF4 weight)",
@@ -69,12 +70,7 @@ static void matmul_case(struct gpu *g, enum matmul_layout l, int M, int N, int K
             b[i] *= 1e-4;
     struct gpu_buffer *bb = wt == W_BF16   ? buffer_bf16_from_doubles(g, b, nb, "b")
                             : wt == W_FP32 ? buffer_from_doubles(g, b, nb, "b")
-                                           : buffer_q4_from_doubles(g, b, nb, block, wt == W_NF4_DQ || wt == W_NF4_DQ_F16,
-                                                                    wt == W_FP4_BF16 ? Q4_FP4 : Q4_NF4,
-                                                                    wt == W_FP4_BF16     ? Q4_FLAG_BF16
-                                                                    : wt == W_NF4_DQ_F16 ? Q4_FLAG_F16
-                                                                                         : 0,
-                                                                    "b");
+                                           : buffer_q4_from_doubles(g, b, nb, block, (enum q4_variant)(wt - W_NF4), "b");
     double *ref = vkt_calloc(nc, sizeof *ref, "reference");
     if (accumulate)
         memcpy(ref, c0, nc * sizeof *ref);

@@ -123,24 +123,18 @@ static void check_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, 
     free(ref);
 }
 
-/* nt and nn with a 4-bit weight as B (variant 0: NF4, 1: with double
- * quantization, 2: FP4 values rounded to bf16, 3: NF4 with double
- * quantization rounded to f16, as bitsandbytes folders hold them): both
- * families give the C reference's bits on the dequantized weight. */
+/* nt and nn with a 4-bit weight as B (each variant of gpu_testing.h's):
+ * both families give the C reference's bits on the dequantized weight. */
 static void check_q4_case(struct gpu *g, struct ref_rng *rng, enum repro_layout l, uint32_t M, uint32_t N, uint32_t K,
-                          int variant)
+                          enum q4_variant variant)
 {
-    static const char *const variant_name[] = {"NF4", "NF4, double quant", "FP4, bf16 values",
-                                               "NF4, double quant, f16 values"};
     size_t s[3];
     sizes(l, M, N, K, s);
     float *a = random_data(rng, s[0]), *c0 = random_data(rng, s[2]);
     double *w = vkt_malloc(s[1] * sizeof *w, "weight");
     for (size_t i = 0; i < s[1]; i++)
         w[i] = ref_rng_normal(rng);
-    struct gpu_buffer *bb = buffer_q4_from_doubles(g, w, s[1], K % 64 ? 32 : 64, variant % 2,
-                                                   variant == 2 ? Q4_FP4 : Q4_NF4,
-                                                   variant == 2 ? Q4_FLAG_BF16 : variant == 3 ? Q4_FLAG_F16 : 0, "q4 b");
+    struct gpu_buffer *bb = buffer_q4_from_doubles(g, w, s[1], K % 64 ? 32 : 64, variant, "q4 b");
     float *b = vkt_malloc(s[1] * sizeof *b, "dequantized weight"), *ref = vkt_malloc(s[2] * sizeof *ref, "ref");
     for (size_t i = 0; i < s[1]; i++)
         b[i] = (float)w[i];
@@ -156,9 +150,9 @@ static void check_q4_case(struct gpu *g, struct ref_rng *rng, enum repro_layout 
         float *out = download_floats(g, bc, s[2]);
         size_t d = repro_bit_differences(out, ref, s[2]);
         printf("%s %ux%ux%u, 4-bit weight (%s) %s: %zu of %zu outputs differ from C on the dequantized weight\n",
-               layout_names[l], M, N, K, variant_name[variant], family ? "tiled" : "texel", d, s[2]);
+               layout_names[l], M, N, K, q4_variant_name(variant), family ? "tiled" : "texel", d, s[2]);
         CHECK(d == 0, "%s %ux%ux%u 4-bit (%s) %s: %zu outputs differ", layout_names[l], M, N, K,
-              variant_name[variant], family ? "tiled" : "texel", d);
+              q4_variant_name(variant), family ? "tiled" : "texel", d);
         free(out);
     }
     gpu_buffer_destroy(g, ba), gpu_buffer_destroy(g, bb), gpu_buffer_destroy(g, bc);
@@ -388,14 +382,14 @@ int main(void)
      * 68), a reduction over lavapipe's loop bound (cut into dispatches: B
      * read from the range's first element), and under a 4 KiB storage
      * range (blocks of rows of the output; the weight still bound whole). */
-    for (int v = 0; v < 4; v++)
+    for (int v = 0; v < Q4V_N; v++)
         for (int l = 0; l < 2; l++)
-            check_q4_case(g, &rng, (enum repro_layout)l, 67, 45, v % 2 ? 68 : 83, v);
-    check_q4_case(g, &rng, REPRO_NT, 2, 3, 70004, 1);
-    check_q4_case(g, &rng, REPRO_NN, 2, 70004, 3, 3);
+            check_q4_case(g, &rng, (enum repro_layout)l, 67, 45, v % 2 ? 68 : 83, (enum q4_variant)v);
+    check_q4_case(g, &rng, REPRO_NT, 2, 3, 70004, Q4V_NF4_DQ);
+    check_q4_case(g, &rng, REPRO_NN, 2, 70004, 3, Q4V_NF4_DQ_F16);
     gpu_set_limits(g, "storage_range=4096");
     for (int l = 0; l < 2; l++)
-        check_q4_case(g, &rng, (enum repro_layout)l, 200, 12, 20, 2);
+        check_q4_case(g, &rng, (enum repro_layout)l, 200, 12, 20, Q4V_FP4_BF16);
     gpu_set_limits(g, NULL);
     /* Sums over samples: rows per sample not a multiple of 4; the vec4
      * kernel (52 x 68) and the storage one (53 x 68). */
